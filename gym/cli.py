@@ -1,0 +1,201 @@
+"""The ``gym`` command: parse, call the API, print. No model logic lives here."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gym import costing
+from gym.errors import GymError
+from gym.explain import Explanation
+from gym.loading import load_design, load_scenario
+from gym.result import Result
+from gym.simulate import ENGINES, default_scenario, simulate, validate
+
+app = typer.Typer(
+    name="gym",
+    help="The crawler SLO gym: score a web crawler's capacity design against SLOs under chaos.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+
+DesignArg = Annotated[
+    Path, typer.Argument(help="Design file (YAML), e.g. designs/reference.yaml.", show_default=False)
+]
+ScenarioOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--scenario",
+        "-s",
+        help="Scenario file (YAML). Default: scenarios/crawler-chaos.yaml.",
+        show_default=False,
+    ),
+]
+
+
+def _fail_invalid(err: GymError) -> typer.Exit:
+    err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+    for problem in err.problems:
+        err_console.print(f"error: {problem}", markup=False)
+    return typer.Exit(EXIT_INVALID)
+
+
+@app.command()
+def run(
+    design: DesignArg,
+    scenario: ScenarioOpt = None,
+    seed: Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)] = 0,
+    engine: Annotated[
+        str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", show_default=True)
+    ] = "flow",
+    tick_ms: Annotated[
+        int, typer.Option("--tick-ms", help="Flow-engine tick in ms (divides 1000).")
+    ] = 10,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+    ] = False,
+) -> None:
+    """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
+    try:
+        result = simulate(
+            load_design(design),
+            load_scenario(scenario or default_scenario()),
+            seed=seed,
+            engine=engine,
+            tick_ms=tick_ms,
+        )
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
+    else:
+        _print_result(result, Console(highlight=False))
+    raise typer.Exit(EXIT_PASS if result.passed else EXIT_FAIL)
+
+
+@app.command("validate")
+def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None) -> None:
+    """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
+    try:
+        d = load_design(design)
+        s = load_scenario(scenario or default_scenario())
+        problems = validate(d, s)
+        if problems:
+            raise GymError(problems)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    units = costing.units(d, s.catalog)
+    parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
+    console = Console(highlight=False)
+    console.print(f"{design}: valid design '{d.name}', {sum(units.values())} units ({parts})")
+    console.print(
+        f"{s._source}: valid scenario '{s.name}', {s.duration_s:g} s, {len(s.load)} load "
+        f"stage(s), {len(s.faults)} fault(s), {_count_slos(s)} SLO(s)"
+    )
+
+
+def _count_slos(s: object) -> int:
+    slos = getattr(s, "slos", None)
+    return sum(1 for v in (slos.model_dump().values() if slos else []) if v is not None)
+
+
+# -- human output ---------------------------------------------------------------------
+
+
+def _print_result(r: Result, console: Console) -> None:
+    m = r.metrics
+    console.print(
+        f"design [bold]{r.design.name}[/] ({r.design._source}) · scenario "
+        f"[bold]{r.scenario.name}[/] ({r.scenario._source}) · engine {r.engine} · seed {r.seed}"
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    peak, peak_component, peak_at = m.peak_saturation()
+    for chk in r.checks:
+        measured = _fmt_measured(chk.name, chk.measured)
+        if chk.name == "peak_saturation" and peak_component is not None:
+            measured += f" ({peak_component}, t={peak_at:g}s)"
+        mark = "[green]PASS[/]" if chk.passed else "[bold red]FAIL[/]"
+        table.add_row(chk.name, f"{chk.op} {chk.target:g}", measured, mark)
+    if not r.checks:
+        table.add_row("(the scenario lists no SLOs)", "", "", "")
+    console.print(table)
+    verdict = "[bold green]PASS[/]" if r.passed else "[bold red]FAIL[/]"
+    console.print(f"\nVerdict: {verdict}")
+    console.print(
+        f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed + "
+        f"{m.in_flight_end:,} in flight at the end"
+    )
+    policy = (
+        "fail (cause crash_loss)"
+        if r.design.fetchers.on_crash == "fail"
+        else "go back to the frontier"
+    )
+    console.print(f"Fetches in flight on a crashed replica: {policy}")
+
+    comp = Table(show_edge=False, pad_edge=False, title=None)
+    for col in ("component", "units", "peak saturation", "failed"):
+        comp.add_column(col, justify="left" if col == "component" else "right")
+    for name, cw in m.components.items():
+        value, w = cw.peak()
+        sat = "-" if value is None or w is None else f"{value:.2f} at t={m.window_s[w]:g}s"
+        if cw.outage.any():
+            sat += f", down {int(cw.outage.sum())} s"
+        comp.add_row(name, str(m.units.get(name, 0)), sat, f"{int(cw.failed_total.sum()):,}")
+    console.print()
+    console.print(comp)
+
+    headlines = [e for e in r.explanations if e.kind == "slo"]
+    details = [e for e in r.explanations if e.kind != "slo"]
+    if headlines:
+        console.print("\n[bold]Why it fails[/]")
+        _print_explanations(headlines, console)
+    if details:
+        console.print("\n[bold]Where URLs were lost[/]" if m.failed else "\n[bold]Notes[/]")
+        _print_explanations(details, console)
+
+
+def _print_explanations(explanations: list[Explanation], console: Console) -> None:
+    width = max(console.width, 40)
+    for e in explanations:
+        console.print(
+            textwrap.fill(e.text, width, initial_indent="- ", subsequent_indent="  "),
+            markup=False,
+            soft_wrap=True,
+        )
+        for line in e.details:
+            console.print(
+                textwrap.fill(line, width, initial_indent="    * ", subsequent_indent="      "),
+                markup=False,
+                soft_wrap=True,
+            )
+
+
+def _fmt_measured(name: str, value: float) -> str:
+    if name == "availability":
+        return f"{value:.4f}"
+    if name == "peak_saturation":
+        return f"{value:.2f}"
+    if name == "cost_units":
+        return f"{value:g}"
+    return f"{value:,.0f}"
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""One component shape for the whole pipeline.
+
+Every component is built from its validated config, a SimPy environment, an explicit
+``numpy.random.Generator`` and the run's :class:`Ledger`. It keeps per-tick integer
+tallies (arrived, capacity, processed, out, served, failed by cause, backlog) and moves
+URLs with :meth:`Component.advance`, which covers every tick since it last ran.
+
+Time is driven by SimPy, in ticks. Between two timeline events nothing outside the
+pipeline changes, so the engine does not wake components every tick: an event
+process (a load stage, a fault) first brings every component up to the present
+(``Ledger.sync``), in pipeline order, and then changes the state it owns. Each
+component's own timeline processes (a stall, a slowdown, a crash) live on the
+component that suffers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+
+import numpy as np
+import simpy
+
+from gym.models import SlowdownFault, StallFault
+
+IntArray = np.ndarray  # int64 per-tick tallies
+
+
+@dataclass
+class Ledger:
+    """Shared facts of one run: the tick grid and how to bring everyone up to date."""
+
+    n_ticks: int
+    tick_ms: int
+    sync: Callable[[int], None] = field(default=lambda _t: None)
+
+    def zeros(self, extra: int = 0) -> IntArray:
+        return np.zeros(self.n_ticks + extra, dtype=np.int64)
+
+
+def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[IntArray, float]:
+    """Whole URLs a rate allows in each of ``n`` ticks, with the fraction carried over.
+
+    Capacity per tick is rate x tick; only whole URLs can move, so the fraction is
+    carried to the next tick (unused whole capacity is not banked). Over k ticks the
+    total is floor(carry + k x rate x tick), exact for integer rates.
+    """
+    per_tick = rate_per_s * tick_ms / 1000.0
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64), carry
+    cum = np.floor(carry + per_tick * np.arange(1, n + 1, dtype=np.float64) + 1e-9)
+    quota = np.diff(cum, prepend=0.0).astype(np.int64)
+    new_carry = carry + per_tick * n - float(cum[-1])
+    return quota, min(max(new_carry, 0.0), 1.0 - 1e-12)
+
+
+class Component:
+    """Base of every pipeline component: per-tick tallies and the advance contract."""
+
+    name: str = "component"
+    #: Failure causes this component can record.
+    causes: tuple[str, ...] = ()
+
+    def __init__(self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger) -> None:
+        self.env = env
+        self.rng = rng
+        self.ledger = ledger
+        self.arrived = ledger.zeros()  # work reaching the input this tick
+        self.capacity = ledger.zeros()  # whole URLs it could take this tick
+        self.processed = ledger.zeros()  # work it took this tick
+        self.out = ledger.zeros()  # passed on downstream this tick
+        self.served = ledger.zeros()  # finished here, successfully, this tick
+        self.backlog = ledger.zeros()  # held at the end of this tick
+        self.failed = {cause: ledger.zeros() for cause in self.causes}
+        self.t = 0  # ticks advanced so far
+        self._reserved = 0  # ticks whose capacity is fixed already
+
+    # -- the contract -------------------------------------------------------------------
+    def advance(self, t1: int) -> None:
+        """Move URLs over ticks [self.t, t1)."""
+        if t1 > self.t:
+            self.reserve(t1)
+            self._advance(self.t, t1)
+            self.t = t1
+
+    def _advance(self, t0: int, t1: int) -> None:
+        raise NotImplementedError
+
+    def reserve(self, t1: int) -> None:
+        """Fix this component's capacity for the ticks up to ``t1`` (idempotent)."""
+        if t1 > self._reserved:
+            self.capacity[self._reserved : t1] = self._quota(t1 - self._reserved)
+            self._reserved = t1
+
+    def _quota(self, n: int) -> IntArray:
+        return np.zeros(n, dtype=np.int64)
+
+    def in_flight(self) -> int:
+        """URLs held by this component after the last advanced tick."""
+        return int(self.backlog[self.t - 1]) if self.t > 0 else 0
+
+
+class RatedComponent(Component):
+    """A component with a rate capacity that stalls and slowdowns act on."""
+
+    def __init__(
+        self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger, rate: float
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.base_rate = rate
+        self._stalls = 0
+        self._slowdowns: list[float] = []
+        self._carry = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Current capacity per second: 0 while stalled, divided by active slowdowns."""
+        if self._stalls:
+            return 0.0
+        rate = self.base_rate
+        for factor in self._slowdowns:
+            rate /= factor
+        return rate
+
+    def _quota(self, n: int) -> IntArray:
+        quota, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
+        return quota
+
+    def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, None, None]:
+        """Capacity 0 from tick ``start`` to tick ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        self._stalls += 1
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        self._stalls -= 1
+
+    def slowdown(
+        self, fault: SlowdownFault, start: int, end: int
+    ) -> Generator[simpy.Event, None, None]:
+        """Capacity divided by the factor from tick ``start`` to tick ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        self._slowdowns.append(fault.factor)
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        self._slowdowns.remove(fault.factor)
+
+    def _split_loss(self, lost: IntArray, cap: IntArray, t0: int, t1: int, what: str) -> None:
+        """Record ``lost`` URLs as ``<what>_unavailable`` where capacity was 0, else overload."""
+        down = cap == 0
+        self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, lost, 0)
+        self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)

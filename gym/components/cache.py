@@ -1,0 +1,40 @@
+"""The DNS + seen-URL cache: a hit is served at once, a miss goes on to the resolver."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from gym.components.base import Component, Ledger, RatedComponent
+
+
+class Cache(RatedComponent):
+    """Looks up at most its capacity per tick (the rest fail: ``cache_overload``, or
+    ``cache_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
+
+    name = "cache"
+    causes = ("cache_overload", "cache_unavailable")
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        hit_ratio: float,
+        lookups_rps: float,
+        upstream: Component,
+    ) -> None:
+        super().__init__(env, rng, ledger, lookups_rps)
+        self.hit_ratio = hit_ratio
+        self.upstream = upstream
+
+    def _advance(self, t0: int, t1: int) -> None:
+        arrived = self.upstream.out[t0:t1]
+        cap = self.capacity[t0:t1]
+        looked_up = np.minimum(arrived, cap)
+        hits = self.rng.binomial(looked_up, self.hit_ratio)
+        self.arrived[t0:t1] = arrived
+        self.processed[t0:t1] = looked_up
+        self.served[t0:t1] = hits
+        self.out[t0:t1] = looked_up - hits
+        self._split_loss(arrived - looked_up, cap, t0, t1, "cache")

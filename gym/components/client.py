@@ -1,0 +1,46 @@
+"""The client: offered load, URLs per tick, from the scenario's load stages."""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import numpy as np
+import simpy
+
+from gym.components.base import Component, Ledger, tick_quota
+from gym.models import Scenario
+
+
+class Client(Component):
+    """Offers URLs: Poisson per tick (or exactly rate x tick) at the current stage's rate."""
+
+    name = "client"
+
+    def __init__(
+        self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger, scenario: Scenario
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.base_rps = scenario.base_rps
+        self.poisson = scenario.arrivals == "poisson"
+        self.multiplier = 1.0
+        self._carry = 0.0
+
+    @property
+    def rate(self) -> float:
+        return self.base_rps * self.multiplier
+
+    def _advance(self, t0: int, t1: int) -> None:
+        n = t1 - t0
+        if self.poisson:
+            offered = self.rng.poisson(self.rate * self.ledger.tick_ms / 1000.0, size=n)
+        else:
+            offered, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
+        self.arrived[t0:t1] = offered
+        self.processed[t0:t1] = offered
+        self.out[t0:t1] = offered
+
+    def load_stage(self, start: int, multiplier: float) -> Generator[simpy.Event, None, None]:
+        """From tick ``start`` on, offer ``multiplier`` x base_rps."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        self.multiplier = multiplier

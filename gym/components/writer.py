@@ -1,0 +1,91 @@
+"""The async writer: a write-behind buffer in front of the page store.
+
+Per tick, with c the store's capacity and q the writes held:
+1. new writes go straight to the store while it has room: direct = min(arriving, c);
+2. the rest are held, up to ``buffer``; beyond it they fail (``writer_overflow``);
+3. held writes are flushed into the room left below ``flush_ceiling`` x c:
+   flush = min(q, max(0, floor(flush_ceiling x c) - direct)).
+So the writer never sends the store more than it can take, and a flush after a stall
+never lifts the store above the ceiling. Counts only: the rule does not keep writes in
+arrival order (new writes may overtake held ones).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from gym.components.base import Component, IntArray, Ledger
+from gym.models import AsyncWriterConfig
+
+
+class AsyncWriter(Component):
+    """Holds the writes the page store cannot take and flushes them into its spare room."""
+
+    name = "async_writer"
+    causes = ("writer_overflow",)
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        config: AsyncWriterConfig,
+        upstream: Component,
+        store: Component,
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.buffer = config.buffer
+        self.flush_ceiling = config.flush_ceiling
+        self.upstream = upstream
+        self.store = store
+        self.held_in = ledger.zeros()  # writes that had to be held (or overflowed) this tick
+        self.flushed = ledger.zeros()  # held writes flushed to the store this tick
+
+    def _quota(self, n: int) -> IntArray:
+        return np.full(n, self.buffer, dtype=np.int64)
+
+    def _advance(self, t0: int, t1: int) -> None:
+        self.store.reserve(t1)
+        arriving = self.upstream.out[t0:t1]
+        room = self.store.capacity[t0:t1]
+        self.arrived[t0:t1] = arriving
+        held = int(self.backlog[t0 - 1]) if t0 > 0 else 0
+        if held == 0 and bool((arriving <= room).all()):
+            self.out[t0:t1] = arriving
+            self.processed[t0:t1] = arriving
+            return
+        ceiling = np.floor(self.flush_ceiling * room + 1e-9).astype(np.int64)
+        direct, excess, overflow, flushed, backlog = _write_behind(
+            held, self.buffer, arriving.tolist(), room.tolist(), ceiling.tolist()
+        )
+        self.out[t0:t1] = direct + flushed
+        self.processed[t0:t1] = direct + excess - overflow
+        self.held_in[t0:t1] = excess
+        self.flushed[t0:t1] = flushed
+        self.failed["writer_overflow"][t0:t1] = overflow
+        self.backlog[t0:t1] = backlog
+
+
+def _write_behind(
+    held: int, buffer: int, arriving: list[int], room: list[int], ceiling: list[int]
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """The writer's per-tick rule (see the module docstring), tick by tick."""
+    n = len(arriving)
+    direct = [0] * n
+    excess = [0] * n
+    overflow = [0] * n
+    flushed = [0] * n
+    backlog = [0] * n
+    for i in range(n):
+        a = arriving[i]
+        d = a if a < room[i] else room[i]
+        x = a - d
+        spare = ceiling[i] - d
+        f = held if held < spare else max(spare, 0)
+        held -= f
+        accept = x if held + x <= buffer else buffer - held
+        held += accept
+        direct[i], excess[i], overflow[i], flushed[i], backlog[i] = d, x, x - accept, f, held
+    arrays = (np.asarray(v, dtype=np.int64) for v in (direct, excess, overflow, flushed, backlog))
+    return tuple(arrays)  # type: ignore[return-value]

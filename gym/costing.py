@@ -1,0 +1,84 @@
+"""Units and cost: what a design costs under a scenario's catalog, and what it may not ask for."""
+
+from __future__ import annotations
+
+import math
+
+from gym.errors import Problem
+from gym.models import Catalog, Design
+
+#: Component names, in pipeline order, as they appear in results.
+COMPONENTS: tuple[str, ...] = (
+    "frontier",
+    "fetchers",
+    "cache",
+    "resolver",
+    "async_writer",
+    "page_store",
+)
+
+_MAX_CACHE_UNITS = 60
+
+
+def cache_hit_ratio(units: int, catalog: Catalog) -> float:
+    """Hit ratio ``units`` cache units reach: the first reaches the base, each further halves misses."""
+    return 1.0 - (1.0 - catalog.cache.base_hit_ratio) / 2 ** (units - 1)
+
+
+def cache_units(hit_ratio: float, catalog: Catalog) -> int | None:
+    """Fewest cache units that reach ``hit_ratio``; None if no number of units does."""
+    miss_wanted = 1.0 - hit_ratio
+    for units in range(1, _MAX_CACHE_UNITS + 1):
+        if 1.0 - cache_hit_ratio(units, catalog) <= miss_wanted + 1e-12:
+            return units
+    return None
+
+
+def units(design: Design, catalog: Catalog) -> dict[str, int]:
+    """Provisioned units per component (resolver: external, 0). Assumes ``check`` passed."""
+    per = {
+        "frontier": max(
+            math.ceil(design.frontier.drain_rps / catalog.frontier.drain_rps - 1e-12),
+            math.ceil(design.frontier.buffer / catalog.frontier.buffer - 1e-12),
+        ),
+        "fetchers": design.fetchers.replicas,
+        "cache": cache_units(design.cache.hit_ratio, catalog) or _MAX_CACHE_UNITS,
+        "resolver": 0,
+        "page_store": math.ceil(design.page_store.rps / catalog.page_store.rps - 1e-12),
+    }
+    if design.async_writer is not None:
+        per["async_writer"] = math.ceil(
+            design.async_writer.buffer / catalog.async_writer.buffer - 1e-12
+        )
+    return {name: per[name] for name in COMPONENTS if name in per}
+
+
+def cache_capacity_rps(design: Design, catalog: Catalog) -> float:
+    """Lookups/s the design's cache units serve."""
+    return units(design, catalog)["cache"] * catalog.cache.lookups_rps
+
+
+def check(design: Design, catalog: Catalog, file: str | None = None) -> list[Problem]:
+    """What the design asks for that no number of catalog units can give."""
+    problems: list[Problem] = []
+    limit = catalog.fetchers.max_rps_per_replica
+    if design.fetchers.rps_per_replica > limit:
+        problems.append(
+            Problem(
+                file,
+                "fetchers.rps_per_replica",
+                f"{design.fetchers.rps_per_replica:g} is more than one replica can give "
+                f"(the catalog allows at most {limit:g}/s per replica); add replicas instead",
+            )
+        )
+    if cache_units(design.cache.hit_ratio, catalog) is None:
+        problems.append(
+            Problem(
+                file,
+                "cache.hit_ratio",
+                f"{design.cache.hit_ratio:g} cannot be reached: the first cache unit reaches "
+                f"{catalog.cache.base_hit_ratio:g} and each further unit halves the miss ratio, "
+                "which never reaches 0",
+            )
+        )
+    return problems

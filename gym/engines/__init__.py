@@ -1,0 +1,1 @@
+"""Engines: turn a design and a scenario into a per-tick RunRecord."""

@@ -1,0 +1,35 @@
+"""The one error type users see: what is wrong, in which file, at which field."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input: where it is and what is wrong with it."""
+
+    file: str | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        parts = [p for p in (self.file, self.field) if p]
+        return ": ".join([*parts, self.message])
+
+
+@dataclass
+class GymError(Exception):
+    """Invalid input (a design, a scenario, an option). Carries one or more problems.
+
+    The CLI prints each problem on one line (``file: field: message``) and exits 2.
+    """
+
+    problems: list[Problem] = field(default_factory=list)
+
+    @classmethod
+    def single(cls, file: str | None, field_: str | None, message: str) -> GymError:
+        return cls([Problem(file, field_, message)])
+
+    def __str__(self) -> str:
+        return "\n".join(str(p) for p in self.problems)

@@ -1,0 +1,212 @@
+"""From per-tick tallies to what users read: 1-second windows, saturation, run totals.
+
+Saturation follows DESIGN.md section 3: a pure load-over-capacity figure per component
+and window, where each stage's demand is what reaches it when every upstream stage
+passes on at most its own capacity:
+
+    frontier  demand = offered
+    fetchers  demand = min(offered, frontier drain capacity)
+    cache     demand = min(fetchers demand, fetcher capacity)
+    resolver  demand = min(cache demand, cache capacity) x (1 - hit_ratio)
+    page_store demand = min(resolver demand, resolver capacity) + async-writer flushes
+
+The async writer's saturation is how full its buffer got (most writes held / buffer).
+A window in which a component's capacity is 0 is an outage, not a saturation figure.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gym import costing
+from gym.models import Design, Scenario
+from gym.record import CAUSES, RunRecord, Tally
+
+FloatArray = np.ndarray
+IntArray = np.ndarray
+
+
+@dataclass
+class ComponentWindows:
+    """One component, one value per 1-second window."""
+
+    name: str
+    demand: FloatArray  # URLs in the window (DESIGN.md section 3)
+    capacity: IntArray  # URLs it could take in the window (a buffer's size for the writer)
+    arrived: IntArray  # URLs that actually reached it
+    processed: IntArray  # URLs it took
+    served: IntArray  # URLs finished here
+    failed: dict[str, IntArray]  # by cause
+    backlog: IntArray  # held at the end of the window
+    saturation: FloatArray  # demand / capacity; NaN in an outage
+    outage: np.ndarray  # bool: capacity 0 in the whole window
+    utilization: FloatArray  # processed / capacity; NaN in an outage
+
+    @property
+    def failed_total(self) -> IntArray:
+        total = np.zeros_like(self.arrived)
+        for counts in self.failed.values():
+            total = total + counts
+        return total
+
+    def peak(self) -> tuple[float | None, int | None]:
+        """Highest saturation outside outages and the window it happened in."""
+        valid = ~np.isnan(self.saturation)
+        if not valid.any():
+            return None, None
+        masked = np.where(valid, self.saturation, -np.inf)
+        w = int(np.argmax(masked))
+        return float(self.saturation[w]), w
+
+
+@dataclass
+class Metrics:
+    """Run totals and the per-window table."""
+
+    record: RunRecord
+    window_s: FloatArray  # start time of each window
+    offered_w: IntArray
+    components: dict[str, ComponentWindows]
+    units: dict[str, int]
+    offered: int
+    served: int
+    failed: int
+    in_flight_end: int
+    failed_by_cause: dict[str, int]
+    duration_s: float
+
+    @property
+    def throughput_rps(self) -> float:
+        return self.served / self.duration_s
+
+    @property
+    def availability(self) -> float:
+        done = self.served + self.failed
+        return self.served / done if done else 1.0
+
+    @property
+    def cost_units(self) -> int:
+        return sum(self.units.values())
+
+    def peak_saturation(self) -> tuple[float, str | None, float | None]:
+        """Highest saturation of any component in any window: (value, component, window start)."""
+        best: tuple[float, str | None, float | None] = (0.0, None, None)
+        for name, cw in self.components.items():
+            value, w = cw.peak()
+            if value is not None and w is not None and (best[1] is None or value > best[0]):
+                best = (value, name, float(self.window_s[w]))
+        return best
+
+    def outages(self) -> list[tuple[str, float, float]]:
+        """(component, from_s, to_s) for each run of outage windows."""
+        spans = []
+        for name, cw in self.components.items():
+            w = 0
+            n = len(cw.outage)
+            while w < n:
+                if cw.outage[w]:
+                    start = w
+                    while w < n and cw.outage[w]:
+                        w += 1
+                    end_s = min(float(self.window_s[w - 1]) + 1.0, self.duration_s)
+                    spans.append((name, float(self.window_s[start]), end_s))
+                else:
+                    w += 1
+        return spans
+
+
+def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
+    """Aggregate a run record into windows and totals."""
+    tl = record.timeline
+    starts = np.arange(0, tl.n_ticks, tl.ticks_per_window)
+    ends = np.minimum(starts + tl.ticks_per_window, tl.n_ticks)
+
+    def wsum(a: IntArray) -> IntArray:
+        return np.add.reduceat(a[: tl.n_ticks], starts)
+
+    def wlast(a: IntArray) -> IntArray:
+        return a[ends - 1]
+
+    def wmax(a: IntArray) -> IntArray:
+        return np.maximum.reduceat(a[: tl.n_ticks], starts)
+
+    offered_w = wsum(record.offered)
+    c = record.components
+    cap = {name: wsum(t.capacity) for name, t in c.items() if name != "async_writer"}
+
+    # The demand chain (see the module docstring).
+    demand: dict[str, FloatArray] = {}
+    demand["frontier"] = offered_w.astype(float)
+    demand["fetchers"] = np.minimum(demand["frontier"], cap["frontier"])
+    demand["cache"] = np.minimum(demand["fetchers"], cap["fetchers"])
+    demand["resolver"] = np.minimum(demand["cache"], cap["cache"]) * (1.0 - design.cache.hit_ratio)
+    passed_on = np.minimum(demand["resolver"], cap["resolver"])
+    flushed = wsum(c["async_writer"].extra["flushed"]) if "async_writer" in c else 0
+    demand["page_store"] = passed_on + flushed
+
+    windows: dict[str, ComponentWindows] = {}
+    for name, tally in c.items():
+        if name == "async_writer":
+            windows[name] = _writer_windows(tally, wsum, wlast, wmax)
+            continue
+        capacity = cap[name]
+        outage = capacity == 0
+        safe = np.where(outage, 1, capacity)
+        processed = wsum(tally.processed)
+        windows[name] = ComponentWindows(
+            name=name,
+            demand=demand[name],
+            capacity=capacity,
+            arrived=wsum(tally.arrived),
+            processed=processed,
+            served=wsum(tally.served),
+            failed={cause: wsum(counts) for cause, counts in tally.failed.items()},
+            backlog=wlast(tally.backlog),
+            saturation=np.where(outage, np.nan, demand[name] / safe),
+            outage=outage,
+            utilization=np.where(outage, np.nan, processed / safe),
+        )
+    ordered = {n: windows[n] for n in costing.COMPONENTS if n in windows}
+
+    failed_by_cause = record.failed_by_cause()
+    return Metrics(
+        record=record,
+        window_s=starts * tl.tick_s,
+        offered_w=offered_w,
+        components=ordered,
+        units=costing.units(design, scenario.catalog),
+        offered=int(record.offered.sum()),
+        served=record.served_total,
+        failed=sum(failed_by_cause.values()),
+        in_flight_end=sum(record.in_flight_end.values()),
+        failed_by_cause={k: failed_by_cause[k] for k in CAUSES},
+        duration_s=tl.duration_s,
+    )
+
+
+def _writer_windows(tally: Tally, wsum, wlast, wmax) -> ComponentWindows:  # type: ignore[no-untyped-def]
+    assert tally.limit is not None
+    fill = wmax(tally.backlog) / tally.limit
+    n = len(fill)
+    capacity = np.full(n, tally.limit, dtype=np.int64)
+    return ComponentWindows(
+        name=tally.name,
+        demand=wsum(tally.extra["held_in"]).astype(float),
+        capacity=capacity,
+        arrived=wsum(tally.arrived),
+        processed=wsum(tally.processed),
+        served=wsum(tally.served),
+        failed={cause: wsum(counts) for cause, counts in tally.failed.items()},
+        backlog=wlast(tally.backlog),
+        saturation=fill,
+        outage=np.zeros(n, dtype=bool),
+        utilization=fill,
+    )
+
+
+def fmt_rate(x: float) -> str:
+    """1234.5 -> '1,234'; used in explanations."""
+    return f"{x:,.0f}" if math.isfinite(x) else str(x)

@@ -1,0 +1,43 @@
+"""Validated input models: designs, scenarios and the unit catalog."""
+
+from gym.models.catalog import Catalog
+from gym.models.common import FieldError, InputModel, ServiceTime
+from gym.models.design import (
+    AsyncWriterConfig,
+    CacheConfig,
+    Design,
+    FetchersConfig,
+    FrontierConfig,
+    PageStoreConfig,
+)
+from gym.models.scenario import (
+    CrashFault,
+    Fault,
+    LoadStage,
+    ResolverConfig,
+    Scenario,
+    SlowdownFault,
+    SLOs,
+    StallFault,
+)
+
+__all__ = [
+    "AsyncWriterConfig",
+    "CacheConfig",
+    "Catalog",
+    "CrashFault",
+    "Design",
+    "Fault",
+    "FetchersConfig",
+    "FieldError",
+    "FrontierConfig",
+    "InputModel",
+    "LoadStage",
+    "PageStoreConfig",
+    "ResolverConfig",
+    "SLOs",
+    "Scenario",
+    "ServiceTime",
+    "SlowdownFault",
+    "StallFault",
+]

@@ -1,0 +1,88 @@
+"""A crawler's capacity design: what the user provisions (designs/*.yaml)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, PrivateAttr
+
+from gym.models.common import InputModel, Rate, ServiceTime
+
+
+class FrontierConfig(InputModel):
+    """The URL queue in front of the fetchers."""
+
+    drain_rps: Rate = Field(description="Most URLs per second the frontier can hand out.")
+    buffer: int = Field(
+        description="URLs the frontier can hold; arrivals beyond it are dropped (overflow).",
+        gt=0,
+        le=10**12,
+    )
+
+
+class FetchersConfig(InputModel):
+    """The fetcher fleet: replicas that each fetch up to ``rps_per_replica`` pages/s."""
+
+    replicas: int = Field(description="Number of fetcher replicas.", gt=0, le=100_000)
+    rps_per_replica: Rate = Field(description="Fetches per second one replica can start.")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=250.0),
+        description=(
+            "Fetch time. A replica holds rps_per_replica x mean fetch time fetches in flight."
+        ),
+    )
+    on_crash: Literal["fail", "requeue"] = Field(
+        "fail",
+        description=(
+            "What happens to the fetches in flight on a replica when it crashes: they fail "
+            "(cause crash_loss) or go back to the head of the frontier."
+        ),
+    )
+
+
+class CacheConfig(InputModel):
+    """DNS + seen-URL cache. A hit is served at once; a miss needs DNS and a store write."""
+
+    hit_ratio: float = Field(description="Fraction of lookups that hit (0 to 1).", ge=0, le=1)
+
+
+class PageStoreConfig(InputModel):
+    """Object storage for fetched pages."""
+
+    rps: Rate = Field(description="Writes per second the page store takes.")
+
+
+class AsyncWriterConfig(InputModel):
+    """A write-behind buffer between the miss path and the page store."""
+
+    buffer: int = Field(
+        description="Writes the writer can hold while the store cannot take them.",
+        gt=0,
+        le=10**12,
+    )
+    flush_ceiling: float = Field(
+        0.85,
+        description=(
+            "The writer flushes held writes only into store capacity left below this "
+            "fraction of the store's capacity, so a flush never pushes the store above it."
+        ),
+        gt=0,
+        le=1,
+    )
+
+
+class Design(InputModel):
+    """A complete crawler capacity design."""
+
+    _source: str | None = PrivateAttr(None)  # the file it was loaded from
+
+    name: str | None = Field(
+        None, description="Name shown in results; defaults to the file name.", max_length=200
+    )
+    frontier: FrontierConfig = Field(description="The URL frontier (queue).")
+    fetchers: FetchersConfig = Field(description="The fetcher fleet.")
+    cache: CacheConfig = Field(description="The DNS + seen-URL cache.")
+    page_store: PageStoreConfig = Field(description="The page store.")
+    async_writer: AsyncWriterConfig | None = Field(
+        None, description="Optional write-behind buffer in front of the page store."
+    )

@@ -1,0 +1,158 @@
+"""A scenario: the exam a design sits (scenarios/*.yaml)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from gym.models.catalog import Catalog
+from gym.models.common import FieldError, InputModel, Rate
+
+#: Components a stall or a slowdown can hit (a crash hits fetcher replicas).
+CapacityTarget = Literal["frontier", "cache", "resolver", "page_store"]
+
+
+class LoadStage(InputModel):
+    """From ``at_s`` on, the offered load is ``multiplier`` x ``base_rps``."""
+
+    at_s: float = Field(description="Start of the stage, seconds from the start.", ge=0)
+    multiplier: float = Field(description="Multiplier of base_rps.", ge=0, le=1_000)
+    label: str | None = Field(
+        None, description="Name of the stage in explanations.", max_length=200
+    )
+
+
+class _FaultBase(InputModel):
+    at_s: float = Field(description="When the fault starts, seconds from the start.", ge=0)
+    label: str | None = Field(
+        None, description="Name of the fault in explanations.", max_length=200
+    )
+
+
+class CrashFault(_FaultBase):
+    """Fetcher replicas crash; without ``for_s`` they stay down."""
+
+    kind: Literal["crash"] = Field(description="Fault type.")
+    target: Literal["fetchers"] = Field("fetchers", description="Only fetchers have replicas.")
+    replicas: int = Field(1, description="How many replicas crash.", gt=0, le=100_000)
+    for_s: float | None = Field(
+        None, description="Seconds until the replicas recover; omit: they stay down.", gt=0
+    )
+
+
+class StallFault(_FaultBase):
+    """A component's capacity is 0 for ``for_s`` seconds."""
+
+    kind: Literal["stall"] = Field(description="Fault type.")
+    target: CapacityTarget = Field(description="The component that stalls.")
+    for_s: float = Field(description="How long the stall lasts, seconds.", gt=0)
+
+
+class SlowdownFault(_FaultBase):
+    """A component's latency is multiplied by ``factor`` and its capacity divided by it."""
+
+    kind: Literal["slowdown"] = Field(description="Fault type.")
+    target: CapacityTarget = Field(description="The component that slows down.")
+    factor: float = Field(description="Slowdown factor (3 = three times slower).", ge=1, le=1e6)
+    for_s: float = Field(description="How long the slowdown lasts, seconds.", gt=0)
+
+
+Fault = Annotated[CrashFault | StallFault | SlowdownFault, Field(discriminator="kind")]
+
+
+class ResolverConfig(InputModel):
+    """The external DNS resolver (costs no units)."""
+
+    rps: Rate = Field(5_000, description="Lookups/s the resolver answers; beyond it they fail.")
+
+
+class MinSLO(InputModel):
+    """An SLO met when the measured value is at least ``min``."""
+
+    min: float = Field(description="Lowest acceptable value.", ge=0)
+
+
+class MaxSLO(InputModel):
+    """An SLO met when the measured value is at most ``max``."""
+
+    max: float = Field(description="Highest acceptable value.", ge=0)
+
+
+class AvailabilitySLO(InputModel):
+    """Served / (served + failed) must be at least ``min``."""
+
+    min: float = Field(description="Lowest acceptable availability (0 to 1).", ge=0, le=1)
+
+
+class SLOs(InputModel):
+    """The scenario's SLOs; any subset."""
+
+    throughput_rps: MinSLO | None = Field(None, description="Served URLs per second, at least.")
+    availability: AvailabilitySLO | None = Field(
+        None, description="Served / (served + failed), at least."
+    )
+    peak_saturation: MaxSLO | None = Field(
+        None, description="Highest demand/capacity of any component in any 1 s window, at most."
+    )
+    cost_units: MaxSLO | None = Field(None, description="Provisioned units, at most.")
+
+
+class Scenario(InputModel):
+    """Duration, load, faults, SLOs, prices and the outside world."""
+
+    _source: str | None = PrivateAttr(None)  # the file it was loaded from
+
+    name: str | None = Field(
+        None, description="Name shown in results; defaults to the file name.", max_length=200
+    )
+    duration_s: float = Field(description="Length of the run, seconds.", gt=0, le=86_400)
+    base_rps: Rate = Field(description="Offered load at multiplier 1.0, URLs per second.")
+    arrivals: Literal["poisson", "deterministic"] = Field(
+        "poisson",
+        description=(
+            "poisson: random arrivals per tick from the seeded generator; deterministic: "
+            "exactly rate x tick per tick (for hand-checkable studies)."
+        ),
+    )
+    load: list[LoadStage] = Field(
+        default_factory=lambda: [LoadStage(at_s=0, multiplier=1.0)],
+        description="Piecewise-constant load multiplier; the first stage starts at 0.",
+        min_length=1,
+        max_length=10_000,
+    )
+    faults: list[Fault] = Field(
+        default_factory=list, description="Chaos events.", max_length=10_000
+    )
+    resolver: ResolverConfig = Field(
+        default_factory=ResolverConfig, description="The external DNS resolver."
+    )
+    slos: SLOs = Field(default_factory=SLOs, description="What the design must meet.")
+    catalog: Catalog = Field(default_factory=Catalog, description="Unit prices.")
+
+    @model_validator(mode="after")
+    def _timeline_fits(self) -> Scenario:
+        if self.load[0].at_s != 0:
+            raise FieldError("load[0].at_s", f"the first load stage must start at 0, not {self.load[0].at_s:g}")
+        for i in range(1, len(self.load)):
+            if self.load[i].at_s <= self.load[i - 1].at_s:
+                raise FieldError(
+                    f"load[{i}].at_s",
+                    f"{self.load[i].at_s:g} must come after load[{i - 1}].at_s "
+                    f"({self.load[i - 1].at_s:g}); stages are listed in time order",
+                )
+        for i, stage in enumerate(self.load):
+            if stage.at_s >= self.duration_s:
+                raise FieldError(
+                    f"load[{i}].at_s",
+                    f"{stage.at_s:g} is at or after the end of the scenario "
+                    f"(duration_s {self.duration_s:g})",
+                )
+        for i, fault in enumerate(self.faults):
+            if fault.at_s >= self.duration_s:
+                raise FieldError(
+                    f"faults[{i}].at_s",
+                    f"{fault.at_s:g} is at or after the end of the scenario "
+                    f"(duration_s {self.duration_s:g})",
+                )
+        return self

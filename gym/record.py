@@ -1,0 +1,140 @@
+"""What an engine hands back: per-tick integer tallies per component. No interpretation.
+
+Both engines produce a :class:`RunRecord`; metrics and scoring read only this.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gym.timeline import Timeline
+
+if TYPE_CHECKING:
+    from gym.components import (
+        AsyncWriter,
+        Cache,
+        Client,
+        Component,
+        FetcherFleet,
+        Frontier,
+        PageStore,
+        Resolver,
+    )
+
+IntArray = np.ndarray
+
+#: Every failure cause, in pipeline order.
+CAUSES: tuple[str, ...] = (
+    "frontier_overflow",
+    "crash_loss",
+    "cache_overload",
+    "cache_unavailable",
+    "resolver_overload",
+    "resolver_unavailable",
+    "writer_overflow",
+    "store_overload",
+    "store_unavailable",
+)
+
+
+@dataclass
+class Tally:
+    """One component's per-tick counts (all int64 arrays of length n_ticks)."""
+
+    name: str
+    capacity: IntArray
+    arrived: IntArray
+    processed: IntArray
+    out: IntArray
+    served: IntArray
+    backlog: IntArray
+    failed: dict[str, IntArray]
+    extra: dict[str, IntArray] = field(default_factory=dict)
+    limit: int | None = None  # a buffer's size, for queues
+
+    @classmethod
+    def of(cls, c: Component, limit: int | None = None, **extra: IntArray) -> Tally:
+        return cls(
+            name=c.name,
+            capacity=c.capacity,
+            arrived=c.arrived,
+            processed=c.processed,
+            out=c.out,
+            served=c.served,
+            backlog=c.backlog,
+            failed=dict(c.failed),
+            extra=dict(extra),
+            limit=limit,
+        )
+
+
+@dataclass
+class RunRecord:
+    """Everything one run counted, tick by tick."""
+
+    engine: str
+    seed: int
+    timeline: Timeline
+    offered: IntArray
+    components: dict[str, Tally]
+    in_flight_end: dict[str, int]
+
+    @property
+    def served_total(self) -> int:
+        return int(sum(int(t.served.sum()) for t in self.components.values()))
+
+    def failed_by_cause(self) -> dict[str, int]:
+        totals = dict.fromkeys(CAUSES, 0)
+        for tally in self.components.values():
+            for cause, counts in tally.failed.items():
+                totals[cause] += int(counts.sum())
+        return totals
+
+    @classmethod
+    def collect(
+        cls,
+        *,
+        timeline: Timeline,
+        engine: str,
+        seed: int,
+        client: Client,
+        frontier: Frontier,
+        fleet: FetcherFleet,
+        cache: Cache,
+        resolver: Resolver,
+        writer: AsyncWriter | None,
+        store: PageStore,
+    ) -> RunRecord:
+        tallies = {
+            "frontier": Tally.of(frontier, limit=frontier.buffer, requeued=frontier.requeued),
+            "fetchers": Tally.of(fleet, live=fleet.live, requeued=fleet.requeued),
+            "cache": Tally.of(cache),
+            "resolver": Tally.of(resolver),
+        }
+        in_flight = {
+            "frontier": frontier.in_flight(),
+            "fetchers": fleet.in_flight_at_end(),
+        }
+        if writer is not None:
+            tallies["async_writer"] = Tally.of(
+                writer, limit=writer.buffer, held_in=writer.held_in, flushed=writer.flushed
+            )
+            in_flight["async_writer"] = writer.in_flight()
+        tallies["page_store"] = Tally.of(store)
+        record = cls(engine, seed, timeline, client.out.copy(), tallies, in_flight)
+        record.check_conservation()
+        return record
+
+    def check_conservation(self) -> None:
+        """offered = served + failed + in flight at the end, exactly. A violation is a bug."""
+        offered = int(self.offered.sum())
+        failed = sum(self.failed_by_cause().values())
+        in_flight = sum(self.in_flight_end.values())
+        if offered != self.served_total + failed + in_flight:
+            raise AssertionError(
+                f"conservation broken: offered {offered} != served {self.served_total} + "
+                f"failed {failed} + in flight {in_flight}"
+            )

@@ -1,0 +1,125 @@
+"""The result of one run: totals, the per-window table, SLO checks and explanations.
+
+A result is a value: building it writes nothing. ``to_json`` gives the object that
+``gym run --json`` prints; ``windows`` gives the per-window table as a pandas
+DataFrame (pandas is imported only then).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from gym.explain import Explanation
+from gym.metrics import Metrics
+from gym.models import Design, Scenario
+from gym.record import CAUSES
+from gym.scoring import SLOCheck
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+@dataclass
+class Result:
+    """One design, one scenario, one seed, one engine: what happened and how it scored."""
+
+    design: Design
+    scenario: Scenario
+    engine: str
+    seed: int
+    tick_ms: int
+    metrics: Metrics
+    checks: list[SLOCheck]
+    verdict: str  # "pass" or "fail"
+    explanations: list[Explanation]
+
+    @property
+    def passed(self) -> bool:
+        return self.verdict == "pass"
+
+    @property
+    def failed_checks(self) -> list[SLOCheck]:
+        return [c for c in self.checks if not c.passed]
+
+    def to_json(self) -> dict[str, Any]:
+        """The object ``gym run --json`` prints (DESIGN.md section 7, plus context)."""
+        m = self.metrics
+        peak, peak_component, peak_at = m.peak_saturation()
+        components: dict[str, Any] = {}
+        for name, cw in m.components.items():
+            value, w = cw.peak()
+            components[name] = {
+                "units": m.units.get(name, 0),
+                "peak_saturation": value,
+                "peak_saturation_at_s": None if w is None else float(m.window_s[w]),
+                "outage_windows": int(cw.outage.sum()),
+                "failed": int(cw.failed_total.sum()),
+            }
+        return {
+            "design": self.design.name,
+            "design_file": self.design._source,
+            "scenario": self.scenario.name,
+            "scenario_file": self.scenario._source,
+            "engine": self.engine,
+            "seed": self.seed,
+            "tick_ms": self.tick_ms,
+            "verdict": self.verdict,
+            "slos": [c.to_json() for c in self.checks],
+            "metrics": {
+                "offered": m.offered,
+                "served": m.served,
+                "failed": m.failed,
+                "in_flight_end": m.in_flight_end,
+                "duration_s": m.duration_s,
+                "throughput_rps": m.throughput_rps,
+                "availability": m.availability,
+                "peak_saturation": peak,
+                "peak_saturation_component": peak_component,
+                "peak_saturation_at_s": peak_at,
+                "cost_units": m.cost_units,
+            },
+            "failed_by_cause": dict(m.failed_by_cause),
+            "in_flight_end_by_component": dict(m.record.in_flight_end),
+            "fetchers_on_crash": self.design.fetchers.on_crash,
+            "components": components,
+            "outages": [
+                {"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()
+            ],
+            "explanations": [e.to_json() for e in self.explanations],
+        }
+
+    def windows(self) -> pd.DataFrame:
+        """One row per 1-second window and component (long format)."""
+        import pandas as pd
+
+        m = self.metrics
+        frames = []
+        for name, cw in m.components.items():
+            n = len(cw.capacity)
+            columns: dict[str, Any] = {
+                "window": np.arange(n),
+                "t_s": m.window_s,
+                "component": name,
+                "demand": cw.demand,
+                "capacity": cw.capacity,
+                "saturation": cw.saturation,
+                "outage": cw.outage,
+                "utilization": cw.utilization,
+                "arrived": cw.arrived,
+                "processed": cw.processed,
+                "served": cw.served,
+                "failed": cw.failed_total,
+            }
+            for cause in CAUSES:
+                columns[f"failed_{cause}"] = cw.failed.get(cause, np.zeros(n, dtype=np.int64))
+            columns["backlog"] = cw.backlog
+            frames.append(pd.DataFrame(columns))
+        return pd.concat(frames, ignore_index=True)
+
+
+def finite_or_none(x: float | None) -> float | None:
+    return x if x is not None and math.isfinite(x) else None

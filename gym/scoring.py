@@ -1,0 +1,64 @@
+"""SLO checks and the verdict. Reads metrics, knows nothing of engines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gym.metrics import Metrics
+from gym.models import SLOs
+
+#: The SLO names, in the order results list them (the keys of a scenario's ``slos``).
+SLO_NAMES: tuple[str, ...] = ("throughput_rps", "availability", "peak_saturation", "cost_units")
+
+
+@dataclass(frozen=True)
+class SLOCheck:
+    """One SLO: target, what was measured, and whether it held."""
+
+    name: str
+    op: str  # ">=" or "<="
+    target: float
+    measured: float
+    passed: bool
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "op": self.op,
+            "target": self.target,
+            "measured": self.measured,
+            "passed": self.passed,
+        }
+
+
+def measured(metrics: Metrics, name: str) -> float:
+    """The value an SLO named ``name`` is judged on."""
+    if name == "throughput_rps":
+        return metrics.throughput_rps
+    if name == "availability":
+        return metrics.availability
+    if name == "peak_saturation":
+        return metrics.peak_saturation()[0]
+    if name == "cost_units":
+        return float(metrics.cost_units)
+    raise KeyError(name)
+
+
+def check(metrics: Metrics, slos: SLOs) -> list[SLOCheck]:
+    """Every SLO the scenario lists, checked."""
+    checks = []
+    for name in SLO_NAMES:
+        spec = getattr(slos, name)
+        if spec is None:
+            continue
+        value = measured(metrics, name)
+        if hasattr(spec, "min"):
+            checks.append(SLOCheck(name, ">=", spec.min, value, value >= spec.min))
+        else:
+            checks.append(SLOCheck(name, "<=", spec.max, value, value <= spec.max))
+    return checks
+
+
+def verdict(checks: list[SLOCheck]) -> str:
+    """'pass' only if every SLO holds (a scenario without SLOs passes)."""
+    return "pass" if all(c.passed for c in checks) else "fail"

@@ -1,0 +1,96 @@
+"""The Python API's entry point: one call from models (or file paths) to a scored result."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+from gym import costing, explain, metrics, scoring
+from gym.engines import flow
+from gym.errors import GymError, Problem
+from gym.loading import load_design, load_scenario
+from gym.models import Design, Scenario
+from gym.record import RunRecord
+from gym.result import Result
+from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
+
+Engine = Callable[..., RunRecord]
+ENGINES: dict[str, Engine] = {"flow": flow.run}
+
+DEFAULT_SCENARIO = Path("scenarios/crawler-chaos.yaml")
+
+
+def default_scenario() -> Path:
+    """scenarios/crawler-chaos.yaml under the working directory, else the packaged copy."""
+    if DEFAULT_SCENARIO.exists():
+        return DEFAULT_SCENARIO
+    return Path(str(resources.files("gym") / "data" / "crawler-chaos.yaml"))
+
+
+def validate(design: Design, scenario: Scenario, *, tick_ms: int = 10) -> list[Problem]:
+    """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
+    problems = costing.check(design, scenario.catalog, design._source)
+    if tick_ms not in VALID_TICKS_MS:
+        problems.append(
+            Problem(None, "tick_ms", f"{tick_ms} must be a whole number of ms dividing 1000")
+        )
+    else:
+        n_ticks = Timeline(scenario, tick_ms).n_ticks
+        if n_ticks > MAX_TICKS:
+            problems.append(
+                Problem(
+                    scenario._source,
+                    "duration_s",
+                    f"{scenario.duration_s:g} s is {n_ticks:,} ticks of {tick_ms} ms; the "
+                    f"limit is {MAX_TICKS:,} (use a longer tick)",
+                )
+            )
+    return problems
+
+
+def simulate(
+    design: Design | str | Path,
+    scenario: Scenario | str | Path | None = None,
+    *,
+    seed: int = 0,
+    engine: str = "flow",
+    tick_ms: int = 10,
+) -> Result:
+    """Run ``design`` through ``scenario`` and score it.
+
+    ``design`` and ``scenario`` are models (from :func:`gym.load_design` and
+    :func:`gym.load_scenario`) or paths to YAML files; without a scenario, the crawler
+    chaos scenario. Same inputs and seed, same result.
+    Raises :class:`gym.GymError` for anything invalid.
+    """
+    if not isinstance(design, Design):
+        design = load_design(design)
+    if scenario is None:
+        scenario = default_scenario()
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    if engine not in ENGINES:
+        raise GymError.single(
+            None, "engine", f"{engine!r} is not an engine; choose one of {', '.join(ENGINES)}"
+        )
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
+    problems = validate(design, scenario, tick_ms=tick_ms)
+    if problems:
+        raise GymError(problems)
+    timeline = Timeline(scenario, tick_ms)
+    record = ENGINES[engine](design, scenario, seed=seed, timeline=timeline)
+    m = metrics.compute(record, design, scenario)
+    checks = scoring.check(m, scenario.slos)
+    return Result(
+        design=design,
+        scenario=scenario,
+        engine=engine,
+        seed=seed,
+        tick_ms=tick_ms,
+        metrics=m,
+        checks=checks,
+        verdict=scoring.verdict(checks),
+        explanations=explain.explain(m, checks, design),
+    )

@@ -1,0 +1,148 @@
+"""The scenario's timeline in ticks and in words: what is going on at any moment.
+
+The engine schedules events from it; explanations and plots name events with it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
+
+#: Tick lengths the gym accepts: whole milliseconds that divide one second.
+VALID_TICKS_MS: tuple[int, ...] = tuple(d for d in range(1, 1001) if 1000 % d == 0)
+
+#: Longest run, in ticks, the per-tick arrays are allowed to reach.
+MAX_TICKS = 2_000_000
+
+
+@dataclass(frozen=True)
+class Event:
+    """One thing the scenario does: a load stage or a fault, with when it is active."""
+
+    kind: str  # "load", "crash", "stall" or "slowdown"
+    start_s: float
+    end_s: float  # the scenario's end when the event lasts to the end
+    name: str  # how explanations name it, e.g. "deep-crawl surge (load x2.0)"
+    target: str | None = None
+    multiplier: float | None = None  # load stages only
+
+    @property
+    def is_base_load(self) -> bool:
+        return self.kind == "load" and self.multiplier == 1.0
+
+    def span(self) -> str:
+        return f"t={_fmt(self.start_s)}-{_fmt(self.end_s)}s"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A stretch of time in which no event starts or ends."""
+
+    start_s: float
+    end_s: float
+    events: tuple[Event, ...]
+
+    def describe(self, component: str | None = None) -> str:
+        """The events in force, as words; with ``component``, only those that matter to it."""
+        return _describe(self.events, component)
+
+
+class Timeline:
+    """A scenario laid on the tick grid."""
+
+    def __init__(self, scenario: Scenario, tick_ms: int = 10) -> None:
+        if tick_ms not in VALID_TICKS_MS:
+            raise ValueError(f"tick_ms must be a whole number of ms dividing 1000, not {tick_ms}")
+        self.scenario = scenario
+        self.tick_ms = tick_ms
+        self.tick_s = tick_ms / 1000
+        self.duration_s = scenario.duration_s
+        self.n_ticks = self.to_tick(scenario.duration_s)
+        self.ticks_per_window = 1000 // tick_ms
+        self.events = self._events()
+
+    def to_tick(self, t_s: float) -> int:
+        """The first tick that starts at or after ``t_s`` (events act on tick boundaries)."""
+        return max(0, math.ceil(t_s * 1000 / self.tick_ms - 1e-9))
+
+    def _events(self) -> list[Event]:
+        sc = self.scenario
+        out: list[Event] = []
+        for i, stage in enumerate(sc.load):
+            end = sc.load[i + 1].at_s if i + 1 < len(sc.load) else sc.duration_s
+            if stage.label:
+                name = f"{stage.label} (load x{stage.multiplier:g})"
+            elif stage.multiplier == 1.0:
+                name = "base load"
+            else:
+                name = f"load x{stage.multiplier:g}"
+            out.append(Event("load", stage.at_s, end, name, multiplier=stage.multiplier))
+        for fault in sc.faults:
+            end = sc.duration_s if fault.for_s is None else min(
+                sc.duration_s, fault.at_s + fault.for_s
+            )
+            out.append(Event(fault.kind, fault.at_s, end, fault_name(fault), target=fault.target))
+        return out
+
+    def active_at(self, t_s: float) -> list[Event]:
+        """Events in force at time ``t_s``."""
+        return [e for e in self.events if e.start_s <= t_s < e.end_s]
+
+    def faults(self) -> list[Event]:
+        return [e for e in self.events if e.kind != "load"]
+
+    def segments(self) -> list[Segment]:
+        """The run cut at every event start and end."""
+        cuts = sorted(
+            {0.0, self.duration_s}
+            | {e.start_s for e in self.events}
+            | {e.end_s for e in self.events}
+        )
+        segs = []
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            if b > a:
+                segs.append(Segment(a, b, tuple(self.active_at(a))))
+        return segs
+
+    def describe_at(self, t_s: float, component: str | None = None) -> str:
+        """The events in force at ``t_s``; with ``component``, only those that matter to it."""
+        return _describe(self.active_at(t_s), component)
+
+
+#: Faults on these targets also explain what happens at the key component: the frontier
+#: backs up when the fetchers behind it lose replicas, the async writer fills when the
+#: store stalls. Otherwise a component is affected by the load and its own faults.
+_AFFECTED_BY: dict[str, set[str]] = {
+    "frontier": {"frontier", "fetchers"},
+    "async_writer": {"async_writer", "page_store"},
+}
+
+
+def matters_to(event: Event, component: str | None) -> bool:
+    """Whether ``event`` can explain what happens at ``component``."""
+    if component is None or event.target is None:
+        return True
+    return event.target in _AFFECTED_BY.get(component, {component})
+
+
+def _describe(events: list[Event] | tuple[Event, ...], component: str | None) -> str:
+    notable = [e.name for e in events if not e.is_base_load and matters_to(e, component)]
+    return ", ".join(notable) if notable else "base load"
+
+
+def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
+    """How a fault is named in explanations."""
+    if fault.label:
+        return fault.label
+    if isinstance(fault, CrashFault):
+        n = fault.replicas
+        return f"fetchers crash ({n} replica{'s' if n != 1 else ''} down)"
+    if isinstance(fault, StallFault):
+        return f"{fault.target} stall"
+    return f"{fault.target} slowdown x{fault.factor:g}"
+
+
+def _fmt(t: float) -> str:
+    return f"{t:g}"
