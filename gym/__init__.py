@@ -1,9 +1,9 @@
 """The crawler SLO gym: score a web crawler's capacity design against SLOs under chaos.
 
-    >>> import gym
-    >>> result = gym.simulate(gym.load_design("designs/reference.yaml"),
-    ...                       gym.load_scenario("scenarios/crawler-chaos.yaml"), seed=0)
-    >>> result.verdict, result.metrics.availability, result.windows()  # doctest: +SKIP
+>>> import gym
+>>> result = gym.simulate(gym.load_design("designs/reference.yaml"),
+...                       gym.load_scenario("scenarios/crawler-chaos.yaml"), seed=0)
+>>> result.verdict, result.metrics.availability, result.windows()  # doctest: +SKIP
 """
 
 from gym.errors import GymError, Problem

@@ -25,12 +25,14 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain click usage errors: short, no boxes
 )
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
 
 DesignArg = Annotated[
-    Path, typer.Argument(help="Design file (YAML), e.g. designs/reference.yaml.", show_default=False)
+    Path,
+    typer.Argument(help="Design file (YAML), e.g. designs/reference.yaml.", show_default=False),
 ]
 ScenarioOpt = Annotated[
     Path | None,
@@ -121,7 +123,7 @@ def _print_result(r: Result, console: Console) -> None:
     table = Table(show_edge=False, pad_edge=False)
     for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    peak, peak_component, peak_at = m.peak_saturation()
+    _peak, peak_component, peak_at = m.peak_saturation()
     for chk in r.checks:
         measured = _fmt_measured(chk.name, chk.measured)
         if chk.name == "peak_saturation" and peak_component is not None:

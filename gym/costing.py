@@ -21,15 +21,17 @@ _MAX_CACHE_UNITS = 60
 
 
 def cache_hit_ratio(units: int, catalog: Catalog) -> float:
-    """Hit ratio ``units`` cache units reach: the first reaches the base, each further halves misses."""
-    return 1.0 - (1.0 - catalog.cache.base_hit_ratio) / 2 ** (units - 1)
+    """Hit ratio ``units`` cache units reach: the first the base, each further halves misses."""
+    return 1.0 - (1.0 - catalog.cache.base_hit_ratio) / float(2 ** (units - 1))
 
 
 def cache_units(hit_ratio: float, catalog: Catalog) -> int | None:
     """Fewest cache units that reach ``hit_ratio``; None if no number of units does."""
     miss_wanted = 1.0 - hit_ratio
+    base_miss = 1.0 - catalog.cache.base_hit_ratio
     for units in range(1, _MAX_CACHE_UNITS + 1):
-        if 1.0 - cache_hit_ratio(units, catalog) <= miss_wanted + 1e-12:
+        # Compare miss ratios (relative tolerance for decimal inputs such as 0.96).
+        if base_miss / float(2 ** (units - 1)) <= miss_wanted * (1 + 1e-9):
             return units
     return None
 

@@ -113,8 +113,9 @@ def _slo(m: Metrics, chk: SLOCheck) -> Explanation:
     if chk.name == "peak_saturation":
         return _saturation(m, chk)
     parts = " + ".join(f"{name} {u}" for name, u in m.units.items() if u)
-    return Explanation("slo", f"cost {chk.measured:g} units is above {chk.target:g}: {parts}.",
-                       slo=chk.name)
+    return Explanation(
+        "slo", f"cost {chk.measured:g} units is above {chk.target:g}: {parts}.", slo=chk.name
+    )
 
 
 def _top_causes(m: Metrics) -> str:
@@ -188,8 +189,7 @@ def _cause(m: Metrics, cause: str, design: Design) -> Explanation:
     listed = [p for p in phases if p.urls > 0]
     shown = sorted(sorted(listed, key=lambda p: -p.urls)[:_MAX_PHASES], key=lambda p: p.start_s)
     details = [
-        f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}{_detail(rec, cause, p)}"
-        for p in shown
+        f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}{_detail(rec, cause, p)}" for p in shown
     ]
     rest = total - sum(p.urls for p in shown)
     if rest:

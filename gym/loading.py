@@ -46,7 +46,7 @@ def _mapping_without_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -
 
 _StrictLoader.add_constructor(
     yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
-    _mapping_without_duplicates,  # type: ignore[arg-type]
+    _mapping_without_duplicates,
 )
 
 
@@ -66,11 +66,13 @@ def read_yaml(path: str | Path) -> Any:
             )
         text = p.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
-        raise GymError.single(file, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise GymError.single(
+            file, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     except OSError as exc:
         raise GymError.single(file, None, f"cannot read: {exc.strerror}") from None
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -86,15 +88,12 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
     """Validate ``data`` as ``model``; problems name ``file`` and the field."""
     if data is None:
         required = [n for n, f in model.model_fields.items() if f.is_required()]
-        raise GymError.single(
-            file, None, f"the file is empty; a {what} needs {_join(required)}"
-        )
+        raise GymError.single(file, None, f"the file is empty; a {what} needs {_join(required)}")
     if not isinstance(data, dict):
         raise GymError.single(
             file,
             None,
-            f"expected a mapping of keys at the top level (a {what}), "
-            f"got {_kind(data)}",
+            f"expected a mapping of keys at the top level (a {what}), got {_kind(data)}",
         )
     try:
         return model.model_validate(data)

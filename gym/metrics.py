@@ -121,18 +121,9 @@ class Metrics:
 def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     """Aggregate a run record into windows and totals."""
     tl = record.timeline
-    starts = np.arange(0, tl.n_ticks, tl.ticks_per_window)
-    ends = np.minimum(starts + tl.ticks_per_window, tl.n_ticks)
-
-    def wsum(a: IntArray) -> IntArray:
-        return np.add.reduceat(a[: tl.n_ticks], starts)
-
-    def wlast(a: IntArray) -> IntArray:
-        return a[ends - 1]
-
-    def wmax(a: IntArray) -> IntArray:
-        return np.maximum.reduceat(a[: tl.n_ticks], starts)
-
+    win = _Windows(tl.n_ticks, tl.ticks_per_window)
+    wsum = win.sum
+    wlast = win.last
     offered_w = wsum(record.offered)
     c = record.components
     cap = {name: wsum(t.capacity) for name, t in c.items() if name != "async_writer"}
@@ -150,7 +141,7 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     windows: dict[str, ComponentWindows] = {}
     for name, tally in c.items():
         if name == "async_writer":
-            windows[name] = _writer_windows(tally, wsum, wlast, wmax)
+            windows[name] = _writer_windows(tally, win)
             continue
         capacity = cap[name]
         outage = capacity == 0
@@ -174,7 +165,7 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     failed_by_cause = record.failed_by_cause()
     return Metrics(
         record=record,
-        window_s=starts * tl.tick_s,
+        window_s=win.starts * tl.tick_s,
         offered_w=offered_w,
         components=ordered,
         units=costing.units(design, scenario.catalog),
@@ -187,9 +178,31 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     )
 
 
-def _writer_windows(tally: Tally, wsum, wlast, wmax) -> ComponentWindows:  # type: ignore[no-untyped-def]
+class _Windows:
+    """Per-tick arrays -> one value per 1-second window (the last one may be shorter)."""
+
+    def __init__(self, n_ticks: int, ticks_per_window: int) -> None:
+        self.n_ticks = n_ticks
+        self.starts = np.arange(0, n_ticks, ticks_per_window)
+        self.ends = np.minimum(self.starts + ticks_per_window, n_ticks)
+
+    def sum(self, a: IntArray) -> IntArray:
+        out: IntArray = np.add.reduceat(a[: self.n_ticks], self.starts)
+        return out
+
+    def last(self, a: IntArray) -> IntArray:
+        out: IntArray = a[self.ends - 1]
+        return out
+
+    def max(self, a: IntArray) -> IntArray:
+        out: IntArray = np.maximum.reduceat(a[: self.n_ticks], self.starts)
+        return out
+
+
+def _writer_windows(tally: Tally, win: _Windows) -> ComponentWindows:
+    wsum, wlast = win.sum, win.last
     assert tally.limit is not None
-    fill = wmax(tally.backlog) / tally.limit
+    fill = win.max(tally.backlog) / tally.limit
     n = len(fill)
     capacity = np.full(n, tally.limit, dtype=np.int64)
     return ComponentWindows(

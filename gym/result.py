@@ -86,9 +86,7 @@ class Result:
             "in_flight_end_by_component": dict(m.record.in_flight_end),
             "fetchers_on_crash": self.design.fetchers.on_crash,
             "components": components,
-            "outages": [
-                {"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()
-            ],
+            "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
             "explanations": [e.to_json() for e in self.explanations],
         }
 

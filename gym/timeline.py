@@ -5,6 +5,7 @@ The engine schedules events from it; explanations and plots name events with it.
 
 from __future__ import annotations
 
+import itertools
 import math
 from dataclasses import dataclass
 
@@ -80,8 +81,10 @@ class Timeline:
                 name = f"load x{stage.multiplier:g}"
             out.append(Event("load", stage.at_s, end, name, multiplier=stage.multiplier))
         for fault in sc.faults:
-            end = sc.duration_s if fault.for_s is None else min(
-                sc.duration_s, fault.at_s + fault.for_s
+            end = (
+                sc.duration_s
+                if fault.for_s is None
+                else min(sc.duration_s, fault.at_s + fault.for_s)
             )
             out.append(Event(fault.kind, fault.at_s, end, fault_name(fault), target=fault.target))
         return out
@@ -101,7 +104,7 @@ class Timeline:
             | {e.end_s for e in self.events}
         )
         segs = []
-        for a, b in zip(cuts, cuts[1:], strict=False):
+        for a, b in itertools.pairwise(cuts):
             if b > a:
                 segs.append(Segment(a, b, tuple(self.active_at(a))))
         return segs

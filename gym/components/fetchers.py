@@ -68,7 +68,9 @@ class FetcherFleet(Component):
         change = starts - done - self.failed["crash_loss"][t0:t1] - self.requeued[t0:t1]
         self.backlog[t0:t1] = before + np.cumsum(change)
 
-    def crash(self, fault: CrashFault, start: int, end: int | None) -> Generator[simpy.Event, None, None]:
+    def crash(
+        self, fault: CrashFault, start: int, end: int | None
+    ) -> Generator[simpy.Event, None, None]:
         """``fault.replicas`` replicas go down at ``start`` and come back at ``end``."""
         yield self.env.timeout(start)
         self.ledger.sync(start)

@@ -16,8 +16,8 @@ from gym.models.scenario import (
     LoadStage,
     ResolverConfig,
     Scenario,
-    SlowdownFault,
     SLOs,
+    SlowdownFault,
     StallFault,
 )
 

@@ -23,9 +23,7 @@ class FetcherUnit(InputModel):
 class CacheUnit(InputModel):
     """Cache units: the first reaches ``base_hit_ratio``, each further one halves the misses."""
 
-    base_hit_ratio: float = Field(
-        0.92, description="Hit ratio one cache unit reaches.", ge=0, lt=1
-    )
+    base_hit_ratio: float = Field(0.92, description="Hit ratio one cache unit reaches.", ge=0, lt=1)
     lookups_rps: Rate = Field(100_000, description="Lookups/s one cache unit serves.")
 
 
@@ -47,9 +45,7 @@ class Catalog(InputModel):
     frontier: FrontierUnit = Field(default_factory=FrontierUnit, description="Frontier unit.")
     fetchers: FetcherUnit = Field(default_factory=FetcherUnit, description="Fetcher unit.")
     cache: CacheUnit = Field(default_factory=CacheUnit, description="Cache unit.")
-    page_store: PageStoreUnit = Field(
-        default_factory=PageStoreUnit, description="Page-store unit."
-    )
+    page_store: PageStoreUnit = Field(default_factory=PageStoreUnit, description="Page-store unit.")
     async_writer: AsyncWriterUnit = Field(
         default_factory=AsyncWriterUnit, description="Async-writer unit."
     )

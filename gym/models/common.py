@@ -38,9 +38,7 @@ class ServiceTime(InputModel):
         "deterministic",
         description="Service-time distribution (the flow engine uses the mean as a fixed delay).",
     )
-    mean_ms: float = Field(
-        description="Mean service time in milliseconds.", gt=0, le=600_000
-    )
+    mean_ms: float = Field(description="Mean service time in milliseconds.", gt=0, le=600_000)
     cv: float = Field(
         0.0,
         description="Coefficient of variation (std/mean); used by lognormal only.",

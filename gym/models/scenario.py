@@ -133,7 +133,9 @@ class Scenario(InputModel):
     @model_validator(mode="after")
     def _timeline_fits(self) -> Scenario:
         if self.load[0].at_s != 0:
-            raise FieldError("load[0].at_s", f"the first load stage must start at 0, not {self.load[0].at_s:g}")
+            raise FieldError(
+                "load[0].at_s", f"the first load stage must start at 0, not {self.load[0].at_s:g}"
+            )
         for i in range(1, len(self.load)):
             if self.load[i].at_s <= self.load[i - 1].at_s:
                 raise FieldError(

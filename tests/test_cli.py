@@ -1,0 +1,111 @@
+"""`gym run` and `gym validate` as a user drives them: exit codes, tables, JSON, errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gym.cli import app
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
+
+runner = CliRunner()
+
+
+def _run(*args: str) -> tuple[int, str, str]:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result.exit_code, result.stdout, result.stderr
+
+
+def test_reference_exits_0_with_pass() -> None:
+    """The human table ends in a PASS verdict and exit status 0."""
+    code, out, _ = _run("run", str(REFERENCE))
+    assert code == 0, out
+    assert "Verdict: PASS" in out
+    for slo in ("throughput_rps", "availability", "peak_saturation", "cost_units"):
+        assert slo in out
+
+
+def test_starter_exits_1_and_says_why() -> None:
+    """FAIL, exit 1, and the reasons: overflow in the surge, the crash."""
+    code, out, _ = _run("run", str(STARTER))
+    assert code == 1, out
+    assert "Verdict: FAIL" in out
+    assert "Why it fails" in out
+    assert "frontier overflow" in out and "deep-crawl surge" in out
+    assert "fetchers crash" in out
+
+
+def test_json_is_one_object_with_the_contract_keys() -> None:
+    """--json prints exactly one JSON object; offered = served + failed + in flight."""
+    code, out, _ = _run("run", str(STARTER), "--json", "--seed", "4")
+    assert code == 1
+    data = json.loads(out)
+    m = data["metrics"]
+    assert m["offered"] == m["served"] + m["failed"] + m["in_flight_end"]
+    assert data["seed"] == 4 and data["verdict"] == "fail"
+    assert data["scenario"] == "crawler-chaos"
+
+
+def test_same_seed_prints_identical_json_different_seed_differs() -> None:
+    """Two runs with one seed print the same bytes; another seed prints other numbers."""
+    a = _run("run", str(REFERENCE), "--json", "--seed", "11")[1]
+    b = _run("run", str(REFERENCE), "--json", "--seed", "11")[1]
+    c = _run("run", str(REFERENCE), "--json", "--seed", "12")[1]
+    assert a == b
+    assert json.loads(a)["metrics"] != json.loads(c)["metrics"]
+
+
+def test_explicit_scenario_option() -> None:
+    """--scenario picks the scenario file."""
+    code, out, _ = _run("run", str(REFERENCE), "--scenario", str(CHAOS), "--json")
+    assert code == 0 and json.loads(out)["scenario_file"] == str(CHAOS)
+
+
+def test_validate_prints_units() -> None:
+    """gym validate checks without running and prints the cost."""
+    code, out, _ = _run("validate", str(REFERENCE), "--scenario", str(CHAOS))
+    assert code == 0, out
+    assert "7 units" in out
+
+
+def test_unknown_engine_is_a_usage_error() -> None:
+    """An engine that does not exist: exit 2 and a one-line message."""
+    code, _, err = _run("run", str(REFERENCE), "--engine", "warp")
+    assert code == 2
+    assert "engine" in err and "warp" in err
+
+
+def test_gym_run_does_not_import_pandas_or_matplotlib() -> None:
+    """The main job stays light: pandas and matplotlib load only on the paths that need them."""
+    code = (
+        "import sys\n"
+        "from gym.cli import main\n"
+        f"sys.argv = ['gym', 'run', {str(REFERENCE)!r}, '--json']\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('pandas', 'matplotlib') if m in sys.modules]\n"
+        "sys.stderr.write(repr(heavy))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.stderr.strip().endswith("[]"), proc.stderr
+
+
+def test_installed_console_script_exit_codes() -> None:
+    """The `gym` entry point as a shell sees it: 0 for the reference, 1 for the starter."""
+    gym_exe = Path(sys.executable).with_name("gym")
+    if not gym_exe.exists():
+        pytest.skip("the gym console script is not installed next to this Python")
+    ref = subprocess.run(
+        [gym_exe, "run", "designs/reference.yaml"], cwd=ROOT, check=False, capture_output=True
+    )
+    start = subprocess.run(
+        [gym_exe, "run", "designs/starter.yaml"], cwd=ROOT, check=False, capture_output=True
+    )
+    assert (ref.returncode, start.returncode) == (0, 1)
