@@ -19,6 +19,7 @@ from gym.errors import GymError, Problem
 from gym.models import Design, FieldError, Scenario
 
 M = TypeVar("M", bound=BaseModel)
+N = TypeVar("N", Design, Scenario)
 
 MAX_FILE_BYTES = 1 << 20
 _FAULT_KINDS = {"crash", "stall", "slowdown"}
@@ -105,22 +106,21 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
 
 def load_design(path: str | Path) -> Design:
     """Read and validate a design file (designs/*.yaml)."""
-    file = str(path)
-    design = parse(Design, read_yaml(path), file, "design")
-    if design.name is None:
-        design = design.model_copy(update={"name": Path(path).stem})
-    design._source = file
-    return design
+    return _load(Design, path, "design")
 
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (scenarios/*.yaml)."""
-    file = str(path)
-    scenario = parse(Scenario, read_yaml(path), file, "scenario")
-    if scenario.name is None:
-        scenario = scenario.model_copy(update={"name": Path(path).stem})
-    scenario._source = file
-    return scenario
+    return _load(Scenario, path, "scenario")
+
+
+def _load(model: type[N], path: str | Path, what: str) -> N:
+    """Parse, validate, name after the file if unnamed, and remember the file."""
+    loaded = parse(model, read_yaml(path), str(path), what)
+    if loaded.name is None:
+        loaded = loaded.model_copy(update={"name": Path(path).stem})
+    loaded._source = str(path)
+    return loaded
 
 
 # -- turning pydantic's errors into one line each ---------------------------------------

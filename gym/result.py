@@ -7,7 +7,6 @@ DataFrame (pandas is imported only then).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -117,7 +116,3 @@ class Result:
             columns["backlog"] = cw.backlog
             frames.append(pd.DataFrame(columns))
         return pd.concat(frames, ignore_index=True)
-
-
-def finite_or_none(x: float | None) -> float | None:
-    return x if x is not None and math.isfinite(x) else None

@@ -186,25 +186,25 @@ def _check(code: int, out: str, err: str, file: Path, field: str | None, words: 
     assert words in line, lines
 
 
-@pytest.mark.parametrize(
-    ("name", "text", "field", "words"), BAD_DESIGNS, ids=[b[0] for b in BAD_DESIGNS]
-)
-def test_bad_design(tmp_path: Path, name: str, text: str, field: str | None, words: str) -> None:
-    """Each bad design file: exit 2, one line naming file and field."""
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text)
-    result = runner.invoke(app, ["run", str(path), "--scenario", str(CHAOS)])
-    _check(result.exit_code, result.stdout, result.stderr, path, field, words)
+CASES = [("design", *case) for case in BAD_DESIGNS] + [
+    ("scenario", *case) for case in BAD_SCENARIOS
+]
 
 
 @pytest.mark.parametrize(
-    ("name", "text", "field", "words"), BAD_SCENARIOS, ids=[b[0] for b in BAD_SCENARIOS]
+    ("kind", "name", "text", "field", "words"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
 )
-def test_bad_scenario(tmp_path: Path, name: str, text: str, field: str | None, words: str) -> None:
-    """Each bad scenario file: exit 2, one line naming file and field."""
+def test_bad_file(
+    tmp_path: Path, kind: str, name: str, text: str, field: str | None, words: str
+) -> None:
+    """Each bad design or scenario file: exit 2, one line naming the file and the field."""
     path = tmp_path / f"{name}.yaml"
     path.write_text(text)
-    result = runner.invoke(app, ["run", str(REFERENCE), "--scenario", str(path)])
+    if kind == "design":
+        args = ["run", str(path), "--scenario", str(CHAOS)]
+    else:
+        args = ["run", str(REFERENCE), "--scenario", str(path)]
+    result = runner.invoke(app, args)
     _check(result.exit_code, result.stdout, result.stderr, path, field, words)
 
 

@@ -146,8 +146,15 @@ class RatedComponent(Component):
         self.ledger.sync(end)
         self._slowdowns.remove(fault.factor)
 
-    def _split_loss(self, lost: IntArray, cap: IntArray, t0: int, t1: int, what: str) -> None:
-        """Record ``lost`` URLs as ``<what>_unavailable`` where capacity was 0, else overload."""
+    def _take(self, arriving: IntArray, t0: int, t1: int, what: str) -> IntArray:
+        """Take what capacity allows of ``arriving`` over ticks [t0, t1) and record it; the
+        rest fail as ``<what>_unavailable`` where capacity was 0, else ``<what>_overload``."""
+        cap = self.capacity[t0:t1]
+        taken: IntArray = np.minimum(arriving, cap)
+        lost = arriving - taken
         down = cap == 0
+        self.arrived[t0:t1] = arriving
+        self.processed[t0:t1] = taken
         self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, lost, 0)
         self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)
+        return taken

@@ -29,12 +29,7 @@ class Cache(RatedComponent):
         self.upstream = upstream
 
     def _advance(self, t0: int, t1: int) -> None:
-        arrived = self.upstream.out[t0:t1]
-        cap = self.capacity[t0:t1]
-        looked_up = np.minimum(arrived, cap)
+        looked_up = self._take(self.upstream.out[t0:t1], t0, t1, "cache")
         hits = self.rng.binomial(looked_up, self.hit_ratio)
-        self.arrived[t0:t1] = arrived
-        self.processed[t0:t1] = looked_up
         self.served[t0:t1] = hits
         self.out[t0:t1] = looked_up - hits
-        self._split_loss(arrived - looked_up, cap, t0, t1, "cache")

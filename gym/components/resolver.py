@@ -27,10 +27,4 @@ class Resolver(RatedComponent):
         self.upstream = upstream
 
     def _advance(self, t0: int, t1: int) -> None:
-        arrived = self.upstream.out[t0:t1]
-        cap = self.capacity[t0:t1]
-        resolved = np.minimum(arrived, cap)
-        self.arrived[t0:t1] = arrived
-        self.processed[t0:t1] = resolved
-        self.out[t0:t1] = resolved
-        self._split_loss(arrived - resolved, cap, t0, t1, "resolver")
+        self.out[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1, "resolver")

@@ -28,10 +28,4 @@ class PageStore(RatedComponent):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        arrived = self.upstream.out[t0:t1]
-        cap = self.capacity[t0:t1]
-        written = np.minimum(arrived, cap)
-        self.arrived[t0:t1] = arrived
-        self.processed[t0:t1] = written
-        self.served[t0:t1] = written
-        self._split_loss(arrived - written, cap, t0, t1, "store")
+        self.served[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1, "store")

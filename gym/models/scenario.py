@@ -143,18 +143,13 @@ class Scenario(InputModel):
                     f"{self.load[i].at_s:g} must come after load[{i - 1}].at_s "
                     f"({self.load[i - 1].at_s:g}); stages are listed in time order",
                 )
-        for i, stage in enumerate(self.load):
-            if stage.at_s >= self.duration_s:
+        starts = [(f"load[{i}].at_s", x.at_s) for i, x in enumerate(self.load)]
+        starts += [(f"faults[{i}].at_s", x.at_s) for i, x in enumerate(self.faults)]
+        for field, at_s in starts:
+            if at_s >= self.duration_s:
                 raise FieldError(
-                    f"load[{i}].at_s",
-                    f"{stage.at_s:g} is at or after the end of the scenario "
-                    f"(duration_s {self.duration_s:g})",
-                )
-        for i, fault in enumerate(self.faults):
-            if fault.at_s >= self.duration_s:
-                raise FieldError(
-                    f"faults[{i}].at_s",
-                    f"{fault.at_s:g} is at or after the end of the scenario "
+                    field,
+                    f"{at_s:g} is at or after the end of the scenario "
                     f"(duration_s {self.duration_s:g})",
                 )
         return self
