@@ -98,7 +98,7 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None) -> None:
         raise _fail_invalid(err) from None
     units = costing.units(d, s.catalog)
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
-    console = Console(highlight=False)
+    console = Console(highlight=False, soft_wrap=True)
     console.print(f"{design}: valid design '{d.name}', {sum(units.values())} units ({parts})")
     console.print(
         f"{s._source}: valid scenario '{s.name}', {s.duration_s:g} s, {len(s.load)} load "
@@ -117,8 +117,9 @@ def _count_slos(s: object) -> int:
 def _print_result(r: Result, console: Console) -> None:
     m = r.metrics
     console.print(
-        f"design [bold]{r.design.name}[/] ({r.design._source}) · scenario "
-        f"[bold]{r.scenario.name}[/] ({r.scenario._source}) · engine {r.engine} · seed {r.seed}"
+        f"design [bold]{r.design.name}[/] ({r.design._source}), scenario "
+        f"[bold]{r.scenario.name}[/] ({r.scenario._source}), engine {r.engine}, seed {r.seed}",
+        soft_wrap=True,
     )
     table = Table(show_edge=False, pad_edge=False)
     for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
