@@ -5,19 +5,23 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from gym import costing
+from gym.engines.request import expected_urls
 from gym.errors import GymError
 from gym.explain import Explanation
 from gym.loading import load_design, load_scenario
 from gym.result import Result
-from gym.simulate import ENGINES, default_scenario, simulate, validate
+from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
 
 app = typer.Typer(
     name="gym",
@@ -61,21 +65,49 @@ def run(
         str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", show_default=True)
     ] = "flow",
     tick_ms: Annotated[
-        int, typer.Option("--tick-ms", help="Flow-engine tick in ms (divides 1000).")
+        int,
+        typer.Option(
+            "--tick-ms",
+            help="Tick in ms (divides 1000): time step of the flow "
+            "engine, bucket of the per-tick counts in both.",
+        ),
     ] = 10,
+    warmup: Annotated[
+        float,
+        typer.Option(
+            "--warmup",
+            help="Leave URLs that arrived before this many seconds out of the latency statistics.",
+            min=0,
+        ),
+    ] = 0.0,
+    max_urls: Annotated[
+        int,
+        typer.Option(
+            "--max-urls",
+            help="The request engine refuses runs expected to offer more URLs than this.",
+            min=1,
+        ),
+    ] = DEFAULT_MAX_URLS,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     try:
-        result = simulate(
-            load_design(design),
-            load_scenario(scenario or default_scenario()),
-            seed=seed,
-            engine=engine,
-            tick_ms=tick_ms,
-        )
+        d = load_design(design)
+        s = load_scenario(scenario or default_scenario())
+        long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
+        with _progress(long_run, s.duration_s) as report:
+            result = simulate(
+                d,
+                s,
+                seed=seed,
+                engine=engine,
+                tick_ms=tick_ms,
+                warmup_s=warmup,
+                max_urls=max_urls,
+                progress=report,
+            )
     except GymError as err:
         raise _fail_invalid(err) from None
     if as_json:
@@ -104,6 +136,29 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None) -> None:
         f"{s._source}: valid scenario '{s.name}', {s.duration_s:g} s, {len(s.load)} load "
         f"stage(s), {len(s.faults)} fault(s), {_count_slos(s)} SLO(s)"
     )
+
+
+#: A request-engine run expected to offer more URLs than this shows a progress bar
+#: (about a second of work per 100,000 URLs).
+_PROGRESS_ABOVE_URLS = 200_000
+
+
+@contextmanager
+def _progress(enabled: bool, total_s: float) -> Iterator[Callable[[float], None] | None]:
+    """A progress bar on stderr (terminals only) fed with the simulated time."""
+    console = Console(stderr=True)
+    if not enabled or not console.is_terminal:
+        yield None
+        return
+    columns = (
+        TextColumn("simulating"),
+        BarColumn(),
+        TextColumn("{task.completed:.0f}/{task.total:.0f} simulated s"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("run", total=total_s)
+        yield lambda t: bar.update(task, completed=t)
 
 
 def _count_slos(s: object) -> int:
@@ -138,7 +193,8 @@ def _print_result(r: Result, console: Console) -> None:
     console.print(f"\nVerdict: {verdict}")
     console.print(
         f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed + "
-        f"{m.in_flight_end:,} in flight at the end"
+        f"{m.in_flight_end:,} in flight at the end",
+        soft_wrap=True,
     )
     policy = (
         "fail (cause crash_loss)"
@@ -159,6 +215,9 @@ def _print_result(r: Result, console: Console) -> None:
     console.print()
     console.print(comp)
 
+    if r.latency:
+        _print_latency(r, console)
+
     headlines = [e for e in r.explanations if e.kind == "slo"]
     details = [e for e in r.explanations if e.kind != "slo"]
     if headlines:
@@ -167,6 +226,25 @@ def _print_result(r: Result, console: Console) -> None:
     if details:
         console.print("\n[bold]Where URLs were lost[/]" if m.failed else "\n[bold]Notes[/]")
         _print_explanations(details, console)
+
+
+def _print_latency(r: Result, console: Console) -> None:
+    how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
+    warm = f", URLs arriving after t={r.warmup_s:g}s" if r.warmup_s else ""
+    table = Table(show_edge=False, pad_edge=False, title=None)
+    for col in ("latency (ms)", "mean", "p50", "p95", "p99", "URLs"):
+        table.add_column(col, justify="left" if col.startswith("latency") else "right")
+    for name, st in r.latency.items():
+        table.add_row(
+            name.replace("_", " ") if name == "end_to_end" else name,
+            f"{st.mean:,.1f}",
+            f"{st.p50:,.1f}",
+            f"{st.p95:,.1f}",
+            f"{st.p99:,.1f}",
+            f"{st.count:,}",
+        )
+    console.print(f"\nLatency, {how}{warm}:")
+    console.print(table)
 
 
 def _print_explanations(explanations: list[Explanation], console: Console) -> None:

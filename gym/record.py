@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from gym.latency import LatencyStats
 from gym.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -81,6 +82,7 @@ class RunRecord:
     offered: IntArray
     components: dict[str, Tally]
     in_flight_end: dict[str, int]
+    latency: dict[str, LatencyStats] = field(default_factory=dict)  # ms, per component
 
     @property
     def served_total(self) -> int:
@@ -112,7 +114,7 @@ class RunRecord:
             "frontier": Tally.of(frontier, limit=frontier.buffer, requeued=frontier.requeued),
             "fetchers": Tally.of(fleet, live=fleet.live, requeued=fleet.requeued),
             "cache": Tally.of(cache),
-            "resolver": Tally.of(resolver),
+            "resolver": Tally.of(resolver, rate=resolver.rates),
         }
         in_flight = {
             "frontier": frontier.in_flight(),

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym.explain import Explanation
+from gym.latency import LatencyStats
 from gym.metrics import Metrics
 from gym.models import Design, Scenario
 from gym.record import CAUSES
@@ -35,6 +36,12 @@ class Result:
     checks: list[SLOCheck]
     verdict: str  # "pass" or "fail"
     explanations: list[Explanation]
+    warmup_s: float = 0.0
+
+    @property
+    def latency(self) -> dict[str, LatencyStats]:
+        """Latency per component and ``end_to_end``, in ms (measured or estimated)."""
+        return self.metrics.record.latency
 
     @property
     def passed(self) -> bool:
@@ -86,6 +93,11 @@ class Result:
             "fetchers_on_crash": self.design.fetchers.on_crash,
             "components": components,
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
+            "latency_ms": {name: s.to_json() for name, s in m.record.latency.items()},
+            "latency_source": (
+                "measured per URL" if self.engine == "request" else "estimated (flow engine)"
+            ),
+            "warmup_s": self.warmup_s,
             "explanations": [e.to_json() for e in self.explanations],
         }
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 from gym import costing, explain, metrics, scoring
-from gym.engines import flow
+from gym.engines import flow, request
 from gym.errors import GymError, Problem
 from gym.loading import load_design, load_scenario
 from gym.models import Design, Scenario
@@ -16,7 +17,10 @@ from gym.result import Result
 from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
 
 Engine = Callable[..., RunRecord]
-ENGINES: dict[str, Engine] = {"flow": flow.run}
+ENGINES: dict[str, Engine] = {"flow": flow.run, "request": request.run}
+
+#: The request engine refuses runs that would simulate more URLs than this, unless asked.
+DEFAULT_MAX_URLS = 2_000_000
 
 DEFAULT_SCENARIO = Path("scenarios/crawler-chaos.yaml")
 
@@ -56,12 +60,18 @@ def simulate(
     seed: int = 0,
     engine: str = "flow",
     tick_ms: int = 10,
+    warmup_s: float = 0.0,
+    max_urls: int = DEFAULT_MAX_URLS,
+    progress: Callable[[float], None] | None = None,
 ) -> Result:
     """Run ``design`` through ``scenario`` and score it.
 
     ``design`` and ``scenario`` are models (from :func:`gym.load_design` and
     :func:`gym.load_scenario`) or paths to YAML files; without a scenario, the crawler
     chaos scenario. Same inputs and seed, same result.
+    ``warmup_s`` drops URLs that arrived before then from latency statistics. The request
+    engine refuses a run expected to offer more than ``max_urls`` URLs (it would take
+    minutes); ``progress`` is called with the simulated time as a long run goes.
     Raises :class:`gym.GymError` for anything invalid.
     """
     if not isinstance(design, Design):
@@ -77,10 +87,26 @@ def simulate(
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
     problems = validate(design, scenario, tick_ms=tick_ms)
+    if not 0 <= warmup_s < scenario.duration_s:
+        problems.append(
+            Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")
+        )
+    if engine == "request" and (expected := request.expected_urls(scenario)) > max_urls:
+        problems.append(
+            Problem(
+                scenario._source,
+                "duration_s",
+                f"the request engine would simulate about {expected:,.0f} URLs, more than "
+                f"the limit of {max_urls:,} (minutes of work); allow it with --max-urls "
+                f"{math.ceil(expected * 1.1):d}, or use the flow engine",
+            )
+        )
     if problems:
         raise GymError(problems)
     timeline = Timeline(scenario, tick_ms)
-    record = ENGINES[engine](design, scenario, seed=seed, timeline=timeline)
+    record = ENGINES[engine](
+        design, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
+    )
     m = metrics.compute(record, design, scenario)
     checks = scoring.check(m, scenario.slos)
     return Result(
@@ -93,4 +119,5 @@ def simulate(
         checks=checks,
         verdict=scoring.verdict(checks),
         explanations=explain.explain(m, checks, design),
+        warmup_s=warmup_s,
     )

@@ -108,6 +108,7 @@ class RatedComponent(Component):
     ) -> None:
         super().__init__(env, rng, ledger)
         self.base_rate = rate
+        self.rates = np.zeros(ledger.n_ticks)  # capacity per second in force each tick
         self._stalls = 0
         self._slowdowns: list[float] = []
         self._carry = 0.0
@@ -123,6 +124,7 @@ class RatedComponent(Component):
         return rate
 
     def _quota(self, n: int) -> IntArray:
+        self.rates[self._reserved : self._reserved + n] = self.rate
         quota, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
         return quota
 

@@ -7,8 +7,9 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, tick_quota
+from gym.components.base import Component, IntArray, Ledger, tick_quota
 from gym.models import Scenario
+from gym.timeline import Timeline
 
 
 class Client(Component):
@@ -44,3 +45,27 @@ class Client(Component):
         yield self.env.timeout(start)
         self.ledger.sync(start)
         self.multiplier = multiplier
+
+
+def arrival_counts(scenario: Scenario, timeline: Timeline, rng: np.random.Generator) -> IntArray:
+    """URLs offered in each tick, drawn exactly as :class:`Client` draws them.
+
+    Draws go stage by stage; numpy's generators give the same numbers whether a stretch
+    of ticks is drawn at once or in pieces, so this equals the flow engine's offered load
+    for the same seed (the engines see the same traffic).
+    """
+    n = timeline.n_ticks
+    out = np.zeros(n, dtype=np.int64)
+    carry = 0.0
+    stages = scenario.load
+    for i, stage in enumerate(stages):
+        t0 = min(n, timeline.to_tick(stage.at_s))
+        t1 = n if i + 1 == len(stages) else min(n, timeline.to_tick(stages[i + 1].at_s))
+        if t1 <= t0:
+            continue
+        rate = scenario.base_rps * stage.multiplier
+        if scenario.arrivals == "poisson":
+            out[t0:t1] = rng.poisson(rate * timeline.tick_ms / 1000.0, size=t1 - t0)
+        else:
+            out[t0:t1], carry = tick_quota(rate, timeline.tick_ms, t1 - t0, carry)
+    return out

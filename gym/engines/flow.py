@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import simpy
 
+from gym import latency
 from gym.components import (
     AsyncWriter,
     Cache,
@@ -30,8 +31,17 @@ from gym.streams import stream
 from gym.timeline import Timeline
 
 
-def run(design: Design, scenario: Scenario, *, seed: int, timeline: Timeline) -> RunRecord:
-    """Simulate ``design`` under ``scenario`` with the flow engine."""
+def run(
+    design: Design,
+    scenario: Scenario,
+    *,
+    seed: int,
+    timeline: Timeline,
+    warmup_s: float = 0.0,
+    progress: object = None,
+) -> RunRecord:
+    """Simulate ``design`` under ``scenario`` with the flow engine (``progress`` is unused:
+    a flow run takes milliseconds)."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
 
@@ -93,7 +103,7 @@ def run(design: Design, scenario: Scenario, *, seed: int, timeline: Timeline) ->
     env.run(until=timeline.n_ticks)
     sync(timeline.n_ticks)
 
-    return RunRecord.collect(
+    record = RunRecord.collect(
         timeline=timeline,
         engine="flow",
         seed=seed,
@@ -105,3 +115,5 @@ def run(design: Design, scenario: Scenario, *, seed: int, timeline: Timeline) ->
         writer=writer,
         store=store,
     )
+    record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
+    return record

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
 class InputModel(BaseModel):
@@ -30,21 +30,44 @@ Rate = Annotated[float, Field(gt=0, le=1e9)]
 class ServiceTime(InputModel):
     """How long one unit of work takes at a component.
 
-    The flow engine uses only ``mean_ms`` (as a fixed delay); the distribution is for
-    the per-request engine.
+    The request engine draws each service time from this distribution; the flow engine
+    uses the mean as a fixed delay (fetches) or as the latency estimate (the others).
+    A component's concurrent slots are capacity x mean service time (at least 1).
     """
 
     dist: Literal["deterministic", "exponential", "lognormal"] = Field(
         "deterministic",
-        description="Service-time distribution (the flow engine uses the mean as a fixed delay).",
+        description="Service-time distribution: deterministic, exponential or lognormal.",
     )
     mean_ms: float = Field(description="Mean service time in milliseconds.", gt=0, le=600_000)
-    cv: float = Field(
-        0.0,
-        description="Coefficient of variation (std/mean); used by lognormal only.",
+    cv: float | None = Field(
+        None,
+        description=(
+            "Coefficient of variation (std/mean): required for lognormal; 1 for "
+            "exponential and 0 for deterministic, which need not give it."
+        ),
         ge=0,
         le=100,
     )
+
+    @model_validator(mode="after")
+    def _cv_fits_dist(self) -> ServiceTime:
+        fixed = {"deterministic": 0.0, "exponential": 1.0}
+        if self.dist == "lognormal":
+            if not self.cv:
+                raise FieldError("cv", "a lognormal service time needs cv > 0 (std / mean)")
+        elif self.cv is not None and self.cv != fixed[self.dist]:
+            raise FieldError(
+                "cv", f"{self.cv:g} does not fit {self.dist}, whose cv is {fixed[self.dist]:g}"
+            )
+        return self
+
+    @property
+    def cv_value(self) -> float:
+        """The coefficient of variation this distribution has."""
+        if self.dist == "exponential":
+            return 1.0
+        return self.cv or 0.0
 
 
 class FieldError(ValueError):

@@ -44,12 +44,20 @@ class CacheConfig(InputModel):
     """DNS + seen-URL cache. A hit is served at once; a miss needs DNS and a store write."""
 
     hit_ratio: float = Field(description="Fraction of lookups that hit (0 to 1).", ge=0, le=1)
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=1.0),
+        description="Lookup time (default 1 ms). Slots = lookup capacity x mean lookup time.",
+    )
 
 
 class PageStoreConfig(InputModel):
     """Object storage for fetched pages."""
 
     rps: Rate = Field(description="Writes per second the page store takes.")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=20.0),
+        description="Write time (default 20 ms). Slots = rps x mean write time.",
+    )
 
 
 class AsyncWriterConfig(InputModel):

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, PrivateAttr, model_validator
 
 from gym.models.catalog import Catalog
-from gym.models.common import FieldError, InputModel, Rate
+from gym.models.common import FieldError, InputModel, Rate, ServiceTime
 
 #: Components a stall or a slowdown can hit (a crash hits fetcher replicas).
 CapacityTarget = Literal["frontier", "cache", "resolver", "page_store"]
@@ -65,6 +65,13 @@ class ResolverConfig(InputModel):
     """The external DNS resolver (costs no units)."""
 
     rps: Rate = Field(5_000, description="Lookups/s the resolver answers; beyond it they fail.")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=20.0),
+        description=(
+            "Lookup time (default 20 ms). A slowdown by f multiplies it by f; the resolver "
+            "is concurrency-limited (slots = rps x mean), so its capacity is divided by f."
+        ),
+    )
 
 
 class MinSLO(InputModel):

@@ -1,0 +1,647 @@
+"""The request engine: one SimPy process per URL through the same pipeline.
+
+Every component has concurrent slots = capacity x mean service time (at least one), so
+its capacity stays what the design says, and service times are drawn from the design's
+distributions. The frontier is the waiting room in front of the fetch slots (its time
+is queueing time); it hands URLs out through a token bucket refilled at ``drain_rps``
+(one tick's worth deep, like the flow engine's per-tick quota). The cache, the resolver
+and the page store have no queue: a request that finds every slot busy fails (an Erlang
+loss system). The async writer holds writes the store cannot take and flushes them,
+each tick, into the store slots left below its ceiling.
+
+Arrivals are the flow engine's: the same Poisson count per tick from the same seeded
+stream, each URL at a uniform random instant inside its tick (which makes them a
+Poisson process). Faults act on the same tick boundaries. Counts are kept per tick, so
+the run ends in the same :class:`~gym.record.RunRecord` as the flow engine and is
+scored by the same code; per-URL times give the latency statistics.
+"""
+
+from __future__ import annotations
+
+import gc
+import heapq
+import itertools
+import math
+from collections import deque
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from gym.components import tick_quota
+from gym.components.client import arrival_counts
+from gym.costing import cache_capacity_rps
+from gym.engines.sampling import Sampler
+from gym.latency import LatencyStats
+from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
+from gym.record import RunRecord, Tally
+from gym.streams import stream
+from gym.timeline import Timeline
+
+Progress = Callable[[float], None]
+
+
+class Log:
+    """One component's per-tick counts, as plain lists while the run goes."""
+
+    def __init__(self, name: str, n: int, causes: tuple[str, ...], extra: tuple[str, ...] = ()):
+        # One slot more than the run's ticks: an instant within a rounding error of the
+        # end lands there, and is folded into the last tick.
+        self.name = name
+        self.n = n
+        self.arrived = [0] * (n + 1)
+        self.processed = [0] * (n + 1)
+        self.out = [0] * (n + 1)
+        self.served = [0] * (n + 1)
+        self.failed = {c: [0] * (n + 1) for c in causes}
+        self.extra = {e: [0] * (n + 1) for e in extra}
+
+    def _array(self, counts: list[int]) -> np.ndarray:
+        a = np.asarray(counts[: self.n], dtype=np.int64)
+        a[-1] += counts[self.n]
+        return a
+
+    def tally(self, capacity: np.ndarray, limit: int | None = None) -> Tally:
+        arrays = {
+            k: self._array(getattr(self, k)) for k in ("arrived", "processed", "out", "served")
+        }
+        failed = {c: self._array(v) for c, v in self.failed.items()}
+        extra = {e: self._array(v) for e, v in self.extra.items()}
+        inflow = arrays["arrived"] + extra.get("requeued_in", 0)
+        outflow = arrays["out"] + arrays["served"] + extra.get("requeued", 0)
+        for counts in failed.values():
+            outflow = outflow + counts
+        backlog = np.cumsum(inflow - outflow)
+        if self.name == "frontier":  # the frontier's requeued fetches come back in
+            extra["requeued"] = extra.pop("requeued_in")
+        return Tally(
+            self.name, capacity, backlog=backlog, failed=failed, extra=extra, limit=limit, **arrays
+        )
+
+
+class LossStation:
+    """A service with ``slots`` concurrent requests and no queue (cache, resolver, store).
+
+    A request holds a slot until its service ends. Slots are freed lazily: the station
+    keeps the end times of the requests in service in a heap and drops the past ones
+    when someone asks for a slot, so a request that needs nothing after its service
+    (a cache hit, a store write) costs no SimPy event.
+    """
+
+    def __init__(self, rate: float, service: ServiceTime, rng: np.random.Generator, what: str):
+        self.rate = rate
+        self.slots = max(1, round(rate * service.mean_ms / 1000.0))
+        self.sample = Sampler(service, rng)
+        self.ends: list[float] = []
+        self.stalls = 0
+        self.factor = 1.0
+        self.what = what
+
+    def busy(self, now: float) -> int:
+        ends = self.ends
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        return len(ends)
+
+    def admit(self, now: float) -> str | None:
+        """Take a slot until the end of a service time drawn now; or say why not."""
+        if self.stalls:
+            return f"{self.what}_unavailable"
+        if self.busy(now) >= self.slots:
+            return f"{self.what}_overload"
+        return None
+
+    def occupy(self, now: float) -> float:
+        """Hold a slot for one service time (a slowdown stretches it); the end time."""
+        end = now + self.sample() * self.factor
+        heapq.heappush(self.ends, end)
+        return end
+
+    @property
+    def capacity(self) -> float:
+        return 0.0 if self.stalls else self.rate / self.factor
+
+
+class _ArrivingProcess(simpy.Process):
+    """A SimPy process that starts ``delay`` from now.
+
+    SimPy starts a process with an ``Initialize`` event; here the process's first event
+    is its own arrival timeout instead, which saves one event per URL. Everything else is
+    :class:`simpy.Process` (this mirrors its constructor, SimPy 4).
+    """
+
+    def __init__(self, env: simpy.Environment, generator: Any, delay: float) -> None:
+        self.env = env
+        self.callbacks = []
+        self._generator = generator
+        target = simpy.Timeout(env, delay)
+        target.callbacks.append(self._resume)
+        self._target = target
+
+
+@dataclass
+class Replica:
+    slots: int
+    busy: int = 0
+    up: bool = True
+    fetching: set[Any] = field(default_factory=set)
+
+
+class Engine:
+    """One run of the request engine."""
+
+    def __init__(
+        self,
+        design: Design,
+        scenario: Scenario,
+        seed: int,
+        timeline: Timeline,
+        warmup_s: float,
+        progress: Progress | None,
+    ) -> None:
+        self.design, self.scenario, self.timeline = design, scenario, timeline
+        self.env = simpy.Environment()
+        self.n = timeline.n_ticks
+        self.per_s = 1.0 / timeline.tick_s
+        self.warmup_s = warmup_s
+        self.progress = progress
+        self.rng_hits = stream(seed, "cache")
+        self.hit_ratio = design.cache.hit_ratio
+        self.uniforms: list[float] = []  # hit-or-miss draws, in batches
+        self.end_s = timeline.n_ticks * timeline.tick_s
+        self.writer_buffer = design.async_writer.buffer if design.async_writer else 0
+        self.offered = arrival_counts(scenario, timeline, stream(seed, "client"))
+        self.rng_times = stream(seed, "arrival_times")
+
+        n = self.n
+        self.logs = {
+            "frontier": Log("frontier", n, ("frontier_overflow",), ("requeued_in",)),
+            "fetchers": Log("fetchers", n, ("crash_loss",), ("requeued",)),
+            "cache": Log("cache", n, ("cache_overload", "cache_unavailable")),
+            "resolver": Log("resolver", n, ("resolver_overload", "resolver_unavailable")),
+            "page_store": Log("page_store", n, ("store_overload", "store_unavailable")),
+        }
+        if design.async_writer is not None:
+            self.logs["async_writer"] = Log(
+                "async_writer", n, ("writer_overflow",), ("held_in", "flushed")
+            )
+
+        # Fetch stage: the frontier's waiting room in front of the replicas' slots.
+        f = design.fetchers
+        self.fetch = Sampler(f.service, stream(seed, "fetchers"))
+        slots = max(1, round(f.rps_per_replica * f.service.mean_ms / 1000.0))
+        self.replicas = [Replica(slots) for _ in range(f.replicas)]
+        self.free = slots * f.replicas
+        self.rr = 0
+        self.waiting: deque[simpy.Event] = deque()
+        self.buffer = design.frontier.buffer
+        self.drain = design.frontier.drain_rps
+        self.drain_factor = 1.0
+        self.frontier_stalls = 0
+        self.depth = max(1.0, self.drain * timeline.tick_s)
+        self.tokens = self.depth
+        self.refilled_at = 0.0
+        self.wake_pending = False
+
+        # Loss stations.
+        self.cache = LossStation(
+            cache_capacity_rps(design, scenario.catalog),
+            design.cache.service,
+            stream(seed, "cache_service"),
+            "cache",
+        )
+        self.resolver = LossStation(
+            scenario.resolver.rps,
+            scenario.resolver.service,
+            stream(seed, "resolver"),
+            "resolver",
+        )
+        self.store = LossStation(
+            design.page_store.rps,
+            design.page_store.service,
+            stream(seed, "page_store"),
+            "store",
+        )
+        self.held: deque[simpy.Event] = deque()
+        self.flusher_idle: simpy.Event | None = None
+
+        # Capacity per second, as (tick, rate) changes, for the per-tick capacity arrays.
+        self.rate_log: dict[str, list[tuple[int, float]]] = {
+            "frontier": [(0, self.drain)],
+            "fetchers": [(0, f.replicas * f.rps_per_replica)],
+            "cache": [(0, self.cache.rate)],
+            "resolver": [(0, self.resolver.rate)],
+            "page_store": [(0, self.store.rate)],
+        }
+        self.live_log: list[tuple[int, int]] = [(0, f.replicas)]
+        self.samples: dict[str, list[float]] = {
+            k: []
+            for k in (
+                "frontier",
+                "fetchers",
+                "cache",
+                "resolver",
+                "async_writer",
+                "page_store",
+                "end_to_end",
+            )
+        }
+        self.s_frontier = self.samples["frontier"]
+        self.s_fetch = self.samples["fetchers"]
+        self.s_cache = self.samples["cache"]
+        self.s_resolver = self.samples["resolver"]
+        self.s_writer = self.samples["async_writer"]
+        self.s_store = self.samples["page_store"]
+        self.s_e2e = self.samples["end_to_end"]
+
+    # -- helpers --------------------------------------------------------------------------
+    def tick(self) -> int:
+        return int(self.env.now * self.per_s + 1e-9)
+
+    def _refill(self) -> None:
+        now = self.env.now
+        rate = 0.0 if self.frontier_stalls else self.drain / self.drain_factor
+        self.tokens = min(self.depth, self.tokens + (now - self.refilled_at) * rate)
+        self.refilled_at = now
+
+    def _free_replica(self) -> Replica | None:
+        if self.free <= 0:
+            return None
+        reps = self.replicas
+        n = len(reps)
+        for i in range(n):
+            r = reps[(self.rr + i) % n]
+            if r.up and r.busy < r.slots:
+                self.rr = (self.rr + i + 1) % n
+                return r
+        return None
+
+    def try_start(self) -> Replica | None:
+        """A fetch slot for a URL right now, if nothing waits and the drain allows."""
+        if self.frontier_stalls or self.free <= 0:
+            return None
+        self._refill()
+        if self.tokens < 1.0:
+            return None
+        r = self._free_replica()
+        if r is not None:
+            self.tokens -= 1.0
+            r.busy += 1
+            self.free -= 1
+        return r
+
+    def dispatch(self) -> None:
+        """Hand waiting URLs to free fetch slots while the drain allows."""
+        while self.waiting and not self.frontier_stalls and self.free > 0:
+            self._refill()
+            if self.tokens < 1.0:
+                if not self.wake_pending:
+                    self.wake_pending = True
+                    rate = self.drain / self.drain_factor
+                    wake = self.env.timeout((1.0 - self.tokens) / rate + 1e-12)
+                    wake.callbacks.append(self._woken)
+                return
+            r = self._free_replica()
+            if r is None:
+                return
+            self.tokens -= 1.0
+            r.busy += 1
+            self.free -= 1
+            self.waiting.popleft().succeed(r)
+
+    def _woken(self, _ev: simpy.Event) -> None:
+        self.wake_pending = False
+        self.dispatch()
+
+    # -- one URL ------------------------------------------------------------------------
+    def url(self, t_arrive: float) -> Generator[simpy.Event, Any, None]:
+        env, logs, per_s = self.env, self.logs, self.per_s
+        end_of_run = self.end_s
+        front, fleet = logs["frontier"], logs["fetchers"]
+        measured = t_arrive >= self.warmup_s
+        front.arrived[int(t_arrive * per_s + 1e-9)] += 1
+        requeued = False
+        while True:
+            replica = None
+            if not self.waiting and self.free > 0 and not self.frontier_stalls:
+                replica = self.try_start()
+            if replica is None:
+                if len(self.waiting) >= self.buffer:
+                    front.failed["frontier_overflow"][int(env.now * per_s + 1e-9)] += 1
+                    return
+                ev = env.event()
+                if requeued:
+                    self.waiting.appendleft(ev)
+                else:
+                    self.waiting.append(ev)
+                replica = yield ev
+            t_start = env.now
+            k = int(t_start * per_s + 1e-9)
+            front.processed[k] += 1
+            front.out[k] += 1
+            fleet.arrived[k] += 1
+            fleet.processed[k] += 1
+            me = env.active_process
+            replica.fetching.add(me)
+            try:
+                yield env.timeout(self.fetch())
+            except simpy.Interrupt:
+                k = int(env.now * per_s + 1e-9)
+                if self.design.fetchers.on_crash == "fail":
+                    fleet.failed["crash_loss"][k] += 1
+                    return
+                fleet.extra["requeued"][k] += 1
+                front.extra["requeued_in"][k] += 1
+                requeued = True
+                continue
+            break
+        replica.fetching.discard(me)
+        replica.busy -= 1
+        self.free += 1
+        now = env.now
+        k = int(now * per_s + 1e-9)
+        fleet.out[k] += 1
+        if self.waiting:
+            self.dispatch()
+        if measured:
+            self.s_frontier.append(t_start - t_arrive)
+            self.s_fetch.append(now - t_start)
+
+        # Cache: a hit is served when its lookup ends; a miss goes on to the resolver.
+        cache, log = self.cache, logs["cache"]
+        log.arrived[k] += 1
+        cause = cache.admit(now)
+        if cause:
+            log.failed[cause][k] += 1
+            return
+        log.processed[k] += 1
+        end = cache.occupy(now)
+        if not self.uniforms:
+            self.uniforms = self.rng_hits.random(8192).tolist()
+        hit = self.uniforms.pop() < self.hit_ratio
+        if end >= end_of_run:  # still being looked up when the run ends
+            return
+        if measured:
+            self.s_cache.append(end - now)
+        if hit:
+            log.served[int(end * per_s + 1e-9)] += 1
+            if measured:
+                self.s_e2e.append(end - t_arrive)
+            return
+        yield env.timeout(end - now)
+        now = env.now
+        k = int(now * per_s + 1e-9)
+        log.out[k] += 1
+
+        # Resolver: no queue.
+        res, log = self.resolver, logs["resolver"]
+        log.arrived[k] += 1
+        cause = res.admit(now)
+        if cause:
+            log.failed[cause][k] += 1
+            return
+        log.processed[k] += 1
+        t_lookup = now
+        end = res.occupy(now)
+        yield env.timeout(end - now)
+        now = env.now
+        k = int(now * per_s + 1e-9)
+        log.out[k] += 1
+        if measured:
+            self.s_resolver.append(now - t_lookup)
+        # Async writer (optional), then the page store.
+        store, slog = self.store, logs["page_store"]
+        if self.writer_buffer:
+            wlog = logs["async_writer"]
+            wlog.arrived[k] += 1
+            wlog.processed[k] += 1
+            if store.admit(now) is None:
+                wlog.out[k] += 1
+                end = store.occupy(now)
+                if measured:
+                    self.s_writer.append(0.0)
+            else:
+                if len(self.held) >= self.writer_buffer:
+                    wlog.processed[k] -= 1
+                    wlog.failed["writer_overflow"][k] += 1
+                    return
+                wlog.extra["held_in"][k] += 1
+                ev = env.event()
+                self.held.append(ev)
+                if self.flusher_idle is not None and not self.flusher_idle.triggered:
+                    self.flusher_idle.succeed()
+                end = yield ev  # the flusher took a store slot for this write
+                if measured:
+                    self.s_writer.append(env.now - now)
+                now = env.now
+                k = int(now * per_s + 1e-9)
+            slog.arrived[k] += 1
+        else:
+            slog.arrived[k] += 1
+            cause = store.admit(now)
+            if cause:
+                slog.failed[cause][k] += 1
+                return
+            end = store.occupy(now)
+        slog.processed[k] += 1
+        if end >= end_of_run:  # still being written when the run ends
+            return
+        slog.served[int(end * per_s + 1e-9)] += 1
+        if measured:
+            self.s_store.append(end - now)
+            self.s_e2e.append(end - t_arrive)
+
+    # -- processes ------------------------------------------------------------------------
+    def arrivals(self) -> Generator[simpy.Event, Any, None]:
+        env, tick_s = self.env, self.timeline.tick_s
+        counts = self.offered.tolist()
+        url = self.url
+        next_report = 1.0
+        for k, count in enumerate(counts):
+            if count:
+                base = k * tick_s
+                offsets = np.sort(self.rng_times.random(count)) * tick_s
+                now = env.now
+                for off in offsets.tolist():
+                    t = base + off
+                    _ArrivingProcess(env, url(t), max(0.0, t - now))
+            yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
+            if self.progress is not None and env.now >= next_report:
+                self.progress(env.now)
+                next_report = env.now + 1.0
+
+    def flusher(self) -> Generator[simpy.Event, Any, None]:
+        """Each tick, send held writes into the store slots left below the ceiling."""
+        assert self.design.async_writer is not None
+        ceiling = math.floor(self.design.async_writer.flush_ceiling * self.store.slots + 1e-9)
+        log = self.logs["async_writer"]
+        while True:
+            if not self.held:
+                self.flusher_idle = self.env.event()
+                yield self.flusher_idle
+                self.flusher_idle = None
+                continue
+            if not self.store.stalls:
+                now = self.env.now
+                room = ceiling - self.store.busy(now)
+                k = self.tick()
+                while room > 0 and self.held:
+                    log.out[k] += 1
+                    log.extra["flushed"][k] += 1
+                    self.held.popleft().succeed(self.store.occupy(now))
+                    room -= 1
+            yield self.env.timeout(self.timeline.tick_s)
+
+    def _at(self, tick: int) -> simpy.Timeout:
+        return self.env.timeout(max(0.0, tick * self.timeline.tick_s - self.env.now))
+
+    def crash(
+        self, fault: CrashFault, start: int, end: int | None
+    ) -> Generator[simpy.Event, Any, None]:
+        yield self._at(start)
+        victims = [r for r in self.replicas if r.up][: fault.replicas]
+        for r in victims:
+            self.free -= r.slots - r.busy
+            r.up, r.busy = False, 0
+            for proc in list(r.fetching):
+                proc.interrupt("crash")
+            r.fetching.clear()
+        self._log_fleet(start)
+        if end is None or not victims:
+            return
+        yield self._at(end)
+        for r in victims:
+            r.up = True
+            self.free += r.slots
+        self._log_fleet(end)
+        self.dispatch()
+
+    def _log_fleet(self, tick: int) -> None:
+        live = sum(1 for r in self.replicas if r.up)
+        self.live_log.append((tick, live))
+        self.rate_log["fetchers"].append((tick, live * self.design.fetchers.rps_per_replica))
+
+    def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, Any, None]:
+        yield self._at(start)
+        self._change(fault.target, start, stall=+1)
+        yield self._at(end)
+        self._change(fault.target, end, stall=-1)
+
+    def slowdown(
+        self, fault: SlowdownFault, start: int, end: int
+    ) -> Generator[simpy.Event, Any, None]:
+        yield self._at(start)
+        self._change(fault.target, start, factor=fault.factor)
+        yield self._at(end)
+        self._change(fault.target, end, factor=1.0 / fault.factor)
+
+    def _change(self, target: str, tick: int, stall: int = 0, factor: float = 1.0) -> None:
+        if target == "frontier":
+            self._refill()
+            self.frontier_stalls += stall
+            self.drain_factor *= factor
+            rate = 0.0 if self.frontier_stalls else self.drain / self.drain_factor
+            self.rate_log["frontier"].append((tick, rate))
+            self.dispatch()
+            return
+        station = {"cache": self.cache, "resolver": self.resolver, "page_store": self.store}[target]
+        station.stalls += stall
+        station.factor *= factor
+        self.rate_log[target].append((tick, station.capacity))
+
+    # -- run ------------------------------------------------------------------------------
+    def run(self) -> RunRecord:
+        env, tl = self.env, self.timeline
+        env.process(self.arrivals())
+        if self.design.async_writer is not None:
+            env.process(self.flusher())
+        for fault in self.scenario.faults:
+            start = tl.to_tick(fault.at_s)
+            if isinstance(fault, CrashFault):
+                end = None if fault.for_s is None else tl.to_tick(fault.at_s + fault.for_s)
+                env.process(self.crash(fault, start, end))
+            elif isinstance(fault, StallFault):
+                env.process(self.stall(fault, start, tl.to_tick(fault.at_s + fault.for_s)))
+            else:
+                env.process(self.slowdown(fault, start, tl.to_tick(fault.at_s + fault.for_s)))
+        # The run allocates hundreds of thousands of short-lived processes and no cycles
+        # that outlive them; the cyclic collector only slows it down.
+        gc_was_on = gc.isenabled()
+        gc.disable()
+        try:
+            env.run(until=self.n * tl.tick_s)
+        finally:
+            if gc_was_on:
+                gc.enable()
+        return self._record()
+
+    def _capacity(self, name: str) -> np.ndarray:
+        out = np.zeros(self.n, dtype=np.int64)
+        changes = self.rate_log[name] + [(self.n, 0.0)]
+        carry = 0.0
+        for (t0, rate), (t1, _) in itertools.pairwise(changes):
+            if t1 > t0:
+                out[t0:t1], carry = tick_quota(rate, self.timeline.tick_ms, t1 - t0, carry)
+        return out
+
+    def _record(self) -> RunRecord:
+        logs = self.logs
+        tallies = {
+            "frontier": logs["frontier"].tally(self._capacity("frontier"), limit=self.buffer),
+            "fetchers": logs["fetchers"].tally(self._capacity("fetchers")),
+            "cache": logs["cache"].tally(self._capacity("cache")),
+            "resolver": logs["resolver"].tally(self._capacity("resolver")),
+        }
+        live = np.zeros(self.n, dtype=np.int64)
+        for (t0, count), (t1, _) in zip(
+            self.live_log, [*self.live_log[1:], (self.n, 0)], strict=False
+        ):
+            live[t0:t1] = count
+        tallies["fetchers"].extra["live"] = live
+        rates = np.zeros(self.n)
+        changes = self.rate_log["resolver"] + [(self.n, 0.0)]
+        for (t0, rate), (t1, _) in itertools.pairwise(changes):
+            rates[t0:t1] = rate
+        tallies["resolver"].extra["rate"] = rates
+        if "async_writer" in logs:
+            buffer = self.design.async_writer.buffer  # type: ignore[union-attr]
+            tallies["async_writer"] = logs["async_writer"].tally(
+                np.full(self.n, buffer, dtype=np.int64), limit=buffer
+            )
+        tallies["page_store"] = logs["page_store"].tally(self._capacity("page_store"))
+        in_flight = {name: int(t.backlog[-1]) for name, t in tallies.items()}
+        record = RunRecord("request", 0, self.timeline, self.offered, tallies, in_flight)
+        record.latency = {
+            name: stats
+            for name, values in self.samples.items()
+            if (stats := LatencyStats.of(np.asarray(values) * 1000.0)) is not None
+        }
+        record.check_conservation()
+        return record
+
+
+def run(
+    design: Design,
+    scenario: Scenario,
+    *,
+    seed: int,
+    timeline: Timeline,
+    warmup_s: float = 0.0,
+    progress: Progress | None = None,
+) -> RunRecord:
+    """Simulate ``design`` under ``scenario``, one SimPy process per URL."""
+    record = Engine(design, scenario, seed, timeline, warmup_s, progress).run()
+    record.seed = seed
+    return record
+
+
+def expected_urls(scenario: Scenario) -> float:
+    """How many URLs a scenario offers on average (what the request engine will simulate)."""
+    total = 0.0
+    stages = scenario.load
+    for i, stage in enumerate(stages):
+        end = stages[i + 1].at_s if i + 1 < len(stages) else scenario.duration_s
+        total += scenario.base_rps * stage.multiplier * (end - stage.at_s)
+    return total
