@@ -124,21 +124,20 @@ class LossStation:
         return 0.0 if self.stalls else self.rate / self.factor
 
 
-class _ArrivingProcess(simpy.Process):
-    """A SimPy process that starts ``delay`` from now.
+class _ArrivedProcess(simpy.Process):
+    """A SimPy process started by hand, from the callback of its URL's arrival.
 
-    SimPy starts a process with an ``Initialize`` event; here the process's first event
-    is its own arrival timeout instead, which saves one event per URL. Everything else is
-    :class:`simpy.Process` (this mirrors its constructor, SimPy 4).
+    SimPy starts a process with an ``Initialize`` event. A URL's process starts at its
+    arrival instead: the arrival's timeout callback first turns away a URL the frontier
+    has no room for (no process at all), then creates this process and resumes it with
+    the arrival event, as SimPy itself resumes a process from an event's callback. This
+    mirrors :class:`simpy.Process`'s constructor (SimPy 4) without the ``Initialize``.
     """
 
-    def __init__(self, env: simpy.Environment, generator: Any, delay: float) -> None:
+    def __init__(self, env: simpy.Environment, generator: Any) -> None:
         self.env = env
         self.callbacks = []
         self._generator = generator
-        target = simpy.Timeout(env, delay)
-        target.callbacks.append(self._resume)
-        self._target = target
 
 
 @dataclass
@@ -195,7 +194,7 @@ class Engine:
         self.replicas = [Replica(slots) for _ in range(f.replicas)]
         self.free = slots * f.replicas
         self.rr = 0
-        self.waiting: deque[simpy.Event] = deque()
+        self.waiting: deque[tuple[simpy.Event, Any]] = deque()  # (wake-up, process)
         self.buffer = design.frontier.buffer
         self.drain = design.frontier.drain_rps
         self.drain_factor = 1.0
@@ -309,7 +308,27 @@ class Engine:
             self.tokens -= 1.0
             r.busy += 1
             self.free -= 1
-            self.waiting.popleft().succeed(r)
+            ev, proc = self.waiting.popleft()
+            self._start_fetch(ev, proc, r)
+
+    def _start_fetch(self, ev: simpy.Event, proc: simpy.Process, r: Replica) -> None:
+        """Start a waiting URL's fetch now; its process wakes when the fetch is done.
+
+        The URL waits on ``ev``; instead of waking it now (one event) for it to start a
+        fetch timeout (another), ``ev`` itself is scheduled for the end of the fetch, as
+        a Timeout would be. It carries the start time and the replica.
+        """
+        now = self.env.now
+        k = int(now * self.per_s + 1e-9)
+        front, fleet = self.logs["frontier"], self.logs["fetchers"]
+        front.processed[k] += 1
+        front.out[k] += 1
+        fleet.arrived[k] += 1
+        fleet.processed[k] += 1
+        r.fetching.add(proc)
+        ev._ok = True
+        ev._value = (now, r)
+        self.env.schedule(ev, delay=self.fetch())
 
     def _woken(self, _ev: simpy.Event) -> None:
         self.wake_pending = False
@@ -321,32 +340,32 @@ class Engine:
         end_of_run = self.end_s
         front, fleet = logs["frontier"], logs["fetchers"]
         measured = t_arrive >= self.warmup_s
-        front.arrived[int(t_arrive * per_s + 1e-9)] += 1
+        me = env.active_process
         requeued = False
         while True:
             replica = None
             if not self.waiting and self.free > 0 and not self.frontier_stalls:
                 replica = self.try_start()
-            if replica is None:
-                if len(self.waiting) >= self.buffer:
-                    front.failed["frontier_overflow"][int(env.now * per_s + 1e-9)] += 1
-                    return
-                ev = env.event()
-                if requeued:
-                    self.waiting.appendleft(ev)
-                else:
-                    self.waiting.append(ev)
-                replica = yield ev
-            t_start = env.now
-            k = int(t_start * per_s + 1e-9)
-            front.processed[k] += 1
-            front.out[k] += 1
-            fleet.arrived[k] += 1
-            fleet.processed[k] += 1
-            me = env.active_process
-            replica.fetching.add(me)
             try:
-                yield env.timeout(self.fetch())
+                if replica is not None:  # a free slot: fetch now
+                    t_start = env.now
+                    k = int(t_start * per_s + 1e-9)
+                    front.processed[k] += 1
+                    front.out[k] += 1
+                    fleet.arrived[k] += 1
+                    fleet.processed[k] += 1
+                    replica.fetching.add(me)
+                    yield env.timeout(self.fetch())
+                else:  # wait in the frontier; wake up when the fetch is done
+                    if len(self.waiting) >= self.buffer:
+                        front.failed["frontier_overflow"][int(env.now * per_s + 1e-9)] += 1
+                        return
+                    ev = env.event()
+                    if requeued:
+                        self.waiting.appendleft((ev, me))
+                    else:
+                        self.waiting.append((ev, me))
+                    t_start, replica = yield ev
             except simpy.Interrupt:
                 k = int(env.now * per_s + 1e-9)
                 if self.design.fetchers.on_crash == "fail":
@@ -457,7 +476,7 @@ class Engine:
     def arrivals(self) -> Generator[simpy.Event, Any, None]:
         env, tick_s = self.env, self.timeline.tick_s
         counts = self.offered.tolist()
-        url = self.url
+        arrive = self._arrive
         next_report = 1.0
         for k, count in enumerate(counts):
             if count:
@@ -465,12 +484,22 @@ class Engine:
                 offsets = np.sort(self.rng_times.random(count)) * tick_s
                 now = env.now
                 for off in offsets.tolist():
-                    t = base + off
-                    _ArrivingProcess(env, url(t), max(0.0, t - now))
+                    simpy.Timeout(env, max(0.0, base + off - now)).callbacks.append(arrive)
             yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
             if self.progress is not None and env.now >= next_report:
                 self.progress(env.now)
                 next_report = env.now + 1.0
+
+    def _arrive(self, ev: simpy.Event) -> None:
+        """A URL arrives: the frontier takes it (and its process starts) or turns it away."""
+        t = self.env.now
+        k = int(t * self.per_s + 1e-9)
+        front = self.logs["frontier"]
+        front.arrived[k] += 1
+        if len(self.waiting) >= self.buffer:  # a full waiting room: tail drop
+            front.failed["frontier_overflow"][k] += 1
+            return
+        _ArrivedProcess(self.env, self.url(t))._resume(ev)
 
     def flusher(self) -> Generator[simpy.Event, Any, None]:
         """Each tick, send held writes into the store slots left below the ceiling."""
