@@ -91,9 +91,25 @@ def run(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Also write the per-window CSV, the summary JSON, the "
+            "resolved design and scenario and the plots into this directory.",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into an --out directory that holds files.")
+    ] = False,
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     try:
+        if out is not None:
+            from gym.report.files import check_target
+
+            check_target(out, force, "--out", is_dir=True)
         d = load_design(design)
         s = load_scenario(scenario or default_scenario())
         long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
@@ -114,7 +130,121 @@ def run(
         sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
     else:
         _print_result(result, Console(highlight=False))
+    if out is not None:
+        from gym.report.files import write_run
+
+        written = write_run(result, out, force=force)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(
+            f"wrote {len(written)} files to {out}/: " + ", ".join(p.name for p in written)
+        )
     raise typer.Exit(EXIT_PASS if result.passed else EXIT_FAIL)
+
+
+DesignsArg = Annotated[
+    list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
+]
+SeedOpt = Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)]
+EngineOpt = Annotated[str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.")]
+
+
+def _results(designs: list[Path], scenario: Path | None, seed: int, engine: str) -> list[Result]:
+    s = load_scenario(scenario or default_scenario())
+    loaded = [load_design(d) for d in designs]
+    return [simulate(d, s, seed=seed, engine=engine) for d in loaded]
+
+
+@app.command("compare")
+def compare_cmd(
+    designs: DesignsArg,
+    scenario: ScenarioOpt = None,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Run several designs under one scenario and seed; show them side by side."""
+    from gym.compare import Comparison
+
+    try:
+        comparison = Comparison(_results(designs, scenario, seed, engine))
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    if as_json:
+        sys.stdout.write(json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n")
+        return
+    console = Console(highlight=False, soft_wrap=True)
+    rs = comparison.results
+    table = Table(show_edge=False, pad_edge=False)
+    table.add_column("")
+    for r in rs:
+        table.add_column(str(r.design.name), justify="right")
+    table.add_row("verdict", *[("[green]PASS[/]" if r.passed else "[red]FAIL[/]") for r in rs])
+    for i, chk in enumerate(rs[0].checks):
+        cells = []
+        for r in rs:
+            c = r.checks[i]
+            mark = "" if c.passed else " [red]x[/]"
+            cells.append(_fmt_measured(c.name, c.measured) + mark)
+        table.add_row(f"{chk.name} ({chk.op} {chk.target:g})", *cells)
+    if not any(c.name == "cost_units" for c in rs[0].checks):
+        table.add_row("cost_units", *[str(r.metrics.cost_units) for r in rs])
+    table.add_row("failed URLs", *[f"{r.metrics.failed:,}" for r in rs])
+    table.add_row(
+        "peak at",
+        *[f"{r.metrics.peak_saturation()[1]} t={r.metrics.peak_saturation()[2]:g}s" for r in rs],
+    )
+    console.print(f"scenario {rs[0].scenario.name}, engine {rs[0].engine}, seed {rs[0].seed}")
+    console.print(table)
+    console.print("\n[bold]Differences that matter[/]")
+    for line in comparison.differences():
+        console.print(f"- {line}", markup=False)
+
+
+@app.command("plot")
+def plot_cmd(
+    designs: DesignsArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="PNG file to write.")],
+    scenario: ScenarioOpt = None,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Overlay several designs: saturation, served URLs and frontier backlog over time."""
+    try:
+        from gym.report.files import check_target
+
+        check_target(output, force, "-o", is_dir=False)
+        results = _results(designs, scenario, seed, engine)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    from gym.report import plots
+
+    plots.overlay(results).savefig(output, dpi=110, bbox_inches="tight")
+    Console(highlight=False, soft_wrap=True).print(f"wrote {output}")
+
+
+@app.command("report")
+def report_cmd(
+    design: DesignArg,
+    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")],
+    scenario: ScenarioOpt = None,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+) -> None:
+    """Write a self-contained HTML report of one run (verdict, tables, plots, timeline)."""
+    try:
+        from gym.report.files import check_target
+
+        check_target(output, force, "-o", is_dir=False)
+        (result,) = _results([design], scenario, seed, engine)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    from gym.report.html import render
+
+    output.write_text(render(result), encoding="utf-8")
+    Console(highlight=False, soft_wrap=True).print(
+        f"wrote {output} ({result.design.name}: {result.verdict.upper()})"
+    )
 
 
 @app.command("validate")
@@ -217,6 +347,7 @@ def _print_result(r: Result, console: Console) -> None:
 
     if r.latency:
         _print_latency(r, console)
+    _print_budget(r, console)
 
     headlines = [e for e in r.explanations if e.kind == "slo"]
     details = [e for e in r.explanations if e.kind != "slo"]
@@ -226,6 +357,28 @@ def _print_result(r: Result, console: Console) -> None:
     if details:
         console.print("\n[bold]Where URLs were lost[/]" if m.failed else "\n[bold]Notes[/]")
         _print_explanations(details, console)
+
+
+def _print_budget(r: Result, console: Console) -> None:
+    b = r.budget
+    if b.target is None or not b.spent:
+        return
+    share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
+    console.print(
+        f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.0%} of "
+        f"{r.metrics.offered:,} offered); {b.spent:,} spent ({share}).",
+        soft_wrap=True,
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("spent by", "URLs", "of budget", "causes"):
+        table.add_column(col, justify="right" if col in ("URLs", "of budget") else "left")
+    for e in b.by_event:
+        causes = ", ".join(
+            f"{c} {n:,}" for c, n in sorted(e.by_cause.items(), key=lambda x: -x[1]) if n
+        )
+        frac = f"{e.urls / b.allowed:.0%}" if b.allowed else "-"
+        table.add_row(f"{e.name} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes)
+    console.print(table)
 
 
 def _print_latency(r: Result, console: Console) -> None:

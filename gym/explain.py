@@ -107,7 +107,7 @@ def _slo(m: Metrics, chk: SLOCheck) -> Explanation:
         text = (
             f"availability {chk.measured:.4f} is below {chk.target:g}: {m.failed:,} of the "
             f"{done:,} URLs that finished failed{top}; the SLO allows at most {budget:,.0f} "
-            f"({(1 - chk.target) * 100:g}%)."
+            f"({(1 - chk.target) * 100:g}% of those that finished)."
         )
         return Explanation("slo", text, slo=chk.name, urls=m.failed)
     if chk.name == "peak_saturation":

@@ -1,7 +1,8 @@
-"""Latency statistics: mean and percentiles per component and end to end, in ms.
+"""Latency: samples per component and end to end, and their mean and percentiles in ms.
 
-The request engine measures every URL; the flow engine estimates (see ``estimate_flow``).
-Both fill the same :class:`LatencyStats`, so results, tables and JSON look the same.
+The request engine measures every URL; the flow engine estimates from its per-tick
+counts (see ``estimate_flow``). Both hand over :class:`Samples`, so statistics, tables,
+per-window columns and JSON are computed the same way.
 """
 
 from __future__ import annotations
@@ -66,9 +67,47 @@ class LatencyStats:
         return cls(mean, p50, p95, p99, round(float(total)))
 
 
+@dataclass(frozen=True)
+class Samples:
+    """Latencies in ms, each with the tick it belongs to and a weight (URLs it stands for)."""
+
+    ticks: np.ndarray
+    values_ms: np.ndarray
+    weights: np.ndarray
+
+    @classmethod
+    def of(cls, ticks: object, values_ms: object, weights: object | None = None) -> Samples:
+        t = np.asarray(ticks, dtype=np.int64)
+        v = np.asarray(values_ms, dtype=float)
+        w = np.ones(len(v)) if weights is None else np.asarray(weights, dtype=float)
+        keep = w > 0
+        return cls(t[keep], v[keep], w[keep])
+
+    def stats(self) -> LatencyStats | None:
+        return LatencyStats.of(self.values_ms, self.weights)
+
+    def per_window(self, ticks_per_window: int, n_windows: int) -> tuple[np.ndarray, np.ndarray]:
+        """Mean and 99th percentile per window (NaN where no URL counts)."""
+        mean = np.full(n_windows, np.nan)
+        p99 = np.full(n_windows, np.nan)
+        window = self.ticks // ticks_per_window
+        order = np.lexsort((self.values_ms, window))
+        w_sorted, v_sorted, wt_sorted = window[order], self.values_ms[order], self.weights[order]
+        bounds = np.searchsorted(w_sorted, np.arange(n_windows + 1))
+        for i in range(n_windows):
+            a, b = bounds[i], bounds[i + 1]
+            if b > a:
+                v, wt = v_sorted[a:b], wt_sorted[a:b]
+                total = wt.sum()
+                mean[i] = float((v * wt).sum() / total)
+                cw = np.cumsum(wt)
+                p99[i] = float(v[min(int(np.searchsorted(cw, 0.99 * total)), v.size - 1)])
+        return mean, p99
+
+
 def estimate_flow(
     record: RunRecord, design: Design, scenario: Scenario, warmup_s: float = 0.0
-) -> dict[str, LatencyStats]:
+) -> dict[str, Samples]:
     """The flow engine's latency estimate, from its per-tick counts.
 
     Queues (the frontier, the async writer) are first in, first out: the URLs that
@@ -90,23 +129,20 @@ def estimate_flow(
     frontier = c["frontier"]
     entered = frontier.arrived + frontier.extra["requeued"] - frontier.failed["frontier_overflow"]
     front_wait, front_left = _fifo_wait_ms(entered, frontier.processed, tl.tick_ms)
-    out: dict[str, LatencyStats] = {}
-    stats = LatencyStats.of(front_wait[start:], (entered * front_left)[start:])
-    if stats is None:
-        return out
-    out["frontier"] = stats
+    ticks = np.arange(tl.n_ticks)[start:]
+    out: dict[str, Samples] = {}
+    out["frontier"] = Samples.of(ticks, front_wait[start:], (entered * front_left)[start:])
     fetch = design.fetchers.service.mean_ms
     lookup = design.cache.service.mean_ms
     store = design.page_store.service.mean_ms
-    out["fetchers"] = _constant(fetch, int(c["fetchers"].processed[start:].sum()))
-    out["cache"] = _constant(lookup, int(c["cache"].processed[start:].sum()))
+    out["fetchers"] = _constant(ticks, fetch, c["fetchers"].processed[start:])
+    out["cache"] = _constant(ticks, lookup, c["cache"].processed[start:])
     resolver = c["resolver"]
     rate = resolver.extra["rate"]
     res_ms = scenario.resolver.service.mean_ms * np.where(
         rate > 0, scenario.resolver.rps / np.maximum(rate, 1e-12), 1.0
     )
-    if (stats := LatencyStats.of(res_ms[start:], resolver.processed[start:])) is not None:
-        out["resolver"] = stats
+    out["resolver"] = Samples.of(ticks, res_ms[start:], resolver.processed[start:])
 
     # Frontier wait of the URLs finishing at the cache in tick j: they left the frontier
     # one fetch earlier.
@@ -124,24 +160,23 @@ def estimate_flow(
         )
         held = held * flushed
         direct = (w.arrived - w.extra["held_in"]).astype(float)
-        writer_stats = LatencyStats.of(
+        out["async_writer"] = Samples.of(
+            np.concatenate([ticks, ticks]),
             np.concatenate([np.zeros(tl.n_ticks - start), hold_ms[start:]]),
             np.concatenate([direct[start:], held[start:]]),
         )
-        if writer_stats is not None:
-            out["async_writer"] = writer_stats
         values += [miss, miss + hold_ms]
         weights += [direct, held]
     else:
         values.append(miss)
         weights.append(c["page_store"].served.astype(float))
-    out["page_store"] = _constant(store, int(c["page_store"].processed[start:].sum()))
-    e2e = LatencyStats.of(
-        np.concatenate([v[start:] for v in values]), np.concatenate([w[start:] for w in weights])
+    out["page_store"] = _constant(ticks, store, c["page_store"].processed[start:])
+    out["end_to_end"] = Samples.of(
+        np.concatenate([ticks] * len(values)),
+        np.concatenate([v[start:] for v in values]),
+        np.concatenate([w[start:] for w in weights]),
     )
-    if e2e is not None:
-        out["end_to_end"] = e2e
-    return out
+    return {name: samples for name, samples in out.items() if samples.weights.size}
 
 
 def _fifo_wait_ms(
@@ -159,5 +194,5 @@ def _fifo_wait_ms(
     return wait * float(tick_ms), gone
 
 
-def _constant(ms: float, count: int) -> LatencyStats:
-    return LatencyStats(ms, ms, ms, ms, count)
+def _constant(ticks: np.ndarray, ms: float, counts: np.ndarray) -> Samples:
+    return Samples.of(ticks, np.full(len(ticks), ms), counts)

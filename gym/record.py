@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gym.latency import LatencyStats
+from gym.latency import Samples
 from gym.timeline import Timeline
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ class RunRecord:
     offered: IntArray
     components: dict[str, Tally]
     in_flight_end: dict[str, int]
-    latency: dict[str, LatencyStats] = field(default_factory=dict)  # ms, per component
+    latency: dict[str, Samples] = field(default_factory=dict)  # per component, end_to_end
 
     @property
     def served_total(self) -> int:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gym.budget import ErrorBudget
 from gym.explain import Explanation
 from gym.latency import LatencyStats
 from gym.metrics import Metrics
@@ -36,12 +37,18 @@ class Result:
     checks: list[SLOCheck]
     verdict: str  # "pass" or "fail"
     explanations: list[Explanation]
+    budget: ErrorBudget
     warmup_s: float = 0.0
 
     @property
     def latency(self) -> dict[str, LatencyStats]:
         """Latency per component and ``end_to_end``, in ms (measured or estimated)."""
-        return self.metrics.record.latency
+        out = {}
+        for name, samples in self.metrics.record.latency.items():
+            stats = samples.stats()
+            if stats is not None:
+                out[name] = stats
+        return out
 
     @property
     def passed(self) -> bool:
@@ -93,11 +100,12 @@ class Result:
             "fetchers_on_crash": self.design.fetchers.on_crash,
             "components": components,
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
-            "latency_ms": {name: s.to_json() for name, s in m.record.latency.items()},
+            "latency_ms": {name: s.to_json() for name, s in self.latency.items()},
             "latency_source": (
                 "measured per URL" if self.engine == "request" else "estimated (flow engine)"
             ),
             "warmup_s": self.warmup_s,
+            "error_budget": self.budget.to_json(),
             "explanations": [e.to_json() for e in self.explanations],
         }
 
@@ -126,5 +134,11 @@ class Result:
             for cause in CAUSES:
                 columns[f"failed_{cause}"] = cw.failed.get(cause, np.zeros(n, dtype=np.int64))
             columns["backlog"] = cw.backlog
+            samples = m.record.latency.get(name)
+            if samples is not None:
+                tpw = m.record.timeline.ticks_per_window
+                columns["latency_mean_ms"], columns["latency_p99_ms"] = samples.per_window(tpw, n)
+            else:
+                columns["latency_mean_ms"] = columns["latency_p99_ms"] = np.full(n, np.nan)
             frames.append(pd.DataFrame(columns))
         return pd.concat(frames, ignore_index=True)

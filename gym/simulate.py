@@ -7,7 +7,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from gym import costing, explain, metrics, scoring
+from gym import budget, costing, explain, metrics, scoring
 from gym.engines import flow, request
 from gym.errors import GymError, Problem
 from gym.loading import load_design, load_scenario
@@ -119,5 +119,8 @@ def simulate(
         checks=checks,
         verdict=scoring.verdict(checks),
         explanations=explain.explain(m, checks, design),
+        budget=budget.compute(
+            m, scenario.slos.availability.min if scenario.slos.availability else None
+        ),
         warmup_s=warmup_s,
     )

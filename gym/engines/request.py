@@ -34,7 +34,7 @@ from gym.components import tick_quota
 from gym.components.client import arrival_counts
 from gym.costing import cache_capacity_rps
 from gym.engines.sampling import Sampler
-from gym.latency import LatencyStats
+from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
 from gym.streams import stream
@@ -235,18 +235,11 @@ class Engine:
             "page_store": [(0, self.store.rate)],
         }
         self.live_log: list[tuple[int, int]] = [(0, f.replicas)]
-        self.samples: dict[str, list[float]] = {
-            k: []
-            for k in (
-                "frontier",
-                "fetchers",
-                "cache",
-                "resolver",
-                "async_writer",
-                "page_store",
-                "end_to_end",
-            )
-        }
+        names: tuple[str, ...] = ("frontier", "fetchers", "cache", "resolver")
+        names += ("async_writer", "page_store", "end_to_end")
+        # Per component: latencies (s) and the arrival tick of each URL they belong to.
+        self.samples: dict[str, list[float]] = {k: [] for k in names}
+        self.sample_ticks: dict[str, list[int]] = {k: [] for k in names}
         self.s_frontier = self.samples["frontier"]
         self.s_fetch = self.samples["fetchers"]
         self.s_cache = self.samples["cache"]
@@ -254,6 +247,13 @@ class Engine:
         self.s_writer = self.samples["async_writer"]
         self.s_store = self.samples["page_store"]
         self.s_e2e = self.samples["end_to_end"]
+        self.k_frontier = self.sample_ticks["frontier"]
+        self.k_fetch = self.sample_ticks["fetchers"]
+        self.k_cache = self.sample_ticks["cache"]
+        self.k_resolver = self.sample_ticks["resolver"]
+        self.k_writer = self.sample_ticks["async_writer"]
+        self.k_store = self.sample_ticks["page_store"]
+        self.k_e2e = self.sample_ticks["end_to_end"]
 
     # -- helpers --------------------------------------------------------------------------
     def tick(self) -> int:
@@ -340,6 +340,7 @@ class Engine:
         end_of_run = self.end_s
         front, fleet = logs["frontier"], logs["fetchers"]
         measured = t_arrive >= self.warmup_s
+        ka = int(t_arrive * per_s + 1e-9)
         me = env.active_process
         requeued = False
         while True:
@@ -386,7 +387,9 @@ class Engine:
             self.dispatch()
         if measured:
             self.s_frontier.append(t_start - t_arrive)
+            self.k_frontier.append(ka)
             self.s_fetch.append(now - t_start)
+            self.k_fetch.append(ka)
 
         # Cache: a hit is served when its lookup ends; a miss goes on to the resolver.
         cache, log = self.cache, logs["cache"]
@@ -404,10 +407,12 @@ class Engine:
             return
         if measured:
             self.s_cache.append(end - now)
+            self.k_cache.append(ka)
         if hit:
             log.served[int(end * per_s + 1e-9)] += 1
             if measured:
                 self.s_e2e.append(end - t_arrive)
+                self.k_e2e.append(ka)
             return
         yield env.timeout(end - now)
         now = env.now
@@ -430,6 +435,7 @@ class Engine:
         log.out[k] += 1
         if measured:
             self.s_resolver.append(now - t_lookup)
+            self.k_resolver.append(ka)
         # Async writer (optional), then the page store.
         store, slog = self.store, logs["page_store"]
         if self.writer_buffer:
@@ -441,6 +447,7 @@ class Engine:
                 end = store.occupy(now)
                 if measured:
                     self.s_writer.append(0.0)
+                    self.k_writer.append(ka)
             else:
                 if len(self.held) >= self.writer_buffer:
                     wlog.processed[k] -= 1
@@ -454,6 +461,7 @@ class Engine:
                 end = yield ev  # the flusher took a store slot for this write
                 if measured:
                     self.s_writer.append(env.now - now)
+                    self.k_writer.append(ka)
                 now = env.now
                 k = int(now * per_s + 1e-9)
             slog.arrived[k] += 1
@@ -470,7 +478,9 @@ class Engine:
         slog.served[int(end * per_s + 1e-9)] += 1
         if measured:
             self.s_store.append(end - now)
+            self.k_store.append(ka)
             self.s_e2e.append(end - t_arrive)
+            self.k_e2e.append(ka)
 
     # -- processes ------------------------------------------------------------------------
     def arrivals(self) -> Generator[simpy.Event, Any, None]:
@@ -643,9 +653,9 @@ class Engine:
         in_flight = {name: int(t.backlog[-1]) for name, t in tallies.items()}
         record = RunRecord("request", 0, self.timeline, self.offered, tallies, in_flight)
         record.latency = {
-            name: stats
+            name: Samples.of(self.sample_ticks[name], np.asarray(values) * 1000.0)
             for name, values in self.samples.items()
-            if (stats := LatencyStats.of(np.asarray(values) * 1000.0)) is not None
+            if values
         }
         record.check_conservation()
         return record

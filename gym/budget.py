@@ -1,0 +1,106 @@
+"""The error budget: how many failures the availability SLO allows, and who spent them.
+
+allowed = (1 - availability target) x offered. Every failed URL is charged to its cause
+and to one scenario event: among the events in force when it failed that can explain a
+loss at its component (its own faults, and for the frontier the fetchers' crashes; see
+``gym.timeline.matters_to``), a fault before a load stage, the latest started first; with
+none, the load stage in force ("base load" at multiplier 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gym.explain import CAUSE_COMPONENT
+from gym.metrics import Metrics
+from gym.timeline import Event, matters_to
+
+
+@dataclass(frozen=True)
+class EventSpend:
+    """Failures charged to one scenario event, by cause."""
+
+    name: str
+    kind: str
+    start_s: float
+    end_s: float
+    urls: int
+    by_cause: dict[str, int]
+
+
+@dataclass(frozen=True)
+class ErrorBudget:
+    """The budget, what was spent, by cause and by event."""
+
+    target: float | None  # the availability SLO, None when the scenario has none
+    allowed: float
+    spent: int
+    by_cause: dict[str, int]
+    by_event: list[EventSpend] = field(default_factory=list)
+
+    @property
+    def fraction_spent(self) -> float | None:
+        return self.spent / self.allowed if self.allowed > 0 else None
+
+    def to_json(self) -> dict[str, object]:
+        def frac(n: int) -> float | None:
+            return n / self.allowed if self.allowed > 0 else None
+
+        return {
+            "availability_target": self.target,
+            "allowed": self.allowed,
+            "spent": self.spent,
+            "fraction_spent": self.fraction_spent,
+            "by_cause": {
+                c: {"urls": n, "fraction_of_budget": frac(n)} for c, n in self.by_cause.items() if n
+            },
+            "by_event": [
+                {
+                    "event": e.name,
+                    "kind": e.kind,
+                    "start_s": e.start_s,
+                    "end_s": e.end_s,
+                    "urls": e.urls,
+                    "fraction_of_budget": frac(e.urls),
+                    "by_cause": {c: n for c, n in e.by_cause.items() if n},
+                }
+                for e in self.by_event
+            ],
+        }
+
+
+def compute(metrics: Metrics, availability_target: float | None) -> ErrorBudget:
+    """Charge every failure to its cause and to one scenario event."""
+    rec = metrics.record
+    tl = rec.timeline
+    events = tl.events
+    charged = {id(e): dict.fromkeys(metrics.failed_by_cause, 0) for e in events}
+    for cause, total in metrics.failed_by_cause.items():
+        if not total:
+            continue
+        component = CAUSE_COMPONENT[cause]
+        counts = rec.components[component].failed[cause]
+        for seg in tl.segments():
+            t0, t1 = tl.to_tick(seg.start_s), min(tl.to_tick(seg.end_s), tl.n_ticks)
+            n = int(np.sum(counts[t0:t1]))
+            if n:
+                owner = _owner(seg.events, component)
+                charged[id(owner)][cause] += n
+    spends = [
+        EventSpend(e.name, e.kind, e.start_s, e.end_s, sum(by.values()), by)
+        for e in events
+        if (by := charged[id(e)]) and sum(by.values())
+    ]
+    spends.sort(key=lambda s: -s.urls)
+    target = availability_target
+    allowed = (1 - target) * metrics.offered if target is not None else 0.0
+    return ErrorBudget(target, allowed, metrics.failed, dict(metrics.failed_by_cause), spends)
+
+
+def _owner(active: tuple[Event, ...], component: str) -> Event:
+    faults = [e for e in active if e.kind != "load" and matters_to(e, component)]
+    if faults:
+        return max(faults, key=lambda e: e.start_s)
+    return next(e for e in active if e.kind == "load")

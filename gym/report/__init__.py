@@ -1,0 +1,1 @@
+"""Plots, result directories and HTML reports. Imported only when asked for (matplotlib)."""

@@ -1,0 +1,185 @@
+"""A self-contained HTML report of one run: opens in a browser, no server, no network.
+
+Plots are embedded as base64 PNGs and the style is inline, so the file stands alone.
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from html import escape
+
+from gym.explain import Explanation
+from gym.report import plots
+from gym.result import Result
+
+_STYLE = """
+body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
+       max-width: 1100px; color: #222; line-height: 1.45; }
+h1 { font-size: 1.5em; margin-bottom: 0.2em; } h2 { font-size: 1.15em; margin-top: 1.8em; }
+table { border-collapse: collapse; margin: 0.6em 0; font-size: 0.92em; }
+th, td { border-bottom: 1px solid #ddd; padding: 0.3em 0.8em; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+.pass { color: #1a7f37; font-weight: 600; } .fail { color: #c62828; font-weight: 600; }
+.verdict { font-size: 1.4em; } .muted { color: #666; font-size: 0.9em; }
+img { max-width: 100%; margin: 0.5em 0; } ul { padding-left: 1.2em; }
+li ul { margin: 0.2em 0 0.5em; color: #444; }
+"""
+
+
+def render(result: Result) -> str:
+    """The report as one HTML string."""
+    r, m = result, result.metrics
+    head = (
+        f"<h1>{escape(str(r.design.name))} under {escape(str(r.scenario.name))}</h1>"
+        f"<p class='muted'>design {escape(str(r.design._source))}, scenario "
+        f"{escape(str(r.scenario._source))}, {r.engine} engine, seed {r.seed}</p>"
+        f"<p class='verdict'>Verdict: {_mark(r.passed)}</p>"
+    )
+    parts = [
+        head,
+        "<h2>SLOs</h2>",
+        _slo_table(r),
+        _totals(r),
+        "<h2>Components</h2>",
+        _components(r),
+    ]
+    why = [e for e in r.explanations if e.kind == "slo"]
+    rest = [e for e in r.explanations if e.kind != "slo"]
+    if why:
+        parts += ["<h2>Why it fails</h2>", _explanations(why)]
+    if rest:
+        parts += [
+            "<h2>Where URLs were lost</h2>" if m.failed else "<h2>Notes</h2>",
+            _explanations(rest),
+        ]
+    parts += ["<h2>Error budget</h2>", _budget(r)]
+    if r.latency:
+        parts += ["<h2>Latency (ms)</h2>", _latency(r)]
+    parts += ["<h2>Timeline</h2>", _timeline(r), "<h2>Plots</h2>", _plots(r)]
+    body = "\n".join(parts)
+    title = escape(f"{r.design.name}: {r.verdict.upper()} - crawler SLO gym")
+    return (
+        "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{title}</title><style>{_STYLE}</style></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def _mark(ok: bool) -> str:
+    return "<span class='pass'>PASS</span>" if ok else "<span class='fail'>FAIL</span>"
+
+
+def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
+    numeric = numeric or set()
+    th = "".join(
+        f"<th class='{'num' if i in numeric else ''}'>{h}</th>" for i, h in enumerate(header)
+    )
+    body = "".join(
+        "<tr>"
+        + "".join(
+            f"<td class='{'num' if i in numeric else ''}'>{cell}</td>" for i, cell in enumerate(row)
+        )
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _slo_table(r: Result) -> str:
+    rows = [
+        [c.name, f"{escape(c.op)} {c.target:g}", f"{c.measured:,.4g}", _mark(c.passed)]
+        for c in r.checks
+    ]
+    if not rows:
+        return "<p>The scenario lists no SLOs.</p>"
+    return _table(["SLO", "target", "measured", ""], rows, {1, 2})
+
+
+def _totals(r: Result) -> str:
+    m = r.metrics
+    return (
+        f"<p>{m.offered:,} URLs offered = {m.served:,} served + {m.failed:,} failed + "
+        f"{m.in_flight_end:,} in flight at the end. Fetches in flight on a crashed replica: "
+        f"{escape(r.design.fetchers.on_crash)}.</p>"
+    )
+
+
+def _components(r: Result) -> str:
+    m = r.metrics
+    rows = []
+    for name, cw in m.components.items():
+        value, w = cw.peak()
+        peak = "-" if value is None or w is None else f"{value:.2f} at t={m.window_s[w]:g}s"
+        down = int(cw.outage.sum())
+        rows.append(
+            [
+                name,
+                str(m.units.get(name, 0)),
+                peak,
+                f"{down} s" if down else "",
+                f"{int(cw.failed_total.sum()):,}",
+            ]
+        )
+    return _table(["component", "units", "peak saturation", "down", "failed"], rows, {1, 4})
+
+
+def _explanations(items: list[Explanation]) -> str:
+    lis = []
+    for e in items:
+        sub = "".join(f"<li>{escape(d)}</li>" for d in e.details)
+        lis.append(f"<li>{escape(e.text)}" + (f"<ul>{sub}</ul>" if sub else "") + "</li>")
+    return "<ul>" + "".join(lis) + "</ul>"
+
+
+def _budget(r: Result) -> str:
+    b = r.budget
+    if b.target is None:
+        return "<p>The scenario has no availability SLO, so no error budget.</p>"
+    share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
+    intro = (
+        f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.0%} of "
+        f"{r.metrics.offered:,} offered). Spent: {b.spent:,} ({share}).</p>"
+    )
+    rows = [
+        [
+            escape(e.name),
+            f"t={e.start_s:g}-{e.end_s:g}s",
+            f"{e.urls:,}",
+            f"{e.urls / b.allowed:.0%}" if b.allowed else "-",
+            escape(", ".join(f"{c} {n:,}" for c, n in e.by_cause.items() if n)),
+        ]
+        for e in b.by_event
+    ]
+    return intro + (
+        _table(["spent by", "when", "URLs", "of budget", "causes"], rows, {2, 3}) if rows else ""
+    )
+
+
+def _latency(r: Result) -> str:
+    rows = [
+        [name, f"{s.mean:,.1f}", f"{s.p50:,.1f}", f"{s.p95:,.1f}", f"{s.p99:,.1f}", f"{s.count:,}"]
+        for name, s in r.latency.items()
+    ]
+    how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
+    return f"<p class='muted'>{how}</p>" + _table(
+        ["", "mean", "p50", "p95", "p99", "URLs"], rows, {1, 2, 3, 4, 5}
+    )
+
+
+def _timeline(r: Result) -> str:
+    tl = r.metrics.record.timeline
+    rows = [[f"{e.start_s:g}", f"{e.end_s:g}", escape(e.kind), escape(e.name)] for e in tl.events]
+    return _table(["from (s)", "to (s)", "kind", "event"], rows, {0, 1})
+
+
+def _plots(r: Result) -> str:
+    df = r.windows()
+    ctx = plots.context(r)
+    out = []
+    for name, draw in plots.PLOTS.items():
+        fig = draw(df, ctx)
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, bbox_inches="tight")
+        data = base64.b64encode(buf.getvalue()).decode("ascii")
+        out.append(f"<img alt='{escape(name)}' src='data:image/png;base64,{data}'>")
+    return "\n".join(out)

@@ -1,0 +1,331 @@
+"""Plots of a run, drawn from the per-window table alone (``Result.windows()``).
+
+Each plot shades the scenario's load stages and faults where they happened, so a reader
+sees which event did what. Figures are built without pyplot, so writing files needs no
+display and leaves a notebook's backend alone; pass ``ax=`` to draw into your own axes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import matplotlib as mpl
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from gym.record import CAUSES
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from gym.result import Result
+
+COMPONENT_COLORS = {
+    "frontier": "#1f77b4",
+    "fetchers": "#d62728",
+    "cache": "#2ca02c",
+    "resolver": "#9467bd",
+    "async_writer": "#8c564b",
+    "page_store": "#ff7f0e",
+}
+CAUSE_COLORS = dict(
+    zip(
+        CAUSES,
+        [
+            "#d62728",
+            "#7f0000",
+            "#2ca02c",
+            "#98df8a",
+            "#9467bd",
+            "#c5b0d5",
+            "#8c564b",
+            "#ff7f0e",
+            "#ffbb78",
+        ],
+        strict=True,
+    )
+)
+EVENT_STYLE = {
+    "load": {"color": "#1f77b4", "alpha": 0.10, "hatch": None},
+    "crash": {"color": "#d62728", "alpha": 0.10, "hatch": "//"},
+    "stall": {"color": "#7f7f7f", "alpha": 0.22, "hatch": None},
+    "slowdown": {"color": "#ff7f0e", "alpha": 0.18, "hatch": ".."},
+}
+
+
+@dataclass(frozen=True)
+class Shade:
+    """A stretch of the timeline to shade: a load stage above base, or a fault."""
+
+    start_s: float
+    end_s: float
+    label: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class PlotContext:
+    """What a plot needs besides the table: the title, the events, the ceiling, buffers."""
+
+    title: str
+    shades: tuple[Shade, ...]
+    duration_s: float
+    ceiling: float | None
+    frontier_buffer: int | None
+
+
+def context(result: Result) -> PlotContext:
+    tl = result.metrics.record.timeline
+    shades = tuple(
+        Shade(e.start_s, e.end_s, e.name, e.kind) for e in tl.events if not e.is_base_load
+    )
+    slo = result.scenario.slos.peak_saturation
+    verdict = result.verdict.upper()
+    return PlotContext(
+        title=f"{result.design.name} under {result.scenario.name} ({result.engine} engine, "
+        f"seed {result.seed}): {verdict}",
+        shades=shades,
+        duration_s=tl.duration_s,
+        ceiling=slo.max if slo else None,
+        frontier_buffer=result.design.frontier.buffer,
+    )
+
+
+def shade_events(ax: Axes, shades: Sequence[Shade], labels: bool = True) -> None:
+    """Shade each event's span; label it at the top, staggered so labels do not collide."""
+    for i, s in enumerate(shades):
+        style = EVENT_STYLE.get(s.kind, EVENT_STYLE["load"])
+        ax.axvspan(
+            s.start_s,
+            s.end_s,
+            color=style["color"],
+            alpha=style["alpha"],
+            hatch=style["hatch"],
+            linewidth=0,
+            zorder=0,
+        )
+        ax.axvline(s.start_s, color=style["color"], linewidth=0.8, alpha=0.6, zorder=1)
+        if labels:
+            ax.text(
+                s.start_s,
+                1.0 - 0.075 * (i % 4),
+                f" {s.label}",
+                transform=ax.get_xaxis_transform(),
+                fontsize=7.5,
+                va="top",
+                ha="left",
+                color=style["color"],
+                zorder=5,
+            )
+
+
+def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
+    """Saturation (demand / capacity) per component over time, with the SLO ceiling."""
+    fig, ax = _axes(ax)
+    shade_events(ax, ctx.shades)
+    top = 1.0
+    for name, rows in df.groupby("component", sort=False):
+        color = COMPONENT_COLORS.get(str(name))
+        sat = rows["saturation"] * 100
+        ax.step(
+            *_extend(rows["t_s"], sat, ctx.duration_s),
+            where="post",
+            label=str(name),
+            color=color,
+            linewidth=1.6,
+        )
+        top = max(top, float(rows["saturation"].max(skipna=True) or 0))
+        down = rows[rows["outage"]]
+        if not down.empty:
+            ax.scatter(
+                down["t_s"] + 0.5,
+                [2] * len(down),
+                marker="x",
+                color=color,
+                s=18,
+                label=f"{name} down (capacity 0)",
+            )
+    if ctx.ceiling is not None:
+        ax.axhline(
+            ctx.ceiling * 100,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"SLO ceiling {ctx.ceiling:.0%}",
+        )
+    ax.axhline(100, color="gray", linestyle=":", linewidth=0.8)
+    ax.set_ylim(0, top * 100 * 1.25)
+    ax.set_xlim(0, ctx.duration_s)
+    ax.set_ylabel("saturation: demand / capacity (%)")
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"Saturation per component: {ctx.title}", fontsize=10)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
+    """URLs offered, served and failed (stacked by cause) per second."""
+    fig, ax = _axes(ax)
+    shade_events(ax, ctx.shades)
+    per_window = df.groupby("window", sort=True)
+    t = per_window["t_s"].first()
+    offered = df[df["component"] == "frontier"].set_index("window")["demand"]
+    served = per_window["served"].sum()
+    tx, served_x = _extend(t, served, ctx.duration_s)
+    ax.fill_between(tx, 0, served_x, step="post", color="#2ca02c", alpha=0.55, label="served")
+    bottom = served_x
+    for cause in CAUSES:
+        failed = per_window[f"failed_{cause}"].sum()
+        if failed.sum() == 0:
+            continue
+        _, failed_x = _extend(t, failed, ctx.duration_s)
+        ax.fill_between(
+            tx,
+            bottom,
+            bottom + failed_x,
+            step="post",
+            color=CAUSE_COLORS[cause],
+            alpha=0.75,
+            label=f"failed: {cause}",
+        )
+        bottom = bottom + failed_x
+    ax.step(
+        *_extend(t, offered, ctx.duration_s),
+        where="post",
+        color="black",
+        linewidth=1.4,
+        label="offered",
+    )
+    ax.set_xlim(0, ctx.duration_s)
+    ax.set_ylim(0, max(float(offered.max()), float(bottom.max())) * 1.3)
+    ax.set_ylabel("URLs per second")
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"Offered, served and failed: {ctx.title}", fontsize=10)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
+    """URLs waiting in the frontier at the end of each second, against its buffer."""
+    fig, ax = _axes(ax)
+    shade_events(ax, ctx.shades)
+    rows = df[df["component"] == "frontier"]
+    ax.step(
+        *_extend(rows["t_s"], rows["backlog"], ctx.duration_s),
+        where="post",
+        color=COMPONENT_COLORS["frontier"],
+        linewidth=1.6,
+        label="frontier backlog",
+    )
+    if ctx.frontier_buffer is not None:
+        ax.axhline(
+            ctx.frontier_buffer,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"buffer {ctx.frontier_buffer:,} URLs",
+        )
+    ax.set_xlim(0, ctx.duration_s)
+    ax.set_ylim(0, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1) * 1.3)
+    ax.set_ylabel("URLs waiting")
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"Frontier backlog: {ctx.title}", fontsize=10)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    return fig
+
+
+PLOTS = {
+    "utilization": plot_utilization,
+    "outcomes": plot_outcomes,
+    "backlog": plot_backlog,
+}
+
+
+def save_all(result: Result, directory: Path, df: pd.DataFrame | None = None) -> list[Path]:
+    """Write every plot of ``result`` as a PNG in ``directory``; returns the paths."""
+    df = result.windows() if df is None else df
+    ctx = context(result)
+    paths = []
+    for name, draw in PLOTS.items():
+        fig = draw(df, ctx)
+        path = directory / f"{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        paths.append(path)
+    return paths
+
+
+def overlay(results: Sequence[Result]) -> Figure:
+    """Several designs on one figure: peak saturation, served and frontier backlog."""
+    fig = Figure(figsize=(11, 10))
+    axes = fig.subplots(3, 1, sharex=True)
+    ctx = context(results[0])
+    for ax in axes:
+        shade_events(ax, ctx.shades, labels=ax is axes[0])
+    colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, r in enumerate(results):
+        df = r.windows()
+        color = colors[i % len(colors)]
+        label = f"{r.design.name} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
+        peak = df.groupby("window")["saturation"].max() * 100
+        t = df.groupby("window")["t_s"].first()
+        end = ctx.duration_s
+        axes[0].step(*_extend(t, peak, end), where="post", color=color, linewidth=1.6, label=label)
+        served = df.groupby("window")["served"].sum()
+        axes[1].step(
+            *_extend(t, served, end), where="post", color=color, linewidth=1.6, label=label
+        )
+        backlog = df[df["component"] == "frontier"]["backlog"]
+        axes[2].step(
+            *_extend(t, backlog, end), where="post", color=color, linewidth=1.6, label=label
+        )
+    first = results[0].windows()
+    offered = first[first["component"] == "frontier"]["demand"]
+    axes[1].step(
+        *_extend(t, offered, ctx.duration_s),
+        where="post",
+        color="black",
+        linestyle=":",
+        label="offered",
+    )
+    if ctx.ceiling is not None:
+        axes[0].axhline(
+            ctx.ceiling * 100,
+            color="black",
+            linestyle="--",
+            linewidth=1,
+            label=f"SLO ceiling {ctx.ceiling:.0%}",
+        )
+    axes[0].set_ylabel("highest saturation (%)")
+    axes[1].set_ylabel("served URLs per second")
+    axes[2].set_ylabel("frontier backlog (URLs)")
+    axes[2].set_xlabel("time (s)")
+    axes[0].set_title(
+        f"{len(results)} designs under {results[0].scenario.name} "
+        f"({results[0].engine} engine, seed {results[0].seed})",
+        fontsize=10,
+    )
+    for ax in axes:
+        ax.set_xlim(0, ctx.duration_s)
+        ax.set_ylim(bottom=0)
+        ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    fig.tight_layout()
+    return fig
+
+
+def _extend(t: Any, y: Any, end_s: float) -> tuple[Any, Any]:
+    """Window starts and values, with the last value held to the end of the run, so a
+    step plot covers the last window too."""
+    import numpy as np
+
+    t_arr, y_arr = np.asarray(t, dtype=float), np.asarray(y, dtype=float)
+    return np.append(t_arr, end_s), np.append(y_arr, y_arr[-1] if len(y_arr) else 0.0)
+
+
+def _axes(ax: Axes | None) -> tuple[Figure, Axes]:
+    if ax is not None:
+        return cast(Figure, ax.get_figure()), ax
+    fig = Figure(figsize=(11, 4.2))
+    return fig, fig.subplots()

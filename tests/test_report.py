@@ -1,0 +1,156 @@
+"""Seeing a run: result directories, plots, comparisons, HTML reports, the error budget."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym.cli import app
+from gym.report import plots
+from tests.conftest import CHAOS, REFERENCE, STARTER
+
+runner = CliRunner()
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _invoke(*args: str) -> Any:
+    result = runner.invoke(app, list(args))
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.output
+    return result
+
+
+def test_out_writes_table_summary_inputs_and_plots(tmp_path: Path) -> None:
+    """--out DIR: the CSV has a row per window and component; the summary equals --json."""
+    out = tmp_path / "run"
+    res = _invoke("run", str(STARTER), "--out", str(out), "--json")
+    assert res.exit_code == 1
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        [
+            "windows.csv",
+            "summary.json",
+            "design.resolved.yaml",
+            "scenario.resolved.yaml",
+            "utilization.png",
+            "outcomes.png",
+            "backlog.png",
+        ]
+    )
+    df = pd.read_csv(out / "windows.csv")
+    assert len(df) == 40 * 5
+    for col in (
+        "demand",
+        "capacity",
+        "served",
+        "failed_frontier_overflow",
+        "backlog",
+        "saturation",
+        "latency_mean_ms",
+    ):
+        assert col in df.columns
+    assert json.loads((out / "summary.json").read_text()) == json.loads(res.stdout)
+    for name in ("utilization", "outcomes", "backlog"):
+        assert (out / f"{name}.png").read_bytes().startswith(PNG)
+
+
+def test_resolved_inputs_reproduce_the_run(tmp_path: Path) -> None:
+    """The resolved design and scenario, every default written out, give the same result."""
+    out = tmp_path / "run"
+    _invoke("run", str(REFERENCE), "--out", str(out), "--seed", "3")
+    text = (out / "design.resolved.yaml").read_text()
+    assert "mean_ms: 250.0" in text and "on_crash: fail" in text
+    again = gym.simulate(out / "design.resolved.yaml", out / "scenario.resolved.yaml", seed=3)
+    first = gym.simulate(REFERENCE, CHAOS, seed=3)
+    assert again.to_json()["metrics"] == first.to_json()["metrics"]
+
+
+def test_out_never_overwrites_without_force(tmp_path: Path) -> None:
+    """A directory holding other files is refused (exit 2) unless --force; the user's file
+    stays."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "notes.txt").write_text("my notes")
+    res = _invoke("run", str(REFERENCE), "--out", str(out))
+    assert res.exit_code == 2 and "--force" in res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
+    res = _invoke("run", str(REFERENCE), "--out", str(out), "--force")
+    assert res.exit_code == 0
+    assert (out / "notes.txt").read_text() == "my notes"
+    assert (out / "windows.csv").exists()
+
+
+def test_utilization_plot_shows_every_event_and_the_starter_over_100_percent() -> None:
+    """The plot labels the surge, the crash, the stall and the slowdown where they happen,
+    and the starter's frontier line passes 100% during the surge."""
+    r = gym.simulate(STARTER, CHAOS, seed=0)
+    df = r.windows()
+    fig = plots.plot_utilization(df, plots.context(r))
+    (ax,) = fig.axes
+    labels = {t.get_text().strip() for t in ax.texts}
+    assert {
+        "deep-crawl surge (load x2)",
+        "fetchers crash (1 replica down)",
+        "page_store stall",
+        "resolver slowdown x3",
+    } <= labels
+    spans = sorted((round(p.get_x(), 3), round(p.get_x() + p.get_width(), 3)) for p in ax.patches)
+    assert (4.0, 10.0) in spans and (20.0, 30.0) in spans and (28.0, 36.0) in spans
+    frontier = df[df["component"] == "frontier"].set_index("t_s")["saturation"]
+    assert (frontier.loc[4.0:9.0] > 1.0).all()
+
+
+def test_plot_overlays_designs(tmp_path: Path) -> None:
+    """gym plot DESIGN DESIGN -o FILE.png writes one PNG; it refuses to replace it."""
+    out = tmp_path / "both.png"
+    assert _invoke("plot", str(REFERENCE), str(STARTER), "-o", str(out)).exit_code == 0
+    assert out.read_bytes().startswith(PNG)
+    assert _invoke("plot", str(REFERENCE), "-o", str(out)).exit_code == 2
+    assert _invoke("plot", str(REFERENCE), "-o", str(out), "--force").exit_code == 0
+
+
+def test_compare_side_by_side() -> None:
+    """gym compare: the verdicts, each SLO, and the differences that matter."""
+    res = _invoke("compare", str(REFERENCE), str(STARTER))
+    assert res.exit_code == 0
+    assert "PASS" in res.stdout and "FAIL" in res.stdout
+    assert "cheapest passing design: reference (7 units)" in res.stdout
+    data = json.loads(_invoke("compare", str(REFERENCE), str(STARTER), "--json").stdout)
+    assert [d["verdict"] for d in data["designs"]] == ["pass", "fail"]
+    assert any(line.startswith("availability:") for line in data["differences"])
+
+
+def test_html_report_is_self_contained(tmp_path: Path) -> None:
+    """gym report: one HTML file with the verdict, tables, embedded plots, no network."""
+    out = tmp_path / "report.html"
+    assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 0
+    html = out.read_text()
+    assert "Verdict: <span class='fail'>FAIL</span>" in html
+    assert html.count("data:image/png;base64,") == 3
+    assert "http://" not in html and "https://" not in html and "<script" not in html
+    for words in ("Why it fails", "Error budget", "Timeline", "deep-crawl surge"):
+        assert words in html
+    assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 2
+
+
+def test_error_budget_attribution() -> None:
+    """Budget = 3% of offered. The starter's biggest spenders: the crash, then the surge,
+    through frontier overflow; the reference's: the store stall, within budget."""
+    sc = gym.load_scenario(CHAOS)
+    starter = gym.simulate(STARTER, sc, seed=0).budget
+    reference = gym.simulate(REFERENCE, sc, seed=0).budget
+    offered = gym.simulate(REFERENCE, sc, seed=0).metrics.offered
+    assert reference.allowed == pytest.approx(0.03 * offered)
+    assert [e.name for e in starter.by_event[:2]] == [
+        "fetchers crash (1 replica down)",
+        "deep-crawl surge (load x2)",
+    ]
+    assert starter.by_event[0].by_cause["frontier_overflow"] > 0.9 * starter.by_event[0].urls
+    assert sum(e.urls for e in starter.by_event) == starter.spent
+    assert reference.by_event[0].name == "page_store stall"
+    assert reference.spent < reference.allowed
+    assert set(reference.to_json()["by_event"][0]["by_cause"]) == {"store_unavailable"}
