@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -20,6 +21,7 @@ from gym.engines.request import expected_urls
 from gym.errors import GymError
 from gym.explain import Explanation
 from gym.loading import load_design, load_scenario
+from gym.parallel import Executor
 from gym.result import Result
 from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
 
@@ -103,14 +105,31 @@ def run(
     force: Annotated[
         bool, typer.Option("--force", help="Write into an --out directory that holds files.")
     ] = False,
+    sets: SetOpt = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            help="Run this many seeds (seed, seed+1, ...) and report the "
+            "spread, pass rate and pass probability.",
+            min=1,
+        ),
+    ] = 1,
+    confidence: ConfidenceOpt = 0.8,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
+    if runs > 1:
+        _run_many(
+            design, scenario, sets, seed, engine, runs, confidence, workers, scheduler, as_json
+        )
     try:
         if out is not None:
             from gym.report.files import check_target
 
             check_target(out, force, "--out", is_dir=True)
-        d = load_design(design)
+        d = load_design(design, sets)
         s = load_scenario(scenario or default_scenario())
         long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
         with _progress(long_run, s.duration_s) as report:
@@ -140,6 +159,163 @@ def run(
     raise typer.Exit(EXIT_PASS if result.passed else EXIT_FAIL)
 
 
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        help="What-if on the design, PATH=VALUE (repeatable), e.g. "
+        "--set cache.hit_ratio=0.6. Validated like the file.",
+        show_default=False,
+    ),
+]
+WorkersOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--workers",
+        help="Local worker processes (default: one per core; 1: none).",
+        min=1,
+        show_default=False,
+    ),
+]
+SchedulerOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--scheduler",
+        help="Run on a Dask distributed scheduler at this address "
+        "(tcp://host:port) instead of local processes; needs the dask extra.",
+        show_default=False,
+    ),
+]
+ConfidenceOpt = Annotated[
+    float,
+    typer.Option(
+        "--confidence",
+        help="Verdict rule over many runs: PASS only if the 95% "
+        "Wilson lower bound of the pass probability is at least this.",
+        min=0,
+        max=1,
+    ),
+]
+
+
+def _run_many(
+    design: Path,
+    scenario: Path | None,
+    sets: list[str] | None,
+    seed: int,
+    engine: str,
+    runs: int,
+    confidence: float,
+    workers: int | None,
+    scheduler: str | None,
+    as_json: bool,
+) -> None:
+    from gym.montecarlo import run_many, runs_needed
+    from gym.parallel import make_executor
+
+    try:
+        d = load_design(design, sets)
+        s = load_scenario(scenario or default_scenario())
+        problems = validate(d, s)
+        if problems:
+            raise GymError(problems)
+        executor = _closing(make_executor(workers, scheduler))
+        with _count_progress(runs, f"{runs} runs") as report:
+            mc = run_many(
+                d,
+                s,
+                runs=runs,
+                seed=seed,
+                engine=engine,
+                confidence=confidence,
+                executor=executor,
+                progress=report,
+            )
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    if as_json:
+        data = {
+            "design": d.name,
+            "design_file": d._source,
+            "scenario": s.name,
+            "scenario_file": s._source,
+            "engine": engine,
+            "seed": seed,
+            "executor": executor.name,
+            **mc.to_json(),
+        }
+        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(
+            f"design [bold]{d.name}[/] ({d._source}), scenario [bold]{s.name}[/], "
+            f"engine {engine}, seeds {seed}..{seed + runs - 1} ({executor.name})"
+        )
+        table = Table(show_edge=False, pad_edge=False)
+        for col in ("SLO", "target", "mean", "std", "min", "max", "pass rate"):
+            table.add_column(col, justify="left" if col == "SLO" else "right")
+        for st in mc.slos:
+            table.add_row(
+                st.name,
+                f"{st.op} {st.target:g}",
+                *(_fmt_measured(st.name, v) for v in (st.mean, st.std, st.min, st.max)),
+                f"{st.pass_rate:.0%}",
+            )
+        console.print(table)
+        low, high = mc.ci
+        console.print(
+            f"\nPasses every SLO in {mc.passes}/{mc.n} runs: pass probability "
+            f"{mc.pass_probability:.2f}, 95% interval [{low:.2f}, {high:.2f}] (Wilson)."
+        )
+        verdict = "[bold green]PASS[/]" if mc.verdict == "pass" else "[bold red]FAIL[/]"
+        console.print(f"Verdict: {verdict} (rule: PASS if the lower bound >= {confidence:g})")
+        if mc.passes == mc.n and mc.verdict == "fail":
+            console.print(
+                f"Every run passed, but {runs} runs cannot show a pass probability of "
+                f"{confidence:g} with 95% confidence; use --runs "
+                f"{runs_needed(confidence)} or more."
+            )
+    raise typer.Exit(EXIT_PASS if mc.verdict == "pass" else EXIT_FAIL)
+
+
+_OPEN: list[Executor] = []
+
+
+def _closing(executor: Executor) -> Executor:
+    """Remember an executor so that it is closed when the command ends (Dask clients)."""
+    _OPEN.append(executor)
+    return executor
+
+
+@app.callback()
+def _main_callback(ctx: typer.Context) -> None:
+    """The crawler SLO gym: score a web crawler's capacity design against SLOs under chaos."""
+    ctx.call_on_close(_close_executors)
+
+
+def _close_executors() -> None:
+    while _OPEN:
+        _OPEN.pop().close()
+
+
+@contextmanager
+def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | None]:
+    """A progress bar on stderr (terminals only), advanced once per finished task."""
+    console = Console(stderr=True)
+    if not console.is_terminal or total < 2:
+        yield None
+        return
+    columns = (
+        TextColumn(what),
+        BarColumn(),
+        TextColumn("{task.completed}/{task.total}"),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("work", total=total)
+        yield lambda n: bar.advance(task, n)
+
+
 DesignsArg = Annotated[
     list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
 ]
@@ -147,9 +323,15 @@ SeedOpt = Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)]
 EngineOpt = Annotated[str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.")]
 
 
-def _results(designs: list[Path], scenario: Path | None, seed: int, engine: str) -> list[Result]:
+def _results(
+    designs: list[Path],
+    scenario: Path | None,
+    seed: int,
+    engine: str,
+    sets: list[str] | None = None,
+) -> list[Result]:
     s = load_scenario(scenario or default_scenario())
-    loaded = [load_design(d) for d in designs]
+    loaded = [load_design(d, sets) for d in designs]
     return [simulate(d, s, seed=seed, engine=engine) for d in loaded]
 
 
@@ -160,12 +342,13 @@ def compare_cmd(
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sets: SetOpt = None,
 ) -> None:
     """Run several designs under one scenario and seed; show them side by side."""
     from gym.compare import Comparison
 
     try:
-        comparison = Comparison(_results(designs, scenario, seed, engine))
+        comparison = Comparison(_results(designs, scenario, seed, engine, sets))
     except GymError as err:
         raise _fail_invalid(err) from None
     if as_json:
@@ -207,13 +390,14 @@ def plot_cmd(
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    sets: SetOpt = None,
 ) -> None:
     """Overlay several designs: saturation, served URLs and frontier backlog over time."""
     try:
         from gym.report.files import check_target
 
         check_target(output, force, "-o", is_dir=False)
-        results = _results(designs, scenario, seed, engine)
+        results = _results(designs, scenario, seed, engine, sets)
     except GymError as err:
         raise _fail_invalid(err) from None
     from gym.report import plots
@@ -230,13 +414,14 @@ def report_cmd(
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    sets: SetOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline)."""
     try:
         from gym.report.files import check_target
 
         check_target(output, force, "-o", is_dir=False)
-        (result,) = _results([design], scenario, seed, engine)
+        (result,) = _results([design], scenario, seed, engine, sets)
     except GymError as err:
         raise _fail_invalid(err) from None
     from gym.report.html import render
@@ -247,11 +432,232 @@ def report_cmd(
     )
 
 
+@app.command("sweep")
+def sweep_cmd(
+    design: DesignArg,
+    vary: Annotated[
+        list[str],
+        typer.Option(
+            "--vary",
+            help="PATH=a..b[:step] or PATH=v1,v2,... (repeatable): the grid.",
+            show_default=False,
+        ),
+    ],
+    scenario: ScenarioOpt = None,
+    runs: Annotated[int, typer.Option("--runs", help="Seeds per point.", min=1)] = 1,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    confidence: ConfidenceOpt = 0.8,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Also write the rows to a .csv or .parquet file.",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    sets: SetOpt = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate)."""
+    from gym import sweep
+    from gym.parallel import make_executor
+
+    try:
+        if output is not None:
+            from gym.report.files import check_target
+
+            check_target(output, force, "-o", is_dir=False)
+            if output.suffix.lower() not in (".csv", ".parquet", ".pq"):
+                raise GymError.single(str(output), None, "-o takes a .csv or a .parquet file")
+        s = load_scenario(scenario or default_scenario())
+        points = sweep.grid(design, vary, sets)
+        executor = _closing(make_executor(workers, scheduler))
+        total = sum(runs for p in points if p.design is not None)
+        with _count_progress(total, f"{len(points)} points x {runs} runs") as report:
+            rows = sweep.run(
+                points,
+                s,
+                runs=runs,
+                seed=seed,
+                engine=engine,
+                confidence=confidence,
+                executor=executor,
+                progress=report,
+            )
+        if output is not None:
+            sweep.write(rows, output)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
+        return
+    console = _wide_console()
+    params = [sweep.parse_vary(v)[0] for v in vary]
+    table = Table(show_edge=False, pad_edge=False)
+    slo_cols = [n for n in _slo_names(rows) if n != "cost_units"]
+    for col in (*params, "cost", *[_SHORT.get(n, n) for n in slo_cols], "passes", "verdict"):
+        table.add_column(col, justify="right")
+    for row in rows:
+        cells = [str(row[p]) for p in params]
+        if row["status"] != "ok":
+            table.add_row(
+                *cells,
+                "-",
+                *["-" for _ in slo_cols],
+                "-",
+                f"[red]invalid[/]: {row['error']}",
+            )
+            continue
+        cells.append(str(row["cost_units"]))
+        for n in slo_cols:
+            rate = row[f"{n}_pass_rate"]
+            mark = "" if rate == 1 else " [red]x[/]" if rate == 0 else f" ({rate:.0%})"
+            cells.append(_fmt_measured(n, row[f"{n}_mean"]) + mark)
+        cells.append(f"{round(row['pass_probability'] * row['runs'])}/{row['runs']}")
+        cells.append("[green]PASS[/]" if row["verdict"] == "pass" else "[red]FAIL[/]")
+        table.add_row(*cells)
+    rule = (
+        "each point's verdict is its run's"
+        if runs == 1
+        else f"verdict: PASS if the 95% Wilson lower bound of the pass rate >= {confidence:g}"
+    )
+    console.print(
+        f"scenario {s.name}, engine {engine}, {runs} run(s) per point from seed {seed} "
+        f"({executor.name}); SLO columns are means, x: failed in every run; {rule}"
+    )
+    console.print(table)
+    if output is not None:
+        console.print(f"wrote {len(rows)} rows to {output}")
+
+
+_SHORT = {"throughput_rps": "throughput/s", "peak_saturation": "peak sat."}
+
+
+def _wide_console() -> Console:
+    """Tables of many columns: the terminal's width, or 160 columns when not a terminal."""
+    probe = Console()
+    width = None if probe.is_terminal else 160
+    return Console(highlight=False, soft_wrap=True, width=width)
+
+
+def _slo_names(rows: list[dict[str, object]]) -> list[str]:
+    from gym.scoring import SLO_NAMES
+
+    return [n for n in SLO_NAMES if any(f"{n}_mean" in r for r in rows)]
+
+
+@app.command("optimize")
+def optimize_cmd(
+    design: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Optional base design: its service times and crash policy are kept.",
+            show_default=False,
+            metavar="[DESIGN]",
+        ),
+    ] = None,
+    scenario: ScenarioOpt = None,
+    runs: Annotated[int, typer.Option("--runs", help="Seeds per candidate design.", min=1)] = 20,
+    seed: SeedOpt = 0,
+    confidence: ConfidenceOpt = 0.8,
+    max_cost: Annotated[
+        int | None,
+        typer.Option(
+            "--max-cost",
+            help="Search up to this many units (default: the scenario's cost SLO, else 20).",
+            min=4,
+            show_default=False,
+        ),
+    ] = None,
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="Write the design to this YAML file.", show_default=False
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Find the cheapest design that passes every SLO, and say why nothing cheaper does."""
+    from gym.optimize import design_mapping, search
+    from gym.parallel import make_executor
+
+    try:
+        if output is not None:
+            from gym.report.files import check_target
+
+            check_target(output, force, "-o", is_dir=False)
+        s = load_scenario(scenario or default_scenario())
+        base = load_design(design) if design is not None else None
+        executor = _closing(make_executor(workers, scheduler))
+        with _count_progress(0, "searching") as report:
+            opt = search(
+                s,
+                base=base,
+                runs=runs,
+                seed=seed,
+                confidence=confidence,
+                max_cost=max_cost,
+                executor=executor,
+                progress=report,
+            )
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    text = None
+    if opt.best is not None:
+        low, high = opt.best.result.ci
+        header = (
+            f"# The cheapest design found by `gym optimize` for scenario {s.name}: "
+            f"{opt.best.cost} units.\n# Passes every SLO in {opt.best.result.passes}/"
+            f"{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); pass probability "
+            f"95% interval [{low:.2f}, {high:.2f}].\n"
+        )
+        text = header + yaml.safe_dump(design_mapping(opt.best.design), sort_keys=False)
+        if output is not None:
+            output.write_text(text)
+    if as_json:
+        sys.stdout.write(json.dumps(opt.to_json(), indent=2, allow_nan=False) + "\n")
+    else:
+        console = Console(highlight=False, soft_wrap=True)
+        console.print(
+            f"scenario {s.name}: {opt.evaluated} unit-aligned designs x {runs} runs, "
+            f"confidence {confidence:g} ({executor.name})"
+        )
+        if text is None or opt.best is None:
+            console.print("[red]No design within the cost limit passes every SLO.[/]")
+        else:
+            console.print(
+                f"\n[bold]Cheapest passing design: {opt.best.cost} units[/]"
+                f" ({opt.best.describe()})\n"
+            )
+            console.print(text, markup=False)
+        console.print("[bold]Why nothing cheaper passes[/]")
+        for line in opt.why_nothing_cheaper():
+            console.print(f"- {line}", markup=False)
+        if opt.runner_ups:
+            console.print("\n[bold]More margin for more units[/]")
+            for c in opt.runner_ups:
+                console.print(
+                    f"- {c.cost} units ({c.describe()}): smallest SLO margin {c.margin():.1%}",
+                    markup=False,
+                )
+        if output is not None and text is not None:
+            console.print(f"\nwrote {output}")
+    raise typer.Exit(EXIT_PASS if opt.best is not None else EXIT_FAIL)
+
+
 @app.command("validate")
-def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None) -> None:
+def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
     try:
-        d = load_design(design)
+        d = load_design(design, sets)
         s = load_scenario(scenario or default_scenario())
         problems = validate(d, s)
         if problems:

@@ -104,9 +104,13 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
         raise GymError.single(file, None, "nested too deeply") from None
 
 
-def load_design(path: str | Path) -> Design:
-    """Read and validate a design file (designs/*.yaml)."""
-    return _load(Design, path, "design")
+def load_design(path: str | Path, overrides: list[str] | None = None) -> Design:
+    """Read and validate a design file (designs/*.yaml).
+
+    ``overrides`` are ``PATH=VALUE`` what-ifs (``cache.hit_ratio=0.6``), applied to the
+    file's contents before validation, so they are checked like the file itself.
+    """
+    return _load(Design, path, "design", overrides)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -114,9 +118,65 @@ def load_scenario(path: str | Path) -> Scenario:
     return _load(Scenario, path, "scenario")
 
 
-def _load(model: type[N], path: str | Path, what: str) -> N:
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``fetchers.replicas=5`` -> (["fetchers", "replicas"], 5); the value is read as YAML."""
+    key, sep, raw = text.partition("=")
+    keys = [k.strip() for k in key.split(".")]
+    if not sep or not all(keys):
+        raise GymError.single(
+            None, "--set", f"{text!r} is not PATH=VALUE (for example cache.hit_ratio=0.6)"
+        )
+    try:
+        value = yaml.load(raw, Loader=_StrictLoader) if raw.strip() else None
+    except yaml.YAMLError:
+        value = raw
+    return keys, value
+
+
+def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
+    """A copy of ``data`` with each ``PATH=VALUE`` set (sections are created as needed)."""
+    import copy
+
+    out = copy.deepcopy(data) if data is not None else {}
+    if not isinstance(out, dict):
+        return out  # parse() reports the top-level problem
+    for text in overrides:
+        keys, value = parse_override(text)
+        node = out
+        for i, key in enumerate(keys[:-1]):
+            child = node.get(key)
+            if child is None:
+                child = node[key] = {}
+            if not isinstance(child, dict):
+                where = ".".join(keys[: i + 1])
+                raise GymError.single(
+                    file, where, f"--set {text}: {where} is a value, not a section"
+                )
+            node = child
+        node[keys[-1]] = value
+    return out
+
+
+def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
+    """Say so when a problem is at a field a ``--set`` wrote."""
+    for text in overrides:
+        key = text.partition("=")[0].strip()
+        if problem.field and (problem.field == key or problem.field.startswith(key + ".")):
+            return Problem(problem.file, problem.field, f"{problem.message} (from --set {text})")
+    return problem
+
+
+def _load(model: type[N], path: str | Path, what: str, overrides: list[str] | None = None) -> N:
     """Parse, validate, name after the file if unnamed, and remember the file."""
-    loaded = parse(model, read_yaml(path), str(path), what)
+    data = read_yaml(path)
+    if overrides:
+        data = apply_overrides(data, overrides, str(path))
+        try:
+            loaded = parse(model, data, str(path), what)
+        except GymError as err:
+            raise GymError([_blame_override(p, overrides) for p in err.problems]) from None
+    else:
+        loaded = parse(model, data, str(path), what)
     if loaded.name is None:
         loaded = loaded.model_copy(update={"name": Path(path).stem})
     loaded._source = str(path)

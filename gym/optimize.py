@@ -1,0 +1,227 @@
+"""The cheapest design that passes every SLO, and why nothing cheaper does.
+
+The search space is unit-aligned designs: each component as large as its units allow
+under the scenario's catalog (a frontier unit drains 30,000/s and holds 100,000 URLs, a
+replica fetches 4,000/s, the cache reaches the hit ratio its units buy, a store unit
+writes 25,000/s, a writer unit holds 100,000 writes). Buying part of a unit costs the
+whole unit, so nothing cheaper hides between these points. The search goes up in cost
+from the least a design can cost (one unit each of frontier, fetchers, cache and page
+store), runs every design of that cost over the same seeds, and stops at the first cost
+where some design passes at the chosen confidence; it then looks a few units further for
+designs that buy more margin. Deterministic for a seed: same scenario, same answer.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from gym.costing import cache_hit_ratio
+from gym.errors import GymError
+from gym.models import Design, Scenario
+from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
+from gym.parallel import Executor, Progress, Serial
+
+COMPONENTS = ("frontier", "fetchers", "cache", "page_store", "async_writer")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A unit-aligned design and how it did."""
+
+    units: dict[str, int]
+    design: Design
+    result: MonteCarloResult
+
+    @property
+    def cost(self) -> int:
+        return sum(self.units.values())
+
+    @property
+    def passed(self) -> bool:
+        return self.result.verdict == "pass"
+
+    def margin(self) -> float:
+        """The smallest relative slack over the SLOs (mean measured vs target)."""
+        slack = []
+        for s in self.result.slos:
+            if s.target == 0:
+                continue
+            gap = (s.mean - s.target) if s.op == ">=" else (s.target - s.mean)
+            slack.append(gap / abs(s.target))
+        return min(slack) if slack else 0.0
+
+    def describe(self) -> str:
+        return ", ".join(f"{k} {v}" for k, v in self.units.items() if v)
+
+    def failing(self) -> list[str]:
+        out = []
+        for s in self.result.slos:
+            if s.pass_rate < 1.0:
+                out.append(
+                    f"{s.name} {s.mean:,.4g} (target {s.op} {s.target:g}) passes in "
+                    f"{s.pass_rate:.0%} of runs"
+                )
+        return out
+
+
+@dataclass
+class Optimum:
+    """The answer: the cheapest passing design, the trade-offs above it, what fails below."""
+
+    best: Candidate | None
+    runner_ups: list[Candidate] = field(default_factory=list)
+    cheaper: list[Candidate] = field(default_factory=list)  # the best try at each lower cost
+    evaluated: int = 0
+    runs: int = 0
+    confidence: float = DEFAULT_CONFIDENCE
+
+    def why_nothing_cheaper(self) -> list[str]:
+        lines = [
+            "fewer than 4 units cannot build a design: frontier, fetchers, cache and "
+            "page store need one unit each"
+        ]
+        for c in self.cheaper:
+            reason = "; ".join(c.failing()) or "passes too rarely for the confidence asked"
+            lines.append(
+                f"{c.cost} units: the best of them ({c.describe()}) passes "
+                f"{c.result.passes}/{c.result.n} runs: {reason}"
+            )
+        return lines
+
+    def to_json(self) -> dict[str, Any]:
+        def cand(c: Candidate) -> dict[str, Any]:
+            low, high = c.result.ci
+            return {
+                "units": c.units,
+                "cost_units": c.cost,
+                "design": design_mapping(c.design),
+                "pass_probability": c.result.pass_probability,
+                "pass_probability_ci": [low, high],
+                "margin": c.margin(),
+            }
+
+        out: dict[str, Any] = {
+            "found": self.best is not None,
+            "runs_per_design": self.runs,
+            "confidence": self.confidence,
+            "designs_evaluated": self.evaluated,
+            "why_nothing_cheaper": self.why_nothing_cheaper(),
+            "runner_ups": [cand(c) for c in self.runner_ups],
+        }
+        if self.best is not None:
+            best = cand(self.best)
+            out.update(
+                design=best["design"],
+                cost_units=best["cost_units"],
+                pass_probability=best["pass_probability"],
+                pass_probability_ci=best["pass_probability_ci"],
+                margin=best["margin"],
+                units=best["units"],
+            )
+        return out
+
+
+def unit_design(
+    units: dict[str, int], scenario: Scenario, base: Design | None, name: str
+) -> Design:
+    """The design that gets the most out of ``units`` under the scenario's catalog."""
+    cat = scenario.catalog
+    data: dict[str, Any] = base.model_dump(mode="json") if base is not None else {}
+    data["name"] = name
+    data["frontier"] = {
+        "drain_rps": units["frontier"] * cat.frontier.drain_rps,
+        "buffer": units["frontier"] * cat.frontier.buffer,
+    }
+    fetchers = data.get("fetchers", {})
+    fetchers.update(replicas=units["fetchers"], rps_per_replica=cat.fetchers.max_rps_per_replica)
+    data["fetchers"] = fetchers
+    cache = data.get("cache", {})
+    cache["hit_ratio"] = round(cache_hit_ratio(units["cache"], cat), 12)
+    data["cache"] = cache
+    store = data.get("page_store", {})
+    store["rps"] = units["page_store"] * cat.page_store.rps
+    data["page_store"] = store
+    if units.get("async_writer"):
+        writer = data.get("async_writer") or {}
+        writer["buffer"] = units["async_writer"] * cat.async_writer.buffer
+        data["async_writer"] = writer
+    else:
+        data["async_writer"] = None
+    return Design.model_validate(data)
+
+
+def design_mapping(design: Design) -> dict[str, Any]:
+    """A design as a mapping that loads as a design file: defaults left out."""
+    data = design.model_dump(mode="json", exclude_defaults=True)
+    return {k: v for k, v in data.items() if v is not None}
+
+
+def _unit_sets(cost: int) -> list[dict[str, int]]:
+    out = []
+    for f, r, c, s in itertools.product(range(1, cost + 1), repeat=4):
+        w = cost - f - r - c - s
+        if w >= 0:
+            out.append(
+                {"frontier": f, "fetchers": r, "cache": c, "page_store": s, "async_writer": w}
+            )
+    return out
+
+
+def search(
+    scenario: Scenario,
+    *,
+    base: Design | None = None,
+    runs: int = 20,
+    seed: int = 0,
+    confidence: float = DEFAULT_CONFIDENCE,
+    max_cost: int | None = None,
+    beyond: int = 1,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> Optimum:
+    """Search up in cost for the cheapest design that passes; see the module docstring."""
+    executor = executor or Serial()
+    limit = max_cost
+    if limit is None:
+        slo = scenario.slos.cost_units
+        limit = int(slo.max) if slo is not None else 20
+    if limit < 4:
+        raise GymError.single(None, "max_cost", f"{limit}: a design needs at least 4 units")
+    opt = Optimum(best=None, runs=runs, confidence=confidence)
+    passing: list[Candidate] = []
+    stop_at = limit
+    name = f"cheapest-for-{scenario.name}"
+    for cost in range(4, limit + 1):
+        if cost > stop_at:
+            break
+        sets = _unit_sets(cost)
+        designs = [unit_design(u, scenario, base, name) for u in sets]
+        tasks = [task(d, scenario, seed + k) for d in designs for k in range(runs)]
+        results = executor.map(evaluate, tasks, progress)
+        level = []
+        for i, (u, d) in enumerate(zip(sets, designs, strict=True)):
+            mc = MonteCarloResult(results[i * runs : (i + 1) * runs], confidence)
+            level.append(Candidate(u, d, mc))
+        opt.evaluated += len(level)
+        good = [c for c in level if c.passed]
+        if not good and opt.best is None:
+            opt.cheaper.append(max(level, key=lambda c: (c.result.pass_probability, c.margin())))
+        passing += good
+        if good and opt.best is None:
+            opt.best = max(good, key=lambda c: (c.margin(), -_spread(c)))
+            stop_at = min(limit, cost + beyond)
+    if opt.best is not None:
+        frontier: list[Candidate] = []
+        for c in sorted(passing, key=lambda c: (c.cost, -c.margin())):
+            if c is opt.best:
+                continue
+            if all(c.margin() > f.margin() for f in [opt.best, *frontier]):
+                frontier.append(c)
+        opt.runner_ups = frontier
+    return opt
+
+
+def _spread(c: Candidate) -> float:
+    return float(sum(c.units.values()))

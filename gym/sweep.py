@@ -1,0 +1,160 @@
+"""Sweeps: a grid of what-ifs over one design, every point run over the same seeds.
+
+``--vary fetchers.replicas=2..6`` (integers, inclusive; ``2..10:2`` steps by 2) or
+``--vary cache.hit_ratio=0.6,0.8,0.92`` (a list). Each point is the base design with those
+values set, validated like a file; an invalid point becomes a row that says why. Every
+point runs seeds ``seed .. seed + runs - 1``: the same traffic for every point (common
+random numbers), whichever executor runs it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gym.errors import GymError
+from gym.loading import load_design, parse_override
+from gym.models import Design, Scenario
+from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
+from gym.parallel import Executor, Progress, Serial
+
+MAX_POINTS = 100_000
+
+
+def parse_vary(text: str) -> tuple[str, list[Any]]:
+    """``path=a..b[:step]`` or ``path=v1,v2,...`` -> (path, values)."""
+    keys, _ = parse_override(text.split("=", 1)[0] + "=0")
+    path = ".".join(keys)
+    raw = text.partition("=")[2].strip()
+    if not raw:
+        raise GymError.single(
+            None, "--vary", f"{text!r}: give values, e.g. {path}=2..6 or {path}=1,2"
+        )
+    if ".." in raw and "," not in raw:
+        lo_hi, _, step_text = raw.partition(":")
+        lo_text, _, hi_text = lo_hi.partition("..")
+        try:
+            lo, hi, step = int(lo_text), int(hi_text), int(step_text or 1)
+        except ValueError:
+            raise GymError.single(
+                None, "--vary", f"{text!r}: a range takes whole numbers, e.g. {path}=2..6"
+            ) from None
+        if step <= 0 or hi < lo:
+            raise GymError.single(None, "--vary", f"{text!r}: the range is empty")
+        return path, list(range(lo, hi + 1, step))
+    values = [parse_override(f"{path}={item.strip()}")[1] for item in raw.split(",")]
+    return path, values
+
+
+@dataclass(frozen=True)
+class Point:
+    """One grid point: the values set, and the design they give (or why not)."""
+
+    values: dict[str, Any]
+    design: Design | None
+    error: str | None
+
+
+def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[Point]:
+    """Every combination of the ``--vary`` values over the base design."""
+    axes = [parse_vary(v) for v in varies]
+    size = 1
+    for _, values in axes:
+        size *= len(values)
+    if size > MAX_POINTS:
+        raise GymError.single(None, "--vary", f"{size:,} points; the limit is {MAX_POINTS:,}")
+    points = []
+    for combo in itertools.product(*(vals for _, vals in axes)):
+        chosen = {path: value for (path, _), value in zip(axes, combo, strict=True)}
+        sets = [*(fixed or []), *(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())]
+        try:
+            points.append(Point(chosen, load_design(base, sets), None))
+        except GymError as err:
+            points.append(Point(chosen, None, "; ".join(p.message for p in err.problems)))
+    return points
+
+
+def _yaml_scalar(value: Any) -> str:
+    return (
+        "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    )
+
+
+def run(
+    points: list[Point],
+    scenario: Scenario,
+    *,
+    runs: int = 1,
+    seed: int = 0,
+    engine: str = "flow",
+    confidence: float = DEFAULT_CONFIDENCE,
+    executor: Executor | None = None,
+    progress: Progress | None = None,
+) -> list[dict[str, Any]]:
+    """One row per point: its values, cost, each SLO's mean and pass rate, pass probability."""
+    from gym.costing import units
+    from gym.simulate import validate
+
+    tasks = []
+    owners = []
+    errors: dict[int, str] = {}
+    for i, p in enumerate(points):
+        if p.design is None:
+            errors[i] = p.error or "invalid"
+            continue
+        problems = validate(p.design, scenario)
+        if problems:
+            errors[i] = "; ".join(f"{q.field}: {q.message}" for q in problems)
+            continue
+        for k in range(runs):
+            tasks.append(task(p.design, scenario, seed + k, engine))
+            owners.append(i)
+    results = (executor or Serial()).map(evaluate, tasks, progress)
+    by_point: dict[int, list[dict[str, Any]]] = {}
+    for owner, res in zip(owners, results, strict=True):
+        by_point.setdefault(owner, []).append(res)
+    rows = []
+    for i, p in enumerate(points):
+        row: dict[str, Any] = dict(p.values)
+        if i in errors:
+            row.update(status="invalid", error=errors[i])
+            rows.append(row)
+            continue
+        assert p.design is not None
+        mc = MonteCarloResult(by_point[i], confidence)
+        row["status"] = "ok"
+        row["cost_units"] = sum(units(p.design, scenario.catalog).values())
+        for s in mc.slos:
+            row[f"{s.name}_mean"] = s.mean
+            row[f"{s.name}_pass_rate"] = s.pass_rate
+        low, high = mc.ci
+        row.update(
+            runs=mc.n,
+            pass_probability=mc.pass_probability,
+            pass_ci_low=low,
+            pass_ci_high=high,
+            verdict=mc.verdict,
+        )
+        rows.append(row)
+    return rows
+
+
+def write(rows: list[dict[str, Any]], path: Path) -> None:
+    """Rows to CSV or Parquet, by the file's extension."""
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    suffix = path.suffix.lower()
+    if suffix == ".csv":
+        df.to_csv(path, index=False)
+    elif suffix in (".parquet", ".pq"):
+        try:
+            df.to_parquet(path, index=False)
+        except ImportError:
+            raise GymError.single(
+                str(path), None, "writing Parquet needs pyarrow: pip install pyarrow"
+            ) from None
+    else:
+        raise GymError.single(str(path), None, "-o takes a .csv or a .parquet file")
