@@ -653,6 +653,78 @@ def optimize_cmd(
     raise typer.Exit(EXIT_PASS if opt.best is not None else EXIT_FAIL)
 
 
+@app.command("estimate")
+def estimate_cmd(
+    design: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Optional design: its cache hit ratio sets the DNS figures.",
+            show_default=False,
+            metavar="[DESIGN]",
+        ),
+    ] = None,
+    scenario: ScenarioOpt = None,
+    pages_per_s: Annotated[
+        float | None,
+        typer.Option(
+            "--pages-per-s",
+            help="Base load (default: the scenario's base_rps).",
+            min=0,
+            show_default=False,
+        ),
+    ] = None,
+    page_kb: Annotated[
+        float, typer.Option("--page-kb", help="Page size on the wire, KB.", min=0)
+    ] = 100,
+    urls: Annotated[
+        float, typer.Option("--urls", help="URLs the seen set remembers.", min=1)
+    ] = 1e9,
+    fp: Annotated[
+        float, typer.Option("--fp", help="Bloom filter false-positive rate.", min=1e-12, max=0.999)
+    ] = 0.01,
+    compression: Annotated[
+        float, typer.Option("--compression", help="HTML compression ratio.", min=1)
+    ] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+) -> None:
+    """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
+    from gym.estimate import Inputs, estimate
+
+    try:
+        s = load_scenario(scenario or default_scenario())
+        d = load_design(design) if design is not None else None
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    base = s.base_rps if pages_per_s is None else pages_per_s
+    peak = base * max(stage.multiplier for stage in s.load)
+    hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
+    inputs = Inputs(
+        pages_per_s=base,
+        peak_pages_per_s=peak,
+        page_kb=page_kb,
+        compression=compression,
+        urls=urls,
+        fp_rate=fp,
+        hit_ratio=hit,
+        crawl_delay_s=s.web.crawl_delay_s,
+    )
+    figures = estimate(inputs)
+    if as_json:
+        data = {"inputs": dict(inputs.__dict__), "figures": [f.to_json() for f in figures]}
+        sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
+        return
+    console = _wide_console()
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("figure", "value", "unit", "formula"):
+        table.add_column(col, justify="right" if col == "value" else "left")
+    for f in figures:
+        whole = abs(f.value) >= 100 or float(f.value).is_integer()
+        value = f"{f.value:,.0f}" if whole else f"{f.value:,.2f}"
+        table.add_row(f.label, value, f.unit, f.formula)
+    console.print(f"from scenario {s.name}" + (f" and design {d.name}" if d else ""))
+    console.print(table)
+
+
 @app.command("validate")
 def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
@@ -727,8 +799,9 @@ def _print_result(r: Result, console: Console) -> None:
     console.print(table)
     verdict = "[bold green]PASS[/]" if r.passed else "[bold red]FAIL[/]"
     console.print(f"\nVerdict: {verdict}")
+    skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
-        f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed + "
+        f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed{skipped} + "
         f"{m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )
@@ -738,6 +811,25 @@ def _print_result(r: Result, console: Console) -> None:
         else "go back to the frontier"
     )
     console.print(f"Fetches in flight on a crashed replica: {policy}")
+    dd = r.dedup()
+    if m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]:
+        parts = [
+            f"{dd['seen_set']} seen set for {dd['seen_set_urls']:,.0f} URLs: "
+            f"{dd['seen_set_memory_GB']:,.1f} GB"
+        ]
+        if dd["seen_urls_skipped"]:
+            parts.append(f"{dd['seen_urls_skipped']:,} seen URLs skipped")
+        if dd["seen_set"] == "bloom":
+            parts.append(
+                f"{dd['coverage_lost']:,} new URLs skipped by false positives "
+                f"(coverage lost, fp rate {dd['fp_rate']:g})"
+            )
+        if dd["content_hash"]:
+            parts.append(
+                f"content hashing saved {dd['writes_saved']:,} store writes "
+                f"({dd['bytes_saved_GB']:,.1f} GB)"
+            )
+        console.print("Dedup: " + "; ".join(parts), soft_wrap=True)
 
     comp = Table(show_edge=False, pad_edge=False, title=None)
     for col in ("component", "units", "peak saturation", "failed"):

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from gym.errors import Problem
-from gym.models import Catalog, Design
+from gym.models import Catalog, Design, Scenario
 
 #: Component names, in pipeline order, as they appear in results.
 COMPONENTS: tuple[str, ...] = (
@@ -39,10 +40,7 @@ def cache_units(hit_ratio: float, catalog: Catalog) -> int | None:
 def units(design: Design, catalog: Catalog) -> dict[str, int]:
     """Provisioned units per component (resolver: external, 0). Assumes ``check`` passed."""
     per = {
-        "frontier": max(
-            math.ceil(design.frontier.drain_rps / catalog.frontier.drain_rps - 1e-12),
-            math.ceil(design.frontier.buffer / catalog.frontier.buffer - 1e-12),
-        ),
+        "frontier": frontier_units(design, catalog),
         "fetchers": design.fetchers.replicas,
         "cache": cache_units(design.cache.hit_ratio, catalog) or _MAX_CACHE_UNITS,
         "resolver": 0,
@@ -53,6 +51,49 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
             design.async_writer.buffer / catalog.async_writer.buffer - 1e-12
         )
     return {name: per[name] for name in COMPONENTS if name in per}
+
+
+def frontier_units(design: Design, catalog: Catalog) -> int:
+    """max(ceil(drain / 30,000), ceil(buffer / 100,000), ceil(back queues / 20,000)); the
+    back queues count only when the design sets them (else the units' own are used)."""
+    f, unit = design.frontier, catalog.frontier
+    needs = [
+        math.ceil(f.drain_rps / unit.drain_rps - 1e-12),
+        math.ceil(f.buffer / unit.buffer - 1e-12),
+    ]
+    if f.back_queues is not None:
+        needs.append(math.ceil(f.back_queues / unit.back_queues - 1e-12))
+    return max(needs)
+
+
+@dataclass(frozen=True)
+class Politeness:
+    """How fast the frontier may hand out URLs, host by host."""
+
+    back_queues: int  # what the design runs (set, or the units' own)
+    active_hosts: int  # min(back queues, hosts in the web)
+    crawl_delay_s: float
+    rate: float  # active hosts / crawl delay, URLs per second
+    drain_rps: float
+
+    @property
+    def bound(self) -> bool:
+        """True when politeness, not the drain rate, limits the frontier."""
+        return self.rate < self.drain_rps
+
+    @property
+    def limit_rps(self) -> float:
+        return min(self.rate, self.drain_rps)
+
+
+def politeness(design: Design, scenario: Scenario) -> Politeness:
+    """The frontier's hand-out limit: min(drain_rps, active hosts / crawl delay)."""
+    queues = design.frontier.back_queues
+    if queues is None:
+        queues = scenario.catalog.frontier.back_queues * frontier_units(design, scenario.catalog)
+    active = min(queues, scenario.web.hosts)
+    rate = active / scenario.web.crawl_delay_s
+    return Politeness(queues, active, scenario.web.crawl_delay_s, rate, design.frontier.drain_rps)
 
 
 def cache_capacity_rps(design: Design, catalog: Catalog) -> float:

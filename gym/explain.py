@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gym.costing import Politeness, politeness
 from gym.metrics import Metrics
-from gym.models import Design
+from gym.models import Design, Scenario
 from gym.record import RunRecord
 from gym.scoring import SLOCheck
 
@@ -63,11 +64,14 @@ class Explanation:
         return out
 
 
-def explain(metrics: Metrics, checks: list[SLOCheck], design: Design) -> list[Explanation]:
+def explain(
+    metrics: Metrics, checks: list[SLOCheck], design: Design, scenario: Scenario
+) -> list[Explanation]:
     """Explanations for every failed SLO, then every failure cause, then every outage."""
-    out = [_slo(metrics, chk) for chk in checks if not chk.passed]
+    polite = politeness(design, scenario)
+    out = [_slo(metrics, chk, polite) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
-    out += [_cause(metrics, cause, design) for _, cause in causes]
+    out += [_cause(metrics, cause, design, polite) for _, cause in causes]
     tl = metrics.record.timeline
     for component, start, end in metrics.outages():
         event = tl.describe_at(start, component)
@@ -86,7 +90,7 @@ def explain(metrics: Metrics, checks: list[SLOCheck], design: Design) -> list[Ex
 # -- SLO headlines ------------------------------------------------------------------------
 
 
-def _slo(m: Metrics, chk: SLOCheck) -> Explanation:
+def _slo(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
     top = _top_causes(m)
     if chk.name == "throughput_rps":
         offered_rps = m.offered / m.duration_s
@@ -111,7 +115,7 @@ def _slo(m: Metrics, chk: SLOCheck) -> Explanation:
         )
         return Explanation("slo", text, slo=chk.name, urls=m.failed)
     if chk.name == "peak_saturation":
-        return _saturation(m, chk)
+        return _saturation(m, chk, polite)
     parts = " + ".join(f"{name} {u}" for name, u in m.units.items() if u)
     return Explanation(
         "slo", f"cost {chk.measured:g} units is above {chk.target:g}: {parts}.", slo=chk.name
@@ -125,7 +129,7 @@ def _top_causes(m: Metrics) -> str:
     return " (" + ", ".join(f"{CAUSE_WORDS[c]} {n:,}" for n, c in causes[:3]) + ")"
 
 
-def _saturation(m: Metrics, chk: SLOCheck) -> Explanation:
+def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
     tl = m.record.timeline
     over = []
     for name, cw in m.components.items():
@@ -141,10 +145,13 @@ def _saturation(m: Metrics, chk: SLOCheck) -> Explanation:
         if name == "async_writer":
             details.append(f"async_writer: buffer {value:.0%} full at t={t:g}s ({when})")
         else:
-            details.append(
+            line = (
                 f"{name}: {value:.2f} at t={t:g}s, demand {cw.demand[w]:,.0f} vs capacity "
                 f"{cw.capacity[w]:,} URLs in that second ({when})"
             )
+            if name == "frontier" and polite.bound:
+                line += "; " + _politeness_words(polite)
+            details.append(line)
     value, name, w = over[0]
     t = float(m.window_s[w])
     names = ", ".join(n for _, n, _ in over)
@@ -178,7 +185,15 @@ class _Phase:
     urls: int
 
 
-def _cause(m: Metrics, cause: str, design: Design) -> Explanation:
+def _politeness_words(p: Politeness) -> str:
+    return (
+        f"politeness-bound: {p.active_hosts:,} back queues (hosts in flight) / "
+        f"{p.crawl_delay_s:g} s crawl delay = {p.rate:,.0f}/s, below the drain rate of "
+        f"{p.drain_rps:,.0f}/s; more back queues (frontier.back_queues) raise it"
+    )
+
+
+def _cause(m: Metrics, cause: str, design: Design, polite: Politeness) -> Explanation:
     rec = m.record
     component = CAUSE_COMPONENT[cause]
     counts = rec.components[component].failed[cause]
@@ -198,6 +213,8 @@ def _cause(m: Metrics, cause: str, design: Design) -> Explanation:
         f"{CAUSE_WORDS[cause]}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
         f"{_why(m, cause, design)}"
     )
+    if cause == "frontier_overflow" and polite.bound:
+        text += " The frontier is " + _politeness_words(polite) + "."
     return Explanation(
         "cause",
         text,
@@ -233,7 +250,8 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
     """The rule that lost the URLs, in one or two sentences."""
     if cause == "frontier_overflow":
         return (
-            "The frontier hands out at most min(drain_rps, what the live fetchers can start); "
+            "The frontier hands out at most min(drain_rps, back queues / crawl delay, what the "
+            "live fetchers can start); "
             "when more arrives the queue grows, and once its "
             f"{design.frontier.buffer:,}-URL buffer is full new URLs are dropped."
         )
@@ -279,7 +297,7 @@ def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
         limit = np.minimum(c["frontier"].capacity, c["fetchers"].capacity)
         live = int(c["fetchers"].extra["live"][t0])
         return (
-            f" ({rate(rec.offered)} arrived, at most {rate(limit)} handed out: drain "
+            f" ({rate(rec.offered)} arrived, at most {rate(limit)} handed out: frontier "
             f"{rate(c['frontier'].capacity)}, {live} live fetchers {rate(c['fetchers'].capacity)})"
         )
     component = CAUSE_COMPONENT[cause]

@@ -4,11 +4,12 @@ Saturation follows DESIGN.md section 3: a pure load-over-capacity figure per com
 and window, where each stage's demand is what reaches it when every upstream stage
 passes on at most its own capacity:
 
-    frontier  demand = offered
+    frontier  demand = offered (less what the seen set skips, when dedup is set)
     fetchers  demand = min(offered, frontier drain capacity)
     cache     demand = min(fetchers demand, fetcher capacity)
     resolver  demand = min(cache demand, cache capacity) x (1 - hit_ratio)
-    page_store demand = min(resolver demand, resolver capacity) + async-writer flushes
+    page_store demand = min(resolver demand, resolver capacity) x (1 - duplicate bodies
+                        skipped by content hashing) + async-writer flushes
 
 The async writer's saturation is how full its buffer got (most writes held / buffer).
 A window in which a component's capacity is 0 is an outage, not a saturation figure.
@@ -76,6 +77,13 @@ class Metrics:
     failed: int
     in_flight_end: int
     failed_by_cause: dict[str, int]
+    skipped_by_cause: dict[str, int]
+
+    @property
+    def skipped(self) -> int:
+        """URLs the seen set dropped before the frontier (neither served nor failed)."""
+        return sum(self.skipped_by_cause.values())
+
     duration_s: float
 
     @property
@@ -130,13 +138,16 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
 
     # The demand chain (see the module docstring).
     demand: dict[str, FloatArray] = {}
-    demand["frontier"] = offered_w.astype(float)
+    # The frontier's demand is what passes the seen set (all offered URLs without dedup).
+    skipped_w = sum((wsum(a) for a in c["frontier"].skipped.values()), np.zeros_like(offered_w))
+    demand["frontier"] = (offered_w - skipped_w).astype(float)
     demand["fetchers"] = np.minimum(demand["frontier"], cap["frontier"])
     demand["cache"] = np.minimum(demand["fetchers"], cap["fetchers"])
     demand["resolver"] = np.minimum(demand["cache"], cap["cache"]) * (1.0 - design.cache.hit_ratio)
     passed_on = np.minimum(demand["resolver"], cap["resolver"])
     flushed = wsum(c["async_writer"].extra["flushed"]) if "async_writer" in c else 0
-    demand["page_store"] = passed_on + flushed
+    dup = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
+    demand["page_store"] = passed_on * (1.0 - dup) + flushed
 
     windows: dict[str, ComponentWindows] = {}
     for name, tally in c.items():
@@ -174,6 +185,7 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
         failed=sum(failed_by_cause.values()),
         in_flight_end=sum(record.in_flight_end.values()),
         failed_by_cause={k: failed_by_cause[k] for k in CAUSES},
+        skipped_by_cause=record.skipped_by_cause(),
         duration_s=tl.duration_s,
     )
 

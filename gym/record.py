@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 IntArray = np.ndarray
 
+#: Why a URL can be skipped (deduplicated): neither served nor failed.
+SKIP_CAUSES: tuple[str, ...] = ("seen_url", "bloom_false_positive")
+
 #: Every failure cause, in pipeline order.
 CAUSES: tuple[str, ...] = (
     "frontier_overflow",
@@ -55,9 +58,16 @@ class Tally:
     failed: dict[str, IntArray]
     extra: dict[str, IntArray] = field(default_factory=dict)
     limit: int | None = None  # a buffer's size, for queues
+    skipped: dict[str, IntArray] = field(default_factory=dict)  # dedup: not failed, not served
 
     @classmethod
-    def of(cls, c: Component, limit: int | None = None, **extra: IntArray) -> Tally:
+    def of(
+        cls,
+        c: Component,
+        limit: int | None = None,
+        skipped: dict[str, IntArray] | None = None,
+        **extra: IntArray,
+    ) -> Tally:
         return cls(
             name=c.name,
             capacity=c.capacity,
@@ -69,6 +79,7 @@ class Tally:
             failed=dict(c.failed),
             extra=dict(extra),
             limit=limit,
+            skipped=dict(skipped or {}),
         )
 
 
@@ -87,6 +98,13 @@ class RunRecord:
     @property
     def served_total(self) -> int:
         return int(sum(int(t.served.sum()) for t in self.components.values()))
+
+    def skipped_by_cause(self) -> dict[str, int]:
+        totals = dict.fromkeys(SKIP_CAUSES, 0)
+        for tally in self.components.values():
+            for cause, counts in tally.skipped.items():
+                totals[cause] += int(counts.sum())
+        return totals
 
     def failed_by_cause(self) -> dict[str, int]:
         totals = dict.fromkeys(CAUSES, 0)
@@ -111,10 +129,15 @@ class RunRecord:
         store: PageStore,
     ) -> RunRecord:
         tallies = {
-            "frontier": Tally.of(frontier, limit=frontier.buffer, requeued=frontier.requeued),
+            "frontier": Tally.of(
+                frontier,
+                limit=frontier.buffer,
+                skipped=frontier.skipped,
+                requeued=frontier.requeued,
+            ),
             "fetchers": Tally.of(fleet, live=fleet.live, requeued=fleet.requeued),
             "cache": Tally.of(cache),
-            "resolver": Tally.of(resolver, rate=resolver.rates),
+            "resolver": Tally.of(resolver, rate=resolver.rates, writes_saved=resolver.writes_saved),
         }
         in_flight = {
             "frontier": frontier.in_flight(),
@@ -131,12 +154,14 @@ class RunRecord:
         return record
 
     def check_conservation(self) -> None:
-        """offered = served + failed + in flight at the end, exactly. A violation is a bug."""
+        """offered = served + failed + skipped + in flight at the end, exactly (skipped is 0
+        unless the scenario has seen URLs or the design a Bloom filter). A violation is a bug."""
         offered = int(self.offered.sum())
         failed = sum(self.failed_by_cause().values())
+        skipped = sum(self.skipped_by_cause().values())
         in_flight = sum(self.in_flight_end.values())
-        if offered != self.served_total + failed + in_flight:
+        if offered != self.served_total + failed + skipped + in_flight:
             raise AssertionError(
                 f"conservation broken: offered {offered} != served {self.served_total} + "
-                f"failed {failed} + in flight {in_flight}"
+                f"failed {failed} + skipped {skipped} + in flight {in_flight}"
             )

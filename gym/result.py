@@ -50,6 +50,31 @@ class Result:
                 out[name] = stats
         return out
 
+    def dedup(self) -> dict[str, Any]:
+        """What deduplication did and cost: seen-set memory, coverage lost, writes saved."""
+        import math
+
+        d, w = self.design.dedup, self.scenario.dedup
+        rec = self.metrics.record
+        if d.seen_set == "bloom":
+            bits = -math.log(d.fp_rate) / math.log(2) ** 2
+            memory = w.urls * bits / 8
+        else:
+            memory = w.urls * 8.0
+        saved = int(rec.components["resolver"].extra.get("writes_saved", np.zeros(1)).sum())
+        skipped = self.metrics.skipped_by_cause
+        return {
+            "seen_set": d.seen_set,
+            "fp_rate": d.fp_rate if d.seen_set == "bloom" else 0.0,
+            "seen_set_urls": w.urls,
+            "seen_set_memory_GB": memory / 1e9,
+            "seen_urls_skipped": skipped.get("seen_url", 0),
+            "coverage_lost": skipped.get("bloom_false_positive", 0),
+            "content_hash": d.content_hash,
+            "writes_saved": saved,
+            "bytes_saved_GB": saved * w.page_kb * 1e3 / 1e9,
+        }
+
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
@@ -87,6 +112,7 @@ class Result:
                 "served": m.served,
                 "failed": m.failed,
                 "in_flight_end": m.in_flight_end,
+                "skipped": m.skipped,
                 "duration_s": m.duration_s,
                 "throughput_rps": m.throughput_rps,
                 "availability": m.availability,
@@ -96,6 +122,8 @@ class Result:
                 "cost_units": m.cost_units,
             },
             "failed_by_cause": dict(m.failed_by_cause),
+            "skipped_by_cause": dict(m.skipped_by_cause),
+            "dedup": self.dedup(),
             "in_flight_end_by_component": dict(m.record.in_flight_end),
             "fetchers_on_crash": self.design.fetchers.on_crash,
             "components": components,

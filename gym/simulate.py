@@ -118,7 +118,7 @@ def simulate(
         metrics=m,
         checks=checks,
         verdict=scoring.verdict(checks),
-        explanations=explain.explain(m, checks, design),
+        explanations=explain.explain(m, checks, design, scenario),
         budget=budget.compute(
             m, scenario.slos.availability.min if scenario.slos.availability else None
         ),

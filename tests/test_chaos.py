@@ -82,7 +82,8 @@ def test_each_component_conserves_every_tick(path: Any, on_crash: str) -> None:
         failed = sum((a for a in t.failed.values()), np.zeros_like(t.arrived))
         held_before = np.concatenate([[0], t.backlog[:-1]])
         inflow = t.arrived + held_before
-        outflow = t.out + t.served + failed + t.backlog
+        skipped = sum((a for a in t.skipped.values()), np.zeros_like(t.arrived))
+        outflow = t.out + t.served + failed + skipped + t.backlog
         if name == "frontier":  # a crash's requeued fetches re-enter the frontier
             inflow = inflow + t.extra["requeued"]
         if name == "fetchers":  # ... and leave the fleet without failing

@@ -50,11 +50,12 @@ def test_throughput_and_availability_by_hand() -> None:
 
 
 def test_partial_last_window() -> None:
-    """A 2.5 s run has three windows, the last half a second long."""
+    """A 2.5 s run has three windows, the last half a second long. The frontier's capacity is
+    min(drain 30,000/s, politeness 20,000 back queues / 1 s crawl delay) = 20,000/s."""
     m = gym.simulate(design(), scenario(duration_s=2.5), seed=0).metrics
     assert m.window_s.tolist() == [0.0, 1.0, 2.0]
     assert m.offered_w.tolist() == [1_000, 1_000, 500]
-    assert m.components["frontier"].capacity.tolist() == [30_000, 30_000, 15_000]
+    assert m.components["frontier"].capacity.tolist() == [20_000, 20_000, 10_000]
 
 
 def test_windows_table_has_one_row_per_window_and_component() -> None:

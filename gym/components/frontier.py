@@ -11,8 +11,14 @@ from gym.models import FrontierConfig
 
 
 class Frontier(RatedComponent):
-    """Tail-drop queue: each tick, dispatch min(queue, drain quota, fetcher quota);
-    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``)."""
+    """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fetcher quota);
+    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``).
+
+    The hand-out rate is min(drain_rps, active hosts / crawl delay): politeness lets each
+    back queue (one host) release one URL per crawl delay. At the door, the seen set drops
+    URLs crawled before (``seen_url``) and, if it is a Bloom filter, a fraction fp_rate of
+    the new ones by mistake (``bloom_false_positive``: coverage lost); both are skipped,
+    not failed."""
 
     name = "frontier"
     causes = ("frontier_overflow",)
@@ -25,12 +31,18 @@ class Frontier(RatedComponent):
         config: FrontierConfig,
         upstream: Component,
         fleet: Component,
+        rate: float | None = None,
+        seen_fraction: float = 0.0,
+        false_positive_rate: float = 0.0,
     ) -> None:
-        super().__init__(env, rng, ledger, config.drain_rps)
+        super().__init__(env, rng, ledger, config.drain_rps if rate is None else rate)
         self.buffer = config.buffer
         self.upstream = upstream
         self.fleet = fleet
+        self.seen_fraction = seen_fraction
+        self.false_positive_rate = false_positive_rate
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
+        self.skipped = {"seen_url": ledger.zeros(), "bloom_false_positive": ledger.zeros()}
 
     def requeue(self, tick: int, n: int) -> None:
         """Put ``n`` URLs back at the head of the queue at ``tick`` (a crash's in-flight)."""
@@ -38,8 +50,17 @@ class Frontier(RatedComponent):
 
     def _advance(self, t0: int, t1: int) -> None:
         self.fleet.reserve(t1)
-        arrived = self.upstream.out[t0:t1]
-        self.arrived[t0:t1] = arrived
+        offered = self.upstream.out[t0:t1]
+        self.arrived[t0:t1] = offered
+        arrived = offered
+        if self.seen_fraction > 0:
+            seen = self.rng.binomial(arrived, self.seen_fraction)
+            self.skipped["seen_url"][t0:t1] = seen
+            arrived = arrived - seen
+        if self.false_positive_rate > 0:
+            wrong = self.rng.binomial(arrived, self.false_positive_rate)
+            self.skipped["bloom_false_positive"][t0:t1] = wrong
+            arrived = arrived - wrong
         limit = np.minimum(self.capacity[t0:t1], self.fleet.capacity[t0:t1])
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]

@@ -22,9 +22,19 @@ class Resolver(RatedComponent):
         ledger: Ledger,
         rps: float,
         upstream: Component,
+        duplicate_bodies: float = 0.0,
     ) -> None:
         super().__init__(env, rng, ledger, rps)
         self.upstream = upstream
+        self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
+        self.writes_saved = ledger.zeros()
 
     def _advance(self, t0: int, t1: int) -> None:
-        self.out[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1, "resolver")
+        resolved = self._take(self.upstream.out[t0:t1], t0, t1, "resolver")
+        if self.duplicate_bodies > 0:
+            # Content hashing: a body already stored needs no write; the page is done.
+            same = self.rng.binomial(resolved, self.duplicate_bodies)
+            self.served[t0:t1] = same
+            self.writes_saved[t0:t1] = same
+            resolved = resolved - same
+        self.out[t0:t1] = resolved

@@ -24,7 +24,7 @@ from gym.components import (
     PageStore,
     Resolver,
 )
-from gym.costing import cache_capacity_rps
+from gym.costing import cache_capacity_rps, politeness
 from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
 from gym.record import RunRecord
 from gym.streams import stream
@@ -48,7 +48,19 @@ def run(
     # Build and connect, in pipeline order.
     client = Client(env, stream(seed, "client"), ledger, scenario)
     fleet = FetcherFleet(env, stream(seed, "fetchers"), ledger, design.fetchers)
-    frontier = Frontier(env, stream(seed, "frontier"), ledger, design.frontier, client, fleet)
+    polite = politeness(design, scenario)
+    bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
+    frontier = Frontier(
+        env,
+        stream(seed, "frontier"),
+        ledger,
+        design.frontier,
+        client,
+        fleet,
+        rate=polite.limit_rps,
+        seen_fraction=scenario.dedup.seen_url_fraction,
+        false_positive_rate=bloom,
+    )
     fleet.upstream = frontier
     cache = Cache(
         env,
@@ -58,7 +70,10 @@ def run(
         cache_capacity_rps(design, scenario.catalog),
         fleet,
     )
-    resolver = Resolver(env, stream(seed, "resolver"), ledger, scenario.resolver.rps, cache)
+    duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
+    resolver = Resolver(
+        env, stream(seed, "resolver"), ledger, scenario.resolver.rps, cache, duplicates
+    )
     store = PageStore(env, stream(seed, "page_store"), ledger, design.page_store)
     writer: AsyncWriter | None = None
     if design.async_writer is not None:

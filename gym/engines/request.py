@@ -32,7 +32,7 @@ import simpy
 
 from gym.components import tick_quota
 from gym.components.client import arrival_counts
-from gym.costing import cache_capacity_rps
+from gym.costing import cache_capacity_rps, politeness
 from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
@@ -46,7 +46,14 @@ Progress = Callable[[float], None]
 class Log:
     """One component's per-tick counts, as plain lists while the run goes."""
 
-    def __init__(self, name: str, n: int, causes: tuple[str, ...], extra: tuple[str, ...] = ()):
+    def __init__(
+        self,
+        name: str,
+        n: int,
+        causes: tuple[str, ...],
+        extra: tuple[str, ...] = (),
+        skips: tuple[str, ...] = (),
+    ):
         # One slot more than the run's ticks: an instant within a rounding error of the
         # end lands there, and is folded into the last tick.
         self.name = name
@@ -56,6 +63,7 @@ class Log:
         self.out = [0] * (n + 1)
         self.served = [0] * (n + 1)
         self.failed = {c: [0] * (n + 1) for c in causes}
+        self.skipped = {c: [0] * (n + 1) for c in skips}
         self.extra = {e: [0] * (n + 1) for e in extra}
 
     def _array(self, counts: list[int]) -> np.ndarray:
@@ -68,16 +76,24 @@ class Log:
             k: self._array(getattr(self, k)) for k in ("arrived", "processed", "out", "served")
         }
         failed = {c: self._array(v) for c, v in self.failed.items()}
+        skipped = {c: self._array(v) for c, v in self.skipped.items()}
         extra = {e: self._array(v) for e, v in self.extra.items()}
         inflow = arrays["arrived"] + extra.get("requeued_in", 0)
         outflow = arrays["out"] + arrays["served"] + extra.get("requeued", 0)
-        for counts in failed.values():
+        for counts in (*failed.values(), *skipped.values()):
             outflow = outflow + counts
         backlog = np.cumsum(inflow - outflow)
         if self.name == "frontier":  # the frontier's requeued fetches come back in
             extra["requeued"] = extra.pop("requeued_in")
         return Tally(
-            self.name, capacity, backlog=backlog, failed=failed, extra=extra, limit=limit, **arrays
+            self.name,
+            capacity,
+            backlog=backlog,
+            failed=failed,
+            extra=extra,
+            limit=limit,
+            skipped=skipped,
+            **arrays,
         )
 
 
@@ -176,10 +192,18 @@ class Engine:
 
         n = self.n
         self.logs = {
-            "frontier": Log("frontier", n, ("frontier_overflow",), ("requeued_in",)),
+            "frontier": Log(
+                "frontier",
+                n,
+                ("frontier_overflow",),
+                ("requeued_in",),
+                ("seen_url", "bloom_false_positive"),
+            ),
             "fetchers": Log("fetchers", n, ("crash_loss",), ("requeued",)),
             "cache": Log("cache", n, ("cache_overload", "cache_unavailable")),
-            "resolver": Log("resolver", n, ("resolver_overload", "resolver_unavailable")),
+            "resolver": Log(
+                "resolver", n, ("resolver_overload", "resolver_unavailable"), ("writes_saved",)
+            ),
             "page_store": Log("page_store", n, ("store_overload", "store_unavailable")),
         }
         if design.async_writer is not None:
@@ -196,7 +220,13 @@ class Engine:
         self.rr = 0
         self.waiting: deque[tuple[simpy.Event, Any]] = deque()  # (wake-up, process)
         self.buffer = design.frontier.buffer
-        self.drain = design.frontier.drain_rps
+        self.drain = politeness(design, scenario).limit_rps  # min(drain, hosts / delay)
+        self.seen_fraction = scenario.dedup.seen_url_fraction
+        self.bloom_fp = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
+        self.duplicates = (
+            scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
+        )
+        self.rng_dedup = stream(seed, "frontier")
         self.drain_factor = 1.0
         self.frontier_stalls = 0
         self.depth = max(1.0, self.drain * timeline.tick_s)
@@ -432,10 +462,18 @@ class Engine:
         yield env.timeout(end - now)
         now = env.now
         k = int(now * per_s + 1e-9)
-        log.out[k] += 1
         if measured:
             self.s_resolver.append(now - t_lookup)
             self.k_resolver.append(ka)
+        if self.duplicates and self.rng_dedup.random() < self.duplicates:
+            # Content hashing: this body is stored already; no write, the page is done.
+            log.served[k] += 1
+            log.extra["writes_saved"][k] += 1
+            if measured:
+                self.s_e2e.append(now - t_arrive)
+                self.k_e2e.append(ka)
+            return
+        log.out[k] += 1
         # Async writer (optional), then the page store.
         store, slog = self.store, logs["page_store"]
         if self.writer_buffer:
@@ -506,6 +544,14 @@ class Engine:
         k = int(t * self.per_s + 1e-9)
         front = self.logs["frontier"]
         front.arrived[k] += 1
+        if self.seen_fraction or self.bloom_fp:  # the seen set, at the frontier's door
+            draw = self.rng_dedup.random()
+            if draw < self.seen_fraction:
+                front.skipped["seen_url"][k] += 1
+                return
+            if self.rng_dedup.random() < self.bloom_fp:
+                front.skipped["bloom_false_positive"][k] += 1
+                return
         if len(self.waiting) >= self.buffer:  # a full waiting room: tail drop
             front.failed["frontier_overflow"][k] += 1
             return

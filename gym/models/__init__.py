@@ -5,6 +5,7 @@ from gym.models.common import FieldError, InputModel, ServiceTime
 from gym.models.design import (
     AsyncWriterConfig,
     CacheConfig,
+    DedupConfig,
     Design,
     FetchersConfig,
     FrontierConfig,
@@ -12,6 +13,7 @@ from gym.models.design import (
 )
 from gym.models.scenario import (
     CrashFault,
+    DedupWorld,
     Fault,
     LoadStage,
     ResolverConfig,
@@ -19,6 +21,7 @@ from gym.models.scenario import (
     SLOs,
     SlowdownFault,
     StallFault,
+    WebConfig,
 )
 
 __all__ = [
@@ -26,6 +29,8 @@ __all__ = [
     "CacheConfig",
     "Catalog",
     "CrashFault",
+    "DedupConfig",
+    "DedupWorld",
     "Design",
     "Fault",
     "FetchersConfig",
@@ -40,4 +45,5 @@ __all__ = [
     "ServiceTime",
     "SlowdownFault",
     "StallFault",
+    "WebConfig",
 ]

@@ -12,6 +12,9 @@ class FrontierUnit(InputModel):
 
     drain_rps: Rate = Field(30_000, description="URLs/s one frontier unit can hand out.")
     buffer: int = Field(100_000, description="URLs one frontier unit can hold.", gt=0)
+    back_queues: int = Field(
+        20_000, description="Per-host back queues (hosts in flight) one frontier unit runs.", gt=0
+    )
 
 
 class FetcherUnit(InputModel):

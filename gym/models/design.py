@@ -18,6 +18,16 @@ class FrontierConfig(InputModel):
         gt=0,
         le=10**12,
     )
+    back_queues: int | None = Field(
+        None,
+        description=(
+            "Per-host back queues (Mercator style): at most this many hosts are crawled at "
+            "once, each once per crawl delay. Default: the catalog's per-unit figure times "
+            "the frontier's units, capped by the web's hosts."
+        ),
+        gt=0,
+        le=10**9,
+    )
 
 
 class FetchersConfig(InputModel):
@@ -79,6 +89,23 @@ class AsyncWriterConfig(InputModel):
     )
 
 
+class DedupConfig(InputModel):
+    """How the crawler recognizes what it has seen: URLs and page bodies."""
+
+    seen_set: Literal["bloom", "exact"] = Field(
+        "exact",
+        description=(
+            "Seen-URL set: an exact set (8 bytes per URL, no mistakes) or a Bloom filter "
+            "(-ln(p)/(ln 2)^2 bits per URL, skips a fraction fp_rate of new URLs)."
+        ),
+    )
+    fp_rate: float = Field(0.01, description="The Bloom filter's false-positive rate.", gt=0, lt=1)
+    content_hash: bool = Field(
+        False,
+        description="Hash page bodies and skip the store write of a body already stored.",
+    )
+
+
 class Design(InputModel):
     """A complete crawler capacity design."""
 
@@ -93,4 +120,7 @@ class Design(InputModel):
     page_store: PageStoreConfig = Field(description="The page store.")
     async_writer: AsyncWriterConfig | None = Field(
         None, description="Optional write-behind buffer in front of the page store."
+    )
+    dedup: DedupConfig = Field(
+        default_factory=DedupConfig, description="URL and content deduplication."
     )

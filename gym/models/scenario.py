@@ -74,6 +74,39 @@ class ResolverConfig(InputModel):
     )
 
 
+class WebConfig(InputModel):
+    """The web being crawled, as politeness sees it."""
+
+    hosts: int = Field(1_000_000, description="Distinct hosts with URLs to crawl.", gt=0, le=10**10)
+    crawl_delay_s: float = Field(
+        1.0, description="Seconds between two fetches of one host (politeness).", gt=0, le=3600
+    )
+
+
+class DedupWorld(InputModel):
+    """How much of what the crawler meets it has seen before."""
+
+    seen_url_fraction: float = Field(
+        0.0,
+        description=(
+            "Fraction of offered URLs already crawled: the seen set drops them before the "
+            "frontier (outcome: skipped)."
+        ),
+        ge=0,
+        lt=1,
+    )
+    duplicate_body_fraction: float = Field(
+        0.0,
+        description="Fraction of new pages whose body duplicates one already stored.",
+        ge=0,
+        le=1,
+    )
+    urls: float = Field(
+        1e9, description="URLs the seen set must remember (for its memory).", gt=0, le=1e13
+    )
+    page_kb: float = Field(100, description="Size of a page on the wire, KB.", gt=0, le=1e6)
+
+
 class MinSLO(InputModel):
     """An SLO met when the measured value is at least ``min``."""
 
@@ -133,6 +166,10 @@ class Scenario(InputModel):
     )
     resolver: ResolverConfig = Field(
         default_factory=ResolverConfig, description="The external DNS resolver."
+    )
+    web: WebConfig = Field(default_factory=WebConfig, description="Hosts and crawl delay.")
+    dedup: DedupWorld = Field(
+        default_factory=DedupWorld, description="Seen URLs and duplicate bodies."
     )
     slos: SLOs = Field(default_factory=SLOs, description="What the design must meet.")
     catalog: Catalog = Field(default_factory=Catalog, description="Unit prices.")
