@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import textwrap
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 import yaml
@@ -25,6 +26,21 @@ from gym.parallel import Executor
 from gym.result import Result
 from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
 
+
+def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
+    """Ctrl-C ends a command with one line and exit status 130, never a traceback."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        try:
+            command(*args, **kwargs)
+        except KeyboardInterrupt:
+            Console(stderr=True, highlight=False).print("interrupted")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+
+    return wrapper
+
+
 app = typer.Typer(
     name="gym",
     help="The crawler SLO gym: score a web crawler's capacity design against SLOs under chaos.",
@@ -35,10 +51,15 @@ app = typer.Typer(
 )
 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
+EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 DesignArg = Annotated[
     Path,
-    typer.Argument(help="Design file (YAML), e.g. designs/reference.yaml.", show_default=False),
+    typer.Argument(
+        help="Design file (YAML), e.g. designs/reference.yaml.",
+        show_default=False,
+        metavar="DESIGN",
+    ),
 ]
 ScenarioOpt = Annotated[
     Path | None,
@@ -59,6 +80,7 @@ def _fail_invalid(err: GymError) -> typer.Exit:
 
 
 @app.command()
+@_interruptible
 def run(
     design: DesignArg,
     scenario: ScenarioOpt = None,
@@ -336,6 +358,7 @@ def _results(
 
 
 @app.command("compare")
+@_interruptible
 def compare_cmd(
     designs: DesignsArg,
     scenario: ScenarioOpt = None,
@@ -383,6 +406,7 @@ def compare_cmd(
 
 
 @app.command("plot")
+@_interruptible
 def plot_cmd(
     designs: DesignsArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="PNG file to write.")],
@@ -407,6 +431,7 @@ def plot_cmd(
 
 
 @app.command("report")
+@_interruptible
 def report_cmd(
     design: DesignArg,
     output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")],
@@ -433,6 +458,7 @@ def report_cmd(
 
 
 @app.command("sweep")
+@_interruptible
 def sweep_cmd(
     design: DesignArg,
     vary: Annotated[
@@ -462,8 +488,21 @@ def sweep_cmd(
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+    max_runs: Annotated[
+        int, typer.Option("--max-runs", help="Refuse sweeps of more simulations than this.", min=1)
+    ] = 200_000,
+    max_urls: Annotated[
+        int,
+        typer.Option(
+            "--max-urls",
+            help="With the request engine, refuse sweeps that "
+            "would simulate more URLs than this in all.",
+            min=1,
+        ),
+    ] = DEFAULT_MAX_URLS,
 ) -> None:
-    """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate)."""
+    """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
+    Ctrl-C stops it and keeps (and writes, with -o) the rows finished so far."""
     from gym import sweep
     from gym.parallel import make_executor
 
@@ -478,17 +517,30 @@ def sweep_cmd(
         points = sweep.grid(design, vary, sets)
         executor = _closing(make_executor(workers, scheduler))
         total = sum(runs for p in points if p.design is not None)
-        with _count_progress(total, f"{len(points)} points x {runs} runs") as report:
-            rows = sweep.run(
-                points,
-                s,
-                runs=runs,
-                seed=seed,
-                engine=engine,
-                confidence=confidence,
-                executor=executor,
-                progress=report,
+        try:
+            with _count_progress(total, f"{len(points)} points x {runs} runs") as report:
+                rows = sweep.run(
+                    points,
+                    s,
+                    runs=runs,
+                    seed=seed,
+                    engine=engine,
+                    confidence=confidence,
+                    executor=executor,
+                    progress=report,
+                    max_runs=max_runs,
+                    max_urls=max_urls,
+                )
+        except sweep.SweepInterrupted as stop:
+            done = sum(1 for r in stop.rows if r["status"] == "ok")
+            where = ""
+            if output is not None:
+                sweep.write(stop.rows, output)
+                where = f"; written to {output}"
+            Console(stderr=True, highlight=False, soft_wrap=True).print(
+                f"interrupted: {done} of {len(stop.rows)} points finished{where}"
             )
+            raise typer.Exit(EXIT_INTERRUPTED) from None
         if output is not None:
             sweep.write(rows, output)
     except GymError as err:
@@ -552,6 +604,7 @@ def _slo_names(rows: list[dict[str, object]]) -> list[str]:
 
 
 @app.command("optimize")
+@_interruptible
 def optimize_cmd(
     design: Annotated[
         Path | None,
@@ -723,6 +776,31 @@ def estimate_cmd(
         table.add_row(f.label, value, f.unit, f.formula)
     console.print(f"from scenario {s.name}" + (f" and design {d.name}" if d else ""))
     console.print(table)
+
+
+@app.command("schema")
+def schema_cmd(
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="Directory for the JSON Schema files.")
+    ] = Path("schemas"),
+    docs: Annotated[
+        Path | None,
+        typer.Option(
+            "--docs", help="Also write one Markdown page per file kind here.", show_default=False
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace files gym did not write.")
+    ] = False,
+) -> None:
+    """Write the JSON Schema of design and scenario files (for editors), and field docs."""
+    from gym import schema
+
+    try:
+        written = schema.write(output, docs, force)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    Console(highlight=False, soft_wrap=True).print("wrote " + ", ".join(str(p) for p in written))
 
 
 @app.command("validate")

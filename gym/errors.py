@@ -14,8 +14,9 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
+        """One line, whatever the message held."""
         parts = [p for p in (self.file, self.field) if p]
-        return ": ".join([*parts, self.message])
+        return " ".join(": ".join([*parts, self.message]).split())
 
 
 @dataclass

@@ -72,8 +72,13 @@ def read_yaml(path: str | Path) -> Any:
         ) from None
     except OSError as exc:
         raise GymError.single(file, None, f"cannot read: {exc.strerror}") from None
+    return parse_yaml_text(text, file)
+
+
+def parse_yaml_text(text: str, file: str | None = None) -> Any:
+    """Parse YAML text safely: no object construction, no duplicate keys, no alias bombs."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)
+        data = yaml.load(text, Loader=_StrictLoader)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
@@ -83,6 +88,44 @@ def read_yaml(path: str | Path) -> Any:
         raise GymError.single(file, None, f"malformed YAML: {exc}") from None
     except RecursionError:
         raise GymError.single(file, None, "malformed YAML: nested too deeply") from None
+    except ValueError as exc:  # e.g. a number PyYAML cannot read
+        raise GymError.single(file, None, f"malformed YAML: {exc}") from None
+    _check_size(data, file)
+    return data
+
+
+MAX_VALUES = 100_000
+MAX_DEPTH = 64
+
+
+def _check_size(data: Any, file: str | None) -> None:
+    """Refuse documents that expand (through aliases) to more values than any input needs,
+    nest deeper than any input needs, or refer to themselves."""
+    memo: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: Any, depth: int) -> int:
+        if depth > MAX_DEPTH:
+            raise GymError.single(file, None, f"nested more than {MAX_DEPTH} levels deep")
+        if not isinstance(node, dict | list):
+            return 1
+        key = id(node)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise GymError.single(file, None, "an alias refers to the value that contains it")
+        active.add(key)
+        children = node.values() if isinstance(node, dict) else node
+        total = 1 + sum(size(child, depth + 1) for child in children)
+        active.discard(key)
+        memo[key] = total
+        if total > MAX_VALUES:
+            raise GymError.single(
+                file, None, f"expands to more than {MAX_VALUES:,} values (through aliases?)"
+            )
+        return total
+
+    size(data, 0)
 
 
 def parse(model: type[M], data: Any, file: str | None, what: str) -> M:

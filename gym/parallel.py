@@ -19,6 +19,15 @@ from gym.errors import GymError
 Progress = Callable[[int], None]
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a batch of tasks: carries the results finished so far (in task order,
+    a prefix of the tasks)."""
+
+    def __init__(self, done: list[Any]) -> None:
+        super().__init__()
+        self.done = done
+
+
 class Executor(Protocol):
     """Maps a picklable function over tasks; results come back in task order."""
 
@@ -43,11 +52,14 @@ class Serial:
     def map(
         self, fn: Callable[[Any], Any], tasks: Sequence[Any], progress: Progress | None = None
     ) -> list[Any]:
-        out = []
-        for task in tasks:
-            out.append(fn(task))
-            if progress:
-                progress(1)
+        out: list[Any] = []
+        try:
+            for task in tasks:
+                out.append(fn(task))
+                if progress:
+                    progress(1)
+        except KeyboardInterrupt:
+            raise Interrupted(out) from None
         return out
 
 
@@ -68,12 +80,17 @@ class LocalPool:
         if self.workers == 1 or len(tasks) <= 1:
             return Serial().map(fn, tasks, progress)
         chunk = max(1, len(tasks) // (self.workers * 16))
-        out = []
-        with ProcessPoolExecutor(max_workers=self.workers) as pool:
+        out: list[Any] = []
+        pool = ProcessPoolExecutor(max_workers=self.workers)
+        try:
             for result in pool.map(fn, tasks, chunksize=chunk):
                 out.append(result)
                 if progress:
                     progress(1)
+        except KeyboardInterrupt:
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise Interrupted(out) from None
+        pool.shutdown()
         return out
 
 
@@ -108,13 +125,22 @@ class DaskCluster:
         chunks = [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
         futures = self.client.map(_run_chunk, [fn] * len(chunks), chunks, pure=False)
         index = {f.key: i for i, f in enumerate(futures)}
-        done: list[list[Any]] = [[] for _ in chunks]
-        for future in self._distributed.as_completed(futures):
-            i = index[future.key]
-            done[i] = future.result()
-            if progress:
-                progress(len(chunks[i]))
-        return [result for chunk in done for result in chunk]
+        done: list[list[Any] | None] = [None for _ in chunks]
+        try:
+            for future in self._distributed.as_completed(futures):
+                i = index[future.key]
+                done[i] = future.result()
+                if progress:
+                    progress(len(chunks[i]))
+        except KeyboardInterrupt:
+            self.client.cancel(futures)
+            prefix: list[Any] = []
+            for part in done:
+                if part is None:
+                    break
+                prefix += part
+            raise Interrupted(prefix) from None
+        return [result for part in done if part is not None for result in part]
 
     def close(self) -> None:
         self.client.close()

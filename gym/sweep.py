@@ -10,6 +10,7 @@ random numbers), whichever executor runs it.
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,9 +19,11 @@ from gym.errors import GymError
 from gym.loading import load_design, parse_override
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
-from gym.parallel import Executor, Progress, Serial
+from gym.parallel import Executor, Interrupted, Progress, Serial
 
 MAX_POINTS = 100_000
+#: Simulations a sweep runs unless allowed more (``--max-runs``).
+DEFAULT_MAX_RUNS = 200_000
 
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
@@ -92,8 +95,15 @@ def run(
     confidence: float = DEFAULT_CONFIDENCE,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+    max_urls: int | None = None,
 ) -> list[dict[str, Any]]:
-    """One row per point: its values, cost, each SLO's mean and pass rate, pass probability."""
+    """One row per point: its values, cost, each SLO's mean and pass rate, pass probability.
+
+    Refuses (GymError) more than ``max_runs`` simulations, and with the request engine more
+    than ``max_urls`` simulated URLs in all. Ctrl-C raises :class:`SweepInterrupted` with
+    the rows finished so far.
+    """
     from gym.costing import units
     from gym.simulate import validate
 
@@ -111,15 +121,42 @@ def run(
         for k in range(runs):
             tasks.append(task(p.design, scenario, seed + k, engine))
             owners.append(i)
-    results = (executor or Serial()).map(evaluate, tasks, progress)
+    if len(tasks) > max_runs:
+        raise GymError.single(
+            None,
+            "--max-runs",
+            f"the sweep would run {len(tasks):,} simulations, more than the limit of "
+            f"{max_runs:,}; allow it with --max-runs {len(tasks)}",
+        )
+    if engine == "request" and max_urls is not None:
+        from gym.engines.request import expected_urls
+
+        total = expected_urls(scenario) * len(tasks)
+        if total > max_urls:
+            raise GymError.single(
+                None,
+                "--max-urls",
+                f"the sweep would simulate about {total:,.0f} URLs with the request engine, "
+                f"more than the limit of {max_urls:,}; allow it with --max-urls "
+                f"{math.ceil(total * 1.1)}, or use the flow engine",
+            )
+    interrupted: Interrupted | None = None
+    try:
+        results = (executor or Serial()).map(evaluate, tasks, progress)
+    except Interrupted as stop:
+        results, interrupted = stop.done, stop
     by_point: dict[int, list[dict[str, Any]]] = {}
-    for owner, res in zip(owners, results, strict=True):
+    for owner, res in zip(owners, results, strict=False):
         by_point.setdefault(owner, []).append(res)
     rows = []
     for i, p in enumerate(points):
         row: dict[str, Any] = dict(p.values)
         if i in errors:
             row.update(status="invalid", error=errors[i])
+            rows.append(row)
+            continue
+        if len(by_point.get(i, [])) < runs:
+            row.update(status="not run", error="interrupted (Ctrl-C) before this point ran")
             rows.append(row)
             continue
         assert p.design is not None
@@ -138,7 +175,17 @@ def run(
             verdict=mc.verdict,
         )
         rows.append(row)
+    if interrupted is not None:
+        raise SweepInterrupted(rows)
     return rows
+
+
+class SweepInterrupted(KeyboardInterrupt):
+    """Ctrl-C during a sweep: the rows, those of points that did not finish marked."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        super().__init__()
+        self.rows = rows
 
 
 def write(rows: list[dict[str, Any]], path: Path) -> None:

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from gym.models import Design, Scenario
+
+# Property tests explore at random on a developer's machine; in CI (CI=true) they are
+# derandomized, so a CI run is reproducible.
+settings.register_profile("ci", derandomize=True, print_blob=True)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "designs" / "reference.yaml"

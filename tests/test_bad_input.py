@@ -16,162 +16,28 @@ runner = CliRunner()
 GOOD_DESIGN = REFERENCE.read_text()
 GOOD_SCENARIO = CHAOS.read_text()
 
-# (name, design text, the field the message must name, words it must contain)
-BAD_DESIGNS = [
-    ("malformed", "frontier: {drain_rps: 30000, buffer: 80000\n", None, "malformed YAML"),
-    ("empty", "", None, "empty"),
-    ("comments-only", "# nothing here\n", None, "empty"),
-    ("top-level-list", "- frontier\n- fetchers\n", None, "mapping"),
-    (
-        "typo",
-        GOOD_DESIGN.replace("replicas: 4", "repilcas: 4"),
-        "fetchers.repilcas",
-        "did you mean 'replicas'",
-    ),
-    (
-        "negative-capacity",
-        GOOD_DESIGN.replace("drain_rps: 30000", "drain_rps: -5"),
-        "frontier.drain_rps",
-        "greater than 0",
-    ),
-    (
-        "zero-capacity",
-        GOOD_DESIGN.replace("rps: 25000", "rps: 0"),
-        "page_store.rps",
-        "greater than 0",
-    ),
-    (
-        "zero-replicas",
-        GOOD_DESIGN.replace("replicas: 4", "replicas: 0"),
-        "fetchers.replicas",
-        "greater than 0",
-    ),
-    (
-        "hit-ratio-above-1",
-        GOOD_DESIGN.replace("hit_ratio: 0.92", "hit_ratio: 1.2"),
-        "cache.hit_ratio",
-        "less than or equal to 1",
-    ),
-    (
-        "hit-ratio-1",
-        GOOD_DESIGN.replace("hit_ratio: 0.92", "hit_ratio: 1.0"),
-        "cache.hit_ratio",
-        "cannot be reached",
-    ),
-    (
-        "replica-above-catalog",
-        GOOD_DESIGN.replace("rps_per_replica: 4000", "rps_per_replica: 5000"),
-        "fetchers.rps_per_replica",
-        "more than one replica",
-    ),
-    (
-        "missing-section",
-        GOOD_DESIGN.replace("cache:      {hit_ratio: 0.92}\n", ""),
-        "cache",
-        "required",
-    ),
-    (
-        "string-number",
-        GOOD_DESIGN.replace("replicas: 4", 'replicas: "4"'),
-        "fetchers.replicas",
-        "integer",
-    ),
-    (
-        "fractional-replicas",
-        GOOD_DESIGN.replace("replicas: 4", "replicas: 4.5"),
-        "fetchers.replicas",
-        "integer",
-    ),
-    (
-        "nan",
-        GOOD_DESIGN.replace("drain_rps: 30000", "drain_rps: .nan"),
-        "frontier.drain_rps",
-        "finite",
-    ),
-    ("infinity", GOOD_DESIGN.replace("rps: 25000", "rps: .inf"), "page_store.rps", "finite"),
-    (
-        "duplicate-key",
-        GOOD_DESIGN + "frontier: {drain_rps: 1, buffer: 1}\n",
-        None,
-        "duplicate key 'frontier'",
-    ),
-    (
-        "section-not-mapping",
-        GOOD_DESIGN.replace("cache:      {hit_ratio: 0.92}", "cache: 0.92"),
-        "cache",
-        "mapping",
-    ),
-    (
-        "bad-on-crash",
-        GOOD_DESIGN.replace("rps_per_replica: 4000}", "rps_per_replica: 4000, on_crash: retry}"),
-        "fetchers.on_crash",
-        "'fail' or 'requeue'",
-    ),
-]
+CORPUS = Path(__file__).parent / "corpus" / "bad"
 
-BAD_SCENARIOS = [
-    (
-        "fault-after-end",
-        GOOD_SCENARIO.replace("at_s: 28", "at_s: 45"),
-        "faults[2].at_s",
-        "after the end",
-    ),
-    (
-        "stage-after-end",
-        GOOD_SCENARIO.replace("at_s: 18", "at_s: 41"),
-        "load[3].at_s",
-        "after the end",
-    ),
-    (
-        "stages-out-of-order",
-        GOOD_SCENARIO.replace("at_s: 10", "at_s: 3"),
-        "load[2].at_s",
-        "come after",
-    ),
-    (
-        "first-stage-not-0",
-        GOOD_SCENARIO.replace("{at_s: 0,  multiplier: 1.0}", "{at_s: 1,  multiplier: 1.0}"),
-        "load[0].at_s",
-        "start at 0",
-    ),
-    (
-        "unknown-fault-kind",
-        GOOD_SCENARIO.replace("kind: crash", "kind: explode"),
-        "faults[0].kind",
-        "not a fault kind",
-    ),
-    (
-        "fault-typo",
-        GOOD_SCENARIO.replace("factor: 3", "facter: 3"),
-        "faults[2].facter",
-        "did you mean 'factor'",
-    ),
-    (
-        "stall-unknown-target",
-        GOOD_SCENARIO.replace("target: page_store", "target: moon"),
-        "faults[1].target",
-        "moon",
-    ),
-    (
-        "negative-duration",
-        GOOD_SCENARIO.replace("duration_s: 40", "duration_s: -1"),
-        "duration_s",
-        "greater than 0",
-    ),
-    (
-        "availability-above-1",
-        GOOD_SCENARIO.replace("min: 0.97", "min: 1.5"),
-        "slos.availability.min",
-        "less than or equal to 1",
-    ),
-    (
-        "unknown-slo",
-        GOOD_SCENARIO.replace("cost_units:", "latency:"),
-        "slos.latency",
-        "unknown key",
-    ),
-    ("empty", "", None, "empty"),
-]
+
+def _corpus() -> list[tuple[str, Path, str | None, str]]:
+    """Every bad file: its kind (file name prefix), the field and the words its one-line
+    message must contain (from its first two comment lines)."""
+    cases = []
+    for path in sorted(CORPUS.glob("*.yaml")):
+        lines = path.read_bytes().split(b"\n", 2)
+        field = lines[0].decode().split(":", 1)[1].strip()
+        words = lines[1].decode().split(":", 1)[1].strip()
+        cases.append((path.name.split("-", 1)[0], path, None if field == "-" else field, words))
+    return cases
+
+
+CORPUS_CASES = _corpus()
+
+
+def test_the_corpus_is_large() -> None:
+    """At least 30 bad files, of both kinds."""
+    kinds = [c[0] for c in CORPUS_CASES]
+    assert len(CORPUS_CASES) >= 30 and {"design", "scenario"} <= set(kinds)
 
 
 def _check(code: int, out: str, err: str, file: Path, field: str | None, words: str) -> None:
@@ -186,26 +52,27 @@ def _check(code: int, out: str, err: str, file: Path, field: str | None, words: 
     assert words in line, lines
 
 
-CASES = [("design", *case) for case in BAD_DESIGNS] + [
-    ("scenario", *case) for case in BAD_SCENARIOS
-]
-
-
 @pytest.mark.parametrize(
-    ("kind", "name", "text", "field", "words"), CASES, ids=[f"{c[0]}-{c[1]}" for c in CASES]
+    ("kind", "path", "field", "words"), CORPUS_CASES, ids=[c[1].stem for c in CORPUS_CASES]
 )
-def test_bad_file(
-    tmp_path: Path, kind: str, name: str, text: str, field: str | None, words: str
-) -> None:
-    """Each bad design or scenario file: exit 2, one line naming the file and the field."""
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(text)
+def test_bad_file(kind: str, path: Path, field: str | None, words: str) -> None:
+    """Each bad design or scenario file: exit 2, one line naming the file and the field,
+    no traceback."""
     if kind == "design":
         args = ["run", str(path), "--scenario", str(CHAOS)]
     else:
         args = ["run", str(REFERENCE), "--scenario", str(path)]
     result = runner.invoke(app, args)
     _check(result.exit_code, result.stdout, result.stderr, path, field, words)
+
+
+@pytest.mark.parametrize("text", ["", "# only a comment\n", "\n\n"])
+def test_empty_files(tmp_path: Path, text: str) -> None:
+    """An empty design: exit 2, 'empty', and what a design needs."""
+    path = tmp_path / "empty.yaml"
+    path.write_text(text)
+    result = runner.invoke(app, ["run", str(path)])
+    _check(result.exit_code, result.stdout, result.stderr, path, None, "empty")
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -161,7 +161,9 @@ class Replica:
     slots: int
     busy: int = 0
     up: bool = True
-    fetching: set[Any] = field(default_factory=set)
+    # The processes fetching here, in the order they started (a dict, not a set: a crash
+    # interrupts them in a fixed order, so requeued URLs line up the same every run).
+    fetching: dict[Any, None] = field(default_factory=dict)
 
 
 class Engine:
@@ -355,7 +357,7 @@ class Engine:
         front.out[k] += 1
         fleet.arrived[k] += 1
         fleet.processed[k] += 1
-        r.fetching.add(proc)
+        r.fetching[proc] = None
         ev._ok = True
         ev._value = (now, r)
         self.env.schedule(ev, delay=self.fetch())
@@ -385,7 +387,7 @@ class Engine:
                     front.out[k] += 1
                     fleet.arrived[k] += 1
                     fleet.processed[k] += 1
-                    replica.fetching.add(me)
+                    replica.fetching[me] = None
                     yield env.timeout(self.fetch())
                 else:  # wait in the frontier; wake up when the fetch is done
                     if len(self.waiting) >= self.buffer:
@@ -407,7 +409,7 @@ class Engine:
                 requeued = True
                 continue
             break
-        replica.fetching.discard(me)
+        replica.fetching.pop(me, None)
         replica.busy -= 1
         self.free += 1
         now = env.now
