@@ -637,6 +637,7 @@ def optimize_cmd(
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sets: SetOpt = None,
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does."""
     from gym.optimize import design_mapping, search
@@ -648,7 +649,9 @@ def optimize_cmd(
 
             check_target(output, force, "-o", is_dir=False)
         s = load_scenario(scenario or default_scenario())
-        base = load_design(design) if design is not None else None
+        if sets and design is None:
+            raise GymError.single(None, "--set", "needs a base DESIGN to change")
+        base = load_design(design, sets) if design is not None else None
         executor = _closing(make_executor(workers, scheduler))
         with _count_progress(0, "searching") as report:
             opt = search(
@@ -739,13 +742,16 @@ def estimate_cmd(
         float, typer.Option("--compression", help="HTML compression ratio.", min=1)
     ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sets: SetOpt = None,
 ) -> None:
     """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
     from gym.estimate import Inputs, estimate
 
     try:
         s = load_scenario(scenario or default_scenario())
-        d = load_design(design) if design is not None else None
+        if sets and design is None:
+            raise GymError.single(None, "--set", "needs a DESIGN to change")
+        d = load_design(design, sets) if design is not None else None
     except GymError as err:
         raise _fail_invalid(err) from None
     base = s.base_rps if pages_per_s is None else pages_per_s

@@ -242,18 +242,23 @@ def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Any:
 
 
 def test_sweep_on_a_dask_cluster_gives_identical_rows(dask_scheduler: str) -> None:
-    """The same sweep on a Dask scheduler and worker (loopback) and locally: same rows."""
+    """A 200-point sweep on a Dask scheduler and worker (loopback), on the local pool and
+    in one process: identical rows."""
     from gym.parallel import DaskCluster
 
     sc = gym.load_scenario(CHAOS)
-    points = sweep.grid(REFERENCE, ["fetchers.replicas=3..5", "cache.hit_ratio=0.6,0.92"])
+    points = sweep.grid(
+        REFERENCE,
+        ["fetchers.replicas=1..20", "cache.hit_ratio=0.5,0.6,0.7,0.8,0.9,0.92,0.94,0.96,0.97,0.98"],
+    )
+    assert len(points) == 200
     cluster = DaskCluster(dask_scheduler)
     try:
-        remote = sweep.run(points, sc, runs=2, executor=cluster)
+        remote = sweep.run(points, sc, runs=1, executor=cluster)
     finally:
         cluster.close()
-    local = sweep.run(points, sc, runs=2, executor=Serial())
-    assert remote == local
+    assert remote == sweep.run(points, sc, runs=1, executor=LocalPool(2))
+    assert remote == sweep.run(points, sc, runs=1, executor=Serial())
 
 
 def test_cli_sweep_with_scheduler(dask_scheduler: str) -> None:
