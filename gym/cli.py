@@ -19,7 +19,7 @@ from rich.table import Table
 
 from gym import costing
 from gym.engines.request import expected_urls
-from gym.errors import GymError
+from gym.errors import GymError, Problem
 from gym.explain import Explanation
 from gym.loading import load_design, load_scenario
 from gym.parallel import Executor
@@ -144,7 +144,17 @@ def run(
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     if runs > 1:
         _run_many(
-            design, scenario, sets, seed, engine, runs, confidence, workers, scheduler, as_json
+            design,
+            scenario,
+            sets,
+            seed,
+            engine,
+            runs,
+            confidence,
+            workers,
+            scheduler,
+            as_json,
+            max_urls,
         )
     try:
         if out is not None:
@@ -231,6 +241,7 @@ def _run_many(
     workers: int | None,
     scheduler: str | None,
     as_json: bool,
+    max_urls: int = DEFAULT_MAX_URLS,
 ) -> None:
     from gym.montecarlo import run_many, runs_needed
     from gym.parallel import make_executor
@@ -239,6 +250,16 @@ def _run_many(
         d = load_design(design, sets)
         s = load_scenario(scenario or default_scenario())
         problems = validate(d, s)
+        if engine == "request" and (total := expected_urls(s) * runs) > max_urls:
+            problems.append(
+                Problem(
+                    None,
+                    "--max-urls",
+                    f"{runs} request-engine runs would simulate about {total:,.0f} URLs, more "
+                    f"than the limit of {max_urls:,}; allow it with --max-urls "
+                    f"{int(total * 1.1)}, or use the flow engine",
+                )
+            )
         if problems:
             raise GymError(problems)
         executor = _closing(make_executor(workers, scheduler))

@@ -111,3 +111,10 @@ def test_ctrl_c_in_a_run_is_one_line(monkeypatch: Any) -> None:
     res = runner.invoke(app, ["run", str(REFERENCE)])
     assert res.exit_code == 130 and "interrupted" in res.stderr
     assert "Traceback" not in res.output
+
+
+def test_many_request_engine_runs_respect_the_url_budget() -> None:
+    """--runs with the request engine counts every run's URLs against --max-urls."""
+    res = runner.invoke(app, ["run", str(REFERENCE), "--engine", "request", "--runs", "20"])
+    assert res.exit_code == 2
+    assert "--max-urls" in res.stderr and "6,000,000" in res.stderr
