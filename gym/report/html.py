@@ -95,6 +95,14 @@ def _slo_table(r: Result) -> str:
     return _table(["SLO", "target", "measured", ""], rows, {1, 2})
 
 
+def _measured(name: str, value: float) -> str:
+    if name == "availability":
+        return f"{value:.4f}"
+    if name == "peak_saturation":
+        return f"{value:.2f}"
+    return f"{value:,.0f}" if name == "throughput_rps" else f"{value:g}"
+
+
 def _totals(r: Result) -> str:
     m = r.metrics
     return (
