@@ -198,6 +198,7 @@ SetOpt = Annotated[
         help="What-if on the design, PATH=VALUE (repeatable), e.g. "
         "--set cache.hit_ratio=0.6. Validated like the file.",
         show_default=False,
+        metavar="PATH=VALUE",
     ),
 ]
 WorkersOpt = Annotated[
@@ -363,6 +364,7 @@ DesignsArg = Annotated[
     list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
 ]
 SeedOpt = Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
 EngineOpt = Annotated[str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.")]
 
 
@@ -434,7 +436,7 @@ def plot_cmd(
     scenario: ScenarioOpt = None,
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    force: ForceOpt = False,
     sets: SetOpt = None,
 ) -> None:
     """Overlay several designs: saturation, served URLs and frontier backlog over time."""
@@ -459,7 +461,7 @@ def report_cmd(
     scenario: ScenarioOpt = None,
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    force: ForceOpt = False,
     sets: SetOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline)."""
@@ -486,6 +488,7 @@ def sweep_cmd(
         list[str],
         typer.Option(
             "--vary",
+            metavar="PATH=VALUES",
             help="PATH=a..b[:step] or PATH=v1,v2,... (repeatable): the grid.",
             show_default=False,
         ),
@@ -504,7 +507,7 @@ def sweep_cmd(
             show_default=False,
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    force: ForceOpt = False,
     sets: SetOpt = None,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
@@ -654,7 +657,7 @@ def optimize_cmd(
             "-o", "--output", help="Write the design to this YAML file.", show_default=False
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,
+    force: ForceOpt = False,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
