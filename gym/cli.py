@@ -380,6 +380,25 @@ def _results(
     return [simulate(d, s, seed=seed, engine=engine) for d in loaded]
 
 
+def _results_for_file(
+    output: Path,
+    force: bool,
+    designs: list[Path],
+    scenario: Path | None,
+    seed: int,
+    engine: str,
+    sets: list[str] | None,
+) -> list[Result]:
+    """Check that ``output`` may be written, then run the designs; invalid input exits 2."""
+    from gym.report.files import check_target
+
+    try:
+        check_target(output, force, "-o", is_dir=False)
+        return _results(designs, scenario, seed, engine, sets)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+
+
 @app.command("compare")
 @_interruptible
 def compare_cmd(
@@ -440,13 +459,7 @@ def plot_cmd(
     sets: SetOpt = None,
 ) -> None:
     """Overlay several designs: saturation, served URLs and frontier backlog over time."""
-    try:
-        from gym.report.files import check_target
-
-        check_target(output, force, "-o", is_dir=False)
-        results = _results(designs, scenario, seed, engine, sets)
-    except GymError as err:
-        raise _fail_invalid(err) from None
+    results = _results_for_file(output, force, designs, scenario, seed, engine, sets)
     from gym.report import plots
 
     plots.overlay(results).savefig(output, dpi=110, bbox_inches="tight")
@@ -465,13 +478,7 @@ def report_cmd(
     sets: SetOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline)."""
-    try:
-        from gym.report.files import check_target
-
-        check_target(output, force, "-o", is_dir=False)
-        (result,) = _results([design], scenario, seed, engine, sets)
-    except GymError as err:
-        raise _fail_invalid(err) from None
+    (result,) = _results_for_file(output, force, [design], scenario, seed, engine, sets)
     from gym.report.html import render
 
     output.write_text(render(result), encoding="utf-8")

@@ -17,7 +17,6 @@ A window in which a component's capacity is 0 is an outage, not a saturation fig
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -230,8 +229,3 @@ def _writer_windows(tally: Tally, win: _Windows) -> ComponentWindows:
         outage=np.zeros(n, dtype=bool),
         utilization=fill,
     )
-
-
-def fmt_rate(x: float) -> str:
-    """1234.5 -> '1,234'; used in explanations."""
-    return f"{x:,.0f}" if math.isfinite(x) else str(x)

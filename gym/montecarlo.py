@@ -98,7 +98,6 @@ def evaluate(t: Task) -> dict[str, Any]:
         "peak_saturation": m.peak_saturation()[0],
         "failed": m.failed,
         "failed_by_cause": {c: n for c, n in m.failed_by_cause.items() if n},
-        "top_explanation": next((e.text for e in r.explanations if e.kind == "slo"), None),
     }
 
 

@@ -210,7 +210,7 @@ def search(
             opt.cheaper.append(max(level, key=lambda c: (c.result.pass_probability, c.margin())))
         passing += good
         if good and opt.best is None:
-            opt.best = max(good, key=lambda c: (c.margin(), -_spread(c)))
+            opt.best = max(good, key=lambda c: c.margin())
             stop_at = min(limit, cost + beyond)
     if opt.best is not None:
         frontier: list[Candidate] = []
@@ -221,7 +221,3 @@ def search(
                 frontier.append(c)
         opt.runner_ups = frontier
     return opt
-
-
-def _spread(c: Candidate) -> float:
-    return float(sum(c.units.values()))

@@ -100,16 +100,16 @@ class RunRecord:
         return int(sum(int(t.served.sum()) for t in self.components.values()))
 
     def skipped_by_cause(self) -> dict[str, int]:
-        totals = dict.fromkeys(SKIP_CAUSES, 0)
-        for tally in self.components.values():
-            for cause, counts in tally.skipped.items():
-                totals[cause] += int(counts.sum())
-        return totals
+        return self._totals(SKIP_CAUSES, "skipped")
 
     def failed_by_cause(self) -> dict[str, int]:
-        totals = dict.fromkeys(CAUSES, 0)
+        return self._totals(CAUSES, "failed")
+
+    def _totals(self, causes: tuple[str, ...], kind: str) -> dict[str, int]:
+        """Run totals of every cause of ``kind`` ("failed" or "skipped"), 0 where none."""
+        totals = dict.fromkeys(causes, 0)
         for tally in self.components.values():
-            for cause, counts in tally.failed.items():
+            for cause, counts in getattr(tally, kind).items():
                 totals[cause] += int(counts.sum())
         return totals
 

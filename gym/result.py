@@ -7,6 +7,7 @@ DataFrame (pandas is imported only then).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -40,7 +41,7 @@ class Result:
     budget: ErrorBudget
     warmup_s: float = 0.0
 
-    @property
+    @functools.cached_property
     def latency(self) -> dict[str, LatencyStats]:
         """Latency per component and ``end_to_end``, in ms (measured or estimated)."""
         out = {}
@@ -78,10 +79,6 @@ class Result:
     @property
     def passed(self) -> bool:
         return self.verdict == "pass"
-
-    @property
-    def failed_checks(self) -> list[SLOCheck]:
-        return [c for c in self.checks if not c.passed]
 
     def to_json(self) -> dict[str, Any]:
         """The object ``gym run --json`` prints (DESIGN.md section 7, plus context)."""

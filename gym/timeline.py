@@ -33,9 +33,6 @@ class Event:
     def is_base_load(self) -> bool:
         return self.kind == "load" and self.multiplier == 1.0
 
-    def span(self) -> str:
-        return f"t={_fmt(self.start_s)}-{_fmt(self.end_s)}s"
-
 
 @dataclass(frozen=True)
 class Segment:
@@ -93,8 +90,10 @@ class Timeline:
         """Events in force at time ``t_s``."""
         return [e for e in self.events if e.start_s <= t_s < e.end_s]
 
-    def faults(self) -> list[Event]:
-        return [e for e in self.events if e.kind != "load"]
+    def fault_ticks(self, fault: CrashFault | StallFault | SlowdownFault) -> tuple[int, int | None]:
+        """The ticks a fault starts and ends on; no end for a crash that stays down."""
+        start = self.to_tick(fault.at_s)
+        return start, None if fault.for_s is None else self.to_tick(fault.at_s + fault.for_s)
 
     def segments(self) -> list[Segment]:
         """The run cut at every event start and end."""
@@ -145,7 +144,3 @@ def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
     if isinstance(fault, StallFault):
         return f"{fault.target} stall"
     return f"{fault.target} slowdown x{fault.factor:g}"
-
-
-def _fmt(t: float) -> str:
-    return f"{t:g}"

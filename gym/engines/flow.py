@@ -25,7 +25,7 @@ from gym.components import (
     Resolver,
 )
 from gym.costing import cache_capacity_rps, politeness
-from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
+from gym.models import CrashFault, Design, Scenario, StallFault
 from gym.record import RunRecord
 from gym.streams import stream
 from gym.timeline import Timeline
@@ -104,16 +104,16 @@ def run(
         "page_store": store,
     }
     for fault in scenario.faults:
-        start = timeline.to_tick(fault.at_s)
+        start, end = timeline.fault_ticks(fault)
         if isinstance(fault, CrashFault):
-            end = None if fault.for_s is None else timeline.to_tick(fault.at_s + fault.for_s)
             env.process(fleet.crash(fault, start, end))
-        elif isinstance(fault, StallFault):
-            end = timeline.to_tick(fault.at_s + fault.for_s)
-            env.process(targets[fault.target].stall(fault, start, end))
-        elif isinstance(fault, SlowdownFault):
-            end = timeline.to_tick(fault.at_s + fault.for_s)
-            env.process(targets[fault.target].slowdown(fault, start, end))
+        else:
+            assert end is not None  # stalls and slowdowns always end
+            target = targets[fault.target]
+            if isinstance(fault, StallFault):
+                env.process(target.stall(fault, start, end))
+            else:
+                env.process(target.slowdown(fault, start, end))
 
     env.run(until=timeline.n_ticks)
     sync(timeline.n_ticks)

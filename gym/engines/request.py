@@ -645,14 +645,15 @@ class Engine:
         if self.design.async_writer is not None:
             env.process(self.flusher())
         for fault in self.scenario.faults:
-            start = tl.to_tick(fault.at_s)
+            start, end = tl.fault_ticks(fault)
             if isinstance(fault, CrashFault):
-                end = None if fault.for_s is None else tl.to_tick(fault.at_s + fault.for_s)
                 env.process(self.crash(fault, start, end))
-            elif isinstance(fault, StallFault):
-                env.process(self.stall(fault, start, tl.to_tick(fault.at_s + fault.for_s)))
             else:
-                env.process(self.slowdown(fault, start, tl.to_tick(fault.at_s + fault.for_s)))
+                assert end is not None  # stalls and slowdowns always end
+                if isinstance(fault, StallFault):
+                    env.process(self.stall(fault, start, end))
+                else:
+                    env.process(self.slowdown(fault, start, end))
         # The run allocates hundreds of thousands of short-lived processes and no cycles
         # that outlive them; the cyclic collector only slows it down.
         gc_was_on = gc.isenabled()

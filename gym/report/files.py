@@ -11,17 +11,6 @@ import yaml
 from gym.errors import GymError
 from gym.result import Result
 
-#: What ``write_run`` puts in a directory.
-FILES = (
-    "windows.csv",
-    "summary.json",
-    "design.resolved.yaml",
-    "scenario.resolved.yaml",
-    "utilization.png",
-    "outcomes.png",
-    "backlog.png",
-)
-
 
 def check_target(path: Path, force: bool, option: str, is_dir: bool) -> None:
     """Refuse to write over what a user has, unless ``force``."""

@@ -158,11 +158,7 @@ def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None)
         )
     ax.axhline(100, color="gray", linestyle=":", linewidth=0.8)
     ax.set_ylim(0, top * 100 * 1.25)
-    ax.set_xlim(0, ctx.duration_s)
-    ax.set_ylabel("saturation: demand / capacity (%)")
-    ax.set_xlabel("time (s)")
-    ax.set_title(f"Saturation per component: {ctx.title}", fontsize=10)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _finish(ax, ctx, "saturation: demand / capacity (%)", "Saturation per component")
     return fig
 
 
@@ -199,12 +195,8 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
         linewidth=1.4,
         label="offered",
     )
-    ax.set_xlim(0, ctx.duration_s)
     ax.set_ylim(0, max(float(offered.max()), float(bottom.max())) * 1.3)
-    ax.set_ylabel("URLs per second")
-    ax.set_xlabel("time (s)")
-    ax.set_title(f"Offered, served and failed: {ctx.title}", fontsize=10)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _finish(ax, ctx, "URLs per second", "Offered, served and failed")
     return fig
 
 
@@ -228,12 +220,8 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
             linewidth=1,
             label=f"buffer {ctx.frontier_buffer:,} URLs",
         )
-    ax.set_xlim(0, ctx.duration_s)
     ax.set_ylim(0, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1) * 1.3)
-    ax.set_ylabel("URLs waiting")
-    ax.set_xlabel("time (s)")
-    ax.set_title(f"Frontier backlog: {ctx.title}", fontsize=10)
-    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
+    _finish(ax, ctx, "URLs waiting", "Frontier backlog")
     return fig
 
 
@@ -265,8 +253,8 @@ def overlay(results: Sequence[Result]) -> Figure:
     for ax in axes:
         shade_events(ax, ctx.shades, labels=ax is axes[0])
     colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
-    for i, r in enumerate(results):
-        df = r.windows()
+    frames = [r.windows() for r in results]
+    for i, (r, df) in enumerate(zip(results, frames, strict=True)):
         color = colors[i % len(colors)]
         label = f"{r.design.name} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
         peak = df.groupby("window")["saturation"].max() * 100
@@ -281,7 +269,7 @@ def overlay(results: Sequence[Result]) -> Figure:
         axes[2].step(
             *_extend(t, backlog, end), where="post", color=color, linewidth=1.6, label=label
         )
-    first = results[0].windows()
+    first = frames[0]
     offered = first[first["component"] == "frontier"]["demand"]
     axes[1].step(
         *_extend(t, offered, ctx.duration_s),
@@ -313,6 +301,15 @@ def overlay(results: Sequence[Result]) -> Figure:
         ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
+
+
+def _finish(ax: Axes, ctx: PlotContext, ylabel: str, what: str) -> None:
+    """What every single-run plot ends with: the time axis, labels, title, legend."""
+    ax.set_xlim(0, ctx.duration_s)
+    ax.set_ylabel(ylabel)
+    ax.set_xlabel("time (s)")
+    ax.set_title(f"{what}: {ctx.title}", fontsize=10)
+    ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
 
 
 def _extend(t: Any, y: Any, end_s: float) -> tuple[Any, Any]:
