@@ -1,6 +1,8 @@
 """The error budget: how many failures the availability SLO allows, and who spent them.
 
-allowed = (1 - availability target) x offered. Every failed URL is charged to its cause
+allowed = (1 - availability target) x the URLs that finished (served + failed): the
+availability SLO's own denominator, so the budget is over 100% spent exactly when the SLO
+fails. Every failed URL is charged to its cause
 and to one scenario event: among the events in force when it failed that can explain a
 loss at its component (its own faults, and for the frontier the fetchers' crashes; see
 ``gym.timeline.matters_to``), a fault before a load stage, the latest started first; with
@@ -95,7 +97,7 @@ def compute(metrics: Metrics, availability_target: float | None) -> ErrorBudget:
     ]
     spends.sort(key=lambda s: -s.urls)
     target = availability_target
-    allowed = (1 - target) * metrics.offered if target is not None else 0.0
+    allowed = (1 - target) * metrics.finished if target is not None else 0.0
     return ErrorBudget(target, allowed, metrics.failed, dict(metrics.failed_by_cause), spends)
 
 

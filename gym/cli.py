@@ -24,6 +24,7 @@ from gym.explain import Explanation
 from gym.loading import load_design, load_scenario
 from gym.parallel import Executor
 from gym.result import Result
+from gym.scoring import format_measured as _fmt_measured
 from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
 
 
@@ -978,8 +979,8 @@ def _print_budget(r: Result, console: Console) -> None:
         return
     share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
     console.print(
-        f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.0%} of "
-        f"{r.metrics.offered:,} offered); {b.spent:,} spent ({share}).",
+        f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.1%} of the "
+        f"{r.metrics.finished:,} that finished); {b.spent:,} spent ({share}).",
         soft_wrap=True,
     )
     table = Table(show_edge=False, pad_edge=False)
@@ -1027,16 +1028,6 @@ def _print_explanations(explanations: list[Explanation], console: Console) -> No
                 markup=False,
                 soft_wrap=True,
             )
-
-
-def _fmt_measured(name: str, value: float) -> str:
-    if name == "availability":
-        return f"{value:.4f}"
-    if name == "peak_saturation":
-        return f"{value:.2f}"
-    if name == "cost_units":
-        return f"{value:g}"
-    return f"{value:,.0f}"
 
 
 def main() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gym.result import Result
-from gym.scoring import SLO_NAMES
+from gym.scoring import SLO_NAMES, format_measured
 
 
 @dataclass(frozen=True)
@@ -19,7 +19,9 @@ class Comparison:
         out = []
         passing = [r for r in self.results if r.passed]
         if passing:
-            best = min(passing, key=lambda r: (r.metrics.cost_units, -r.metrics.availability))
+            best = min(
+                passing, key=lambda r: (r.metrics.cost_units, -(r.metrics.availability or 0))
+            )
             out.append(
                 f"cheapest passing design: {best.design.name} ({best.metrics.cost_units} units)"
             )
@@ -31,11 +33,14 @@ class Comparison:
                 continue
             parts = []
             for r, c in checks:
-                gap = c.measured - c.target
                 verb = "passes" if c.passed else "fails"
+                if c.measured is None:
+                    parts.append(f"{r.design.name} {verb} (undefined)")
+                    continue
+                gap = c.measured - c.target
                 parts.append(
-                    f"{r.design.name} {verb} ({_fmt(name, c.measured)}, "
-                    f"{'+' if gap >= 0 else ''}{_fmt(name, gap)} vs target)"
+                    f"{r.design.name} {verb} ({format_measured(name, c.measured)}, "
+                    f"{'+' if gap >= 0 else ''}{format_measured(name, gap)} vs target)"
                 )
             out.append(f"{name}: " + "; ".join(parts))
         for r in self.results:
@@ -65,11 +70,3 @@ class Comparison:
             ],
             "differences": self.differences(),
         }
-
-
-def _fmt(name: str, value: float) -> str:
-    if name == "availability":
-        return f"{value:.4f}"
-    if name == "peak_saturation":
-        return f"{value:.2f}"
-    return f"{value:,.0f}"

@@ -106,7 +106,16 @@ def _slo(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
             )
         return Explanation("slo", text, slo=chk.name, urls=m.failed)
     if chk.name == "availability":
-        done = m.served + m.failed
+        done = m.finished
+        if chk.measured is None:
+            text = (
+                f"availability is undefined, so the SLO fails: no URL finished (served or "
+                f"failed) in the {m.duration_s:g} s run. Of {m.offered:,} URLs offered, "
+                f"{m.in_flight_end:,} were still in flight at the end"
+                + (f" and {m.skipped:,} were skipped as seen before" if m.skipped else "")
+                + "; a run must finish URLs before its availability can be judged."
+            )
+            return Explanation("slo", text, slo=chk.name, urls=0)
         budget = (1 - chk.target) * done
         text = (
             f"availability {chk.measured:.4f} is below {chk.target:g}: {m.failed:,} of the "

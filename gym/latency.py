@@ -110,89 +110,139 @@ def estimate_flow(
 ) -> dict[str, Samples]:
     """The flow engine's latency estimate, from its per-tick counts.
 
-    Queues (the frontier, the async writer) are first in, first out: the URLs that
-    entered in tick k leave in the first tick by which the queue has handed out as many
-    URLs as had entered up to the middle of tick k. Their wait is the difference, in
-    ticks (0 when they leave in the tick they came). When the hand-out rate is steady
-    this equals backlog / rate; unlike that ratio, it stays right when the rate changes
-    (after a crash) or is 0 for a while (a stall). URLs still queued at the end are left
-    out. Fetches take the fetch time; the cache, the resolver and the store have no queue
-    in the flow engine, so their latency is their mean service time (the resolver's
-    multiplied by any slowdown in force). End to end: frontier wait + fetch + lookup for
-    hits, + resolver + writer wait + store write for misses, over served URLs, by the
-    tick they finished. The tails come from the queues only: the flow engine has no
-    service-time variability (the request engine does).
+    Queues (the frontier, the async writer) are first in, first out, matched URL by URL
+    on their cumulative counts (see :func:`fifo_segments`): the URLs that entered in tick
+    k and left in tick m waited m - k ticks. So the mean wait is the queue's mean backlog
+    over its throughput (Little's law on the per-tick counts), and the wait stays right
+    when the hand-out rate changes (after a crash) or is 0 for a while (a stall). URLs
+    still queued at the end are left out. Fetches take the fetch time; the cache, the
+    resolver and the store have no queue in the flow engine, so their latency is their
+    mean service time (the resolver's multiplied by any slowdown in force).
+
+    End to end, over served URLs: the URLs finishing at the cache in tick j left the
+    frontier in tick j - L (L = the fetch time in ticks), so they carry the frontier waits
+    of the URLs that *left* it then; to that add fetch + lookup for hits, + resolver for
+    pages whose body was stored already (content hashing), + store write for misses,
+    + the writer's hold for held writes. Samples are filed by the tick the URL arrived, as
+    in the request engine, and ``warmup_s`` drops URLs that arrived before it. The tails
+    come from the queues only: the flow engine has no service-time variability.
     """
     tl = record.timeline
     c = record.components
-    start = min(tl.to_tick(warmup_s), tl.n_ticks)
+    n = tl.n_ticks
+    tick = float(tl.tick_ms)
+    start = min(tl.to_tick(warmup_s), n)
     frontier = c["frontier"]
-    entered = frontier.arrived + frontier.extra["requeued"] - frontier.failed["frontier_overflow"]
-    front_wait, front_left = _fifo_wait_ms(entered, frontier.processed, tl.tick_ms)
-    ticks = np.arange(tl.n_ticks)[start:]
+    left = frontier.processed
+    f_in, f_out, f_w = fifo_segments(_entered(left, frontier.backlog), left)
+    f_wait = (f_out - f_in) * tick
     out: dict[str, Samples] = {}
-    out["frontier"] = Samples.of(ticks, front_wait[start:], (entered * front_left)[start:])
+    out["frontier"] = _since(start, f_in, f_wait, f_w)
+    ticks = np.arange(n)
     fetch = design.fetchers.service.mean_ms
     lookup = design.cache.service.mean_ms
     store = design.page_store.service.mean_ms
-    out["fetchers"] = _constant(ticks, fetch, c["fetchers"].processed[start:])
-    out["cache"] = _constant(ticks, lookup, c["cache"].processed[start:])
+    out["fetchers"] = _since(start, ticks, np.full(n, fetch), c["fetchers"].processed)
+    out["cache"] = _since(start, ticks, np.full(n, lookup), c["cache"].processed)
     resolver = c["resolver"]
     rate = resolver.extra["rate"]
     res_ms = scenario.resolver.service.mean_ms * np.where(
         rate > 0, scenario.resolver.rps / np.maximum(rate, 1e-12), 1.0
     )
-    out["resolver"] = Samples.of(ticks, res_ms[start:], resolver.processed[start:])
+    out["resolver"] = _since(start, ticks, res_ms, resolver.processed)
 
-    # Frontier wait of the URLs finishing at the cache in tick j: they left the frontier
-    # one fetch earlier.
+    # Per tick j of finishing the fetch: what each way of being served adds to the
+    # frontier wait (ms), and how many URLs took it.
     lag = fetch_ticks(fetch, tl.tick_ms)
-    waited = np.concatenate([np.zeros(lag), front_wait])[: tl.n_ticks]
-    upstream = waited + fetch + lookup
-    values = [upstream]
-    weights = [c["cache"].served.astype(float)]
-    miss = upstream + res_ms + store
+    upstream = np.full(n, fetch + lookup)
+    resolved = upstream + res_ms
+    paths: list[tuple[np.ndarray, np.ndarray]] = [(upstream, c["cache"].served)]
+    paths.append((resolved, resolver.served))  # bodies stored already (content hashing)
+    held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
     if "async_writer" in c:
         w = c["async_writer"]
-        held = (w.extra["held_in"] - w.failed["writer_overflow"]).astype(float)
-        hold_ms, flushed = _fifo_wait_ms(
-            w.extra["held_in"] - w.failed["writer_overflow"], w.extra["flushed"], tl.tick_ms
+        w_in, w_out, w_w = fifo_segments(
+            _entered(w.extra["flushed"], w.backlog), w.extra["flushed"]
         )
-        held = held * flushed
-        direct = (w.arrived - w.extra["held_in"]).astype(float)
-        out["async_writer"] = Samples.of(
-            np.concatenate([ticks, ticks]),
-            np.concatenate([np.zeros(tl.n_ticks - start), hold_ms[start:]]),
-            np.concatenate([direct[start:], held[start:]]),
+        hold_ms = (w_out - w_in) * tick
+        direct = w.out - w.extra["flushed"]
+        paths.append((resolved + store, direct))
+        held = (w_in, resolved[w_in] + hold_ms + store, w_w)
+        out["async_writer"] = _since(
+            start,
+            np.concatenate([ticks, w_in]),
+            np.concatenate([np.zeros(n), hold_ms]),
+            np.concatenate([direct, w_w]),
         )
-        values += [miss, miss + hold_ms]
-        weights += [direct, held]
     else:
-        values.append(miss)
-        weights.append(c["page_store"].served.astype(float))
-    out["page_store"] = _constant(ticks, store, c["page_store"].processed[start:])
-    out["end_to_end"] = Samples.of(
-        np.concatenate([ticks] * len(values)),
-        np.concatenate([v[start:] for v in values]),
-        np.concatenate([w[start:] for w in weights]),
+        paths.append((resolved + store, c["page_store"].served))
+    out["page_store"] = _since(start, ticks, np.full(n, store), c["page_store"].processed)
+
+    # The frontier waits of the URLs leaving it in tick m, as shares of that tick's URLs.
+    share = f_w / np.maximum(left[f_out], 1)
+    finish = f_out + lag  # the tick these URLs finish their fetch
+    ok = finish < n
+    s_in, s_wait, s_share, s_finish = f_in[ok], f_wait[ok], share[ok], finish[ok]
+    e_ticks: list[np.ndarray] = []
+    e_values: list[np.ndarray] = []
+    e_weights: list[np.ndarray] = []
+    for extra_ms, count in paths:
+        e_ticks.append(s_in)
+        e_values.append(s_wait + extra_ms[s_finish])
+        e_weights.append(s_share * count[s_finish])
+    if held is not None:
+        # Held writes entered the writer in tick j: pair each writer segment with the
+        # frontier waits of the URLs whose fetch finished in tick j.
+        j, value, weight = held
+        lo = np.searchsorted(s_finish, j, side="left")
+        hi = np.searchsorted(s_finish, j, side="right")
+        reps = hi - lo
+        first = np.repeat(np.cumsum(reps) - reps, reps)
+        idx = np.repeat(lo, reps) + np.arange(int(reps.sum())) - first
+        e_ticks.append(s_in[idx])
+        e_values.append(np.repeat(value, reps) + s_wait[idx])
+        e_weights.append(np.repeat(weight, reps) * s_share[idx])
+    out["end_to_end"] = _since(
+        start, np.concatenate(e_ticks), np.concatenate(e_values), np.concatenate(e_weights)
     )
     return {name: samples for name, samples in out.items() if samples.weights.size}
 
 
-def _fifo_wait_ms(
-    entered: np.ndarray, left: np.ndarray, tick_ms: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per tick of entry, the wait of a FIFO queue's URLs (the middle one's), in ms, and
-    whether they had left by the end (those still queued are left out of the stats)."""
-    cum_in = np.cumsum(entered)
-    cum_out = np.cumsum(left)
-    middle = cum_in - entered / 2.0
-    leave = np.searchsorted(cum_out, middle, side="left")
-    gone = leave < len(entered)
-    ticks = np.arange(len(entered))
-    wait = np.where(gone, leave - ticks, 0).clip(min=0)
-    return wait * float(tick_ms), gone
+def fifo_segments(
+    entered: np.ndarray, left: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Match a FIFO queue's URLs in to URLs out, from its per-tick counts.
+
+    URL number x (counting from 1) entered in the first tick by which ``entered`` adds up
+    to x, and left in the first tick by which ``left`` does. Between two consecutive
+    cumulative counts of either, every URL entered and left in the same ticks, so the
+    URLs that left split into runs: (tick in, tick out, how many), in order. URLs still
+    queued at the end are in no run. Summed over the runs, (tick out - tick in) x how
+    many is the sum of the backlog over the ticks: Little's law holds exactly.
+    """
+    cum_in = np.cumsum(np.asarray(entered, dtype=np.int64))
+    cum_out = np.cumsum(np.asarray(left, dtype=np.int64))
+    if cum_out.size == 0 or cum_out[-1] <= 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty, empty
+    total = int(cum_out[-1])
+    points = np.union1d(cum_in[cum_in < total], cum_out)
+    points = points[points > 0]
+    weight = np.diff(points, prepend=0)
+    tick_in = np.searchsorted(cum_in, points, side="left")
+    tick_out = np.searchsorted(cum_out, points, side="left")
+    return tick_in, np.maximum(tick_out, tick_in), weight
 
 
-def _constant(ticks: np.ndarray, ms: float, counts: np.ndarray) -> Samples:
-    return Samples.of(ticks, np.full(len(ticks), ms), counts)
+def _entered(left: np.ndarray, backlog: np.ndarray) -> np.ndarray:
+    """What entered a queue each tick: what left it plus the change in its backlog."""
+    entered: np.ndarray = left + np.diff(backlog, prepend=0)
+    return entered
+
+
+def _since(start: int, ticks: np.ndarray, values_ms: np.ndarray, weights: np.ndarray) -> Samples:
+    """Samples of the URLs that arrived in tick ``start`` or later (the warm-up cut)."""
+    keep = np.asarray(ticks) >= start
+    return Samples.of(
+        np.asarray(ticks)[keep], np.asarray(values_ms)[keep], np.asarray(weights)[keep]
+    )

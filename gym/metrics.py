@@ -90,9 +90,15 @@ class Metrics:
         return self.served / self.duration_s
 
     @property
-    def availability(self) -> float:
-        done = self.served + self.failed
-        return self.served / done if done else 1.0
+    def finished(self) -> int:
+        """URLs that finished: served or failed (not skipped, not in flight at the end)."""
+        return self.served + self.failed
+
+    @property
+    def availability(self) -> float | None:
+        """served / (served + failed); None when no URL finished, where it is undefined."""
+        done = self.finished
+        return self.served / done if done else None
 
     @property
     def cost_units(self) -> int:

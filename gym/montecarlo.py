@@ -108,10 +108,10 @@ class SLOStats:
     name: str
     op: str
     target: float
-    mean: float
-    std: float
-    min: float
-    max: float
+    mean: float | None  # None where no run's value is defined
+    std: float | None
+    min: float | None
+    max: float | None
     pass_rate: float
 
     def to_json(self) -> dict[str, Any]:
@@ -181,16 +181,19 @@ def summarize(runs: list[dict[str, Any]]) -> list[SLOStats]:
         values = [r["slos"][name] for r in runs if name in r["slos"]]
         if not values:
             continue
-        measured = np.array([v["measured"] for v in values], dtype=float)
+        # Runs where the value is undefined (availability with no URL finished) fail
+        # the SLO and count in the pass rate, but not in the statistics of the value.
+        measured = np.array([v["measured"] for v in values if v["measured"] is not None])
+        defined = measured.size > 0
         out.append(
             SLOStats(
                 name=name,
                 op=values[0]["op"],
                 target=values[0]["target"],
-                mean=float(measured.mean()),
-                std=float(measured.std(ddof=1)) if len(measured) > 1 else 0.0,
-                min=float(measured.min()),
-                max=float(measured.max()),
+                mean=float(measured.mean()) if defined else None,
+                std=float(measured.std(ddof=1)) if measured.size > 1 else 0.0 if defined else None,
+                min=float(measured.min()) if defined else None,
+                max=float(measured.max()) if defined else None,
                 pass_rate=sum(v["passed"] for v in values) / len(values),
             )
         )

@@ -46,6 +46,9 @@ class Candidate:
         """The smallest relative slack over the SLOs (mean measured vs target)."""
         slack = []
         for s in self.result.slos:
+            if s.mean is None:  # undefined in every run: no slack at all
+                slack.append(-1.0)
+                continue
             if s.target == 0:
                 continue
             gap = (s.mean - s.target) if s.op == ">=" else (s.target - s.mean)
@@ -59,8 +62,9 @@ class Candidate:
         out = []
         for s in self.result.slos:
             if s.pass_rate < 1.0:
+                mean = "undefined" if s.mean is None else f"{s.mean:,.4g}"
                 out.append(
-                    f"{s.name} {s.mean:,.4g} (target {s.op} {s.target:g}) passes in "
+                    f"{s.name} {mean} (target {s.op} {s.target:g}) passes in "
                     f"{s.pass_rate:.0%} of runs"
                 )
         return out

@@ -18,7 +18,7 @@ class SLOCheck:
     name: str
     op: str  # ">=" or "<="
     target: float
-    measured: float
+    measured: float | None  # None: undefined (availability when no URL finished); fails
     passed: bool
 
     def to_json(self) -> dict[str, object]:
@@ -31,8 +31,8 @@ class SLOCheck:
         }
 
 
-def measured(metrics: Metrics, name: str) -> float:
-    """The value an SLO named ``name`` is judged on."""
+def measured(metrics: Metrics, name: str) -> float | None:
+    """The value an SLO named ``name`` is judged on; None where it is undefined."""
     if name == "throughput_rps":
         return metrics.throughput_rps
     if name == "availability":
@@ -52,11 +52,27 @@ def check(metrics: Metrics, slos: SLOs) -> list[SLOCheck]:
         if spec is None:
             continue
         value = measured(metrics, name)
+        # An undefined measurement cannot show that the SLO holds, so it fails.
         if hasattr(spec, "min"):
-            checks.append(SLOCheck(name, ">=", spec.min, value, value >= spec.min))
+            ok = value is not None and value >= spec.min
+            checks.append(SLOCheck(name, ">=", spec.min, value, ok))
         else:
-            checks.append(SLOCheck(name, "<=", spec.max, value, value <= spec.max))
+            ok = value is not None and value <= spec.max
+            checks.append(SLOCheck(name, "<=", spec.max, value, ok))
     return checks
+
+
+def format_measured(name: str, value: float | None) -> str:
+    """A measured SLO value as tables and reports print it ("undefined" for None)."""
+    if value is None or value != value:  # None, or NaN (a mean over no defined runs)
+        return "undefined"
+    if name == "availability":
+        return f"{value:.4f}"
+    if name == "peak_saturation":
+        return f"{value:.2f}"
+    if name == "cost_units":
+        return f"{value:g}"
+    return f"{value:,.0f}"
 
 
 def verdict(checks: list[SLOCheck]) -> str:

@@ -11,32 +11,43 @@ from typer.testing import CliRunner
 
 import gym
 from gym.cli import app
-from gym.latency import LatencyStats, _fifo_wait_ms
+from gym.latency import LatencyStats, fifo_segments
 from tests.conftest import CHAOS, REFERENCE, design, scenario
 
 runner = CliRunner()
 
 
-def test_fifo_wait_by_hand() -> None:
-    """4 URLs enter in tick 0, one leaves per tick: the middle one (position 2) leaves in
-    tick 1, so the tick's wait is 1 tick = 10 ms; the URL entering in tick 3 leaves in
-    tick 3 (0 ms); the one entering in tick 4 never leaves and is marked as still queued."""
-    wait, gone = _fifo_wait_ms(np.array([4, 0, 0, 1, 1]), np.array([1, 1, 1, 2, 0]), 10)
-    assert wait[0] == 10.0 and wait[3] == 0.0
-    assert gone[0] and gone[3] and not gone[4]
+def test_fifo_segments_by_hand() -> None:
+    """4 URLs enter in tick 0, then 1 in tick 3 and 1 in tick 4; out: 1, 1, 1, 2, 0.
+    FIFO: URL 1 leaves in tick 0, URL 2 in tick 1, URL 3 in tick 2, URLs 4 and 5 in
+    tick 3; URL 6 is still queued. Runs (in, out, how many): (0,0,1) (0,1,1) (0,2,1)
+    (0,3,1) (3,3,1); the waits add up to 0+1+2+3+0 = 6 ticks = the backlog summed over
+    the ticks (3+2+1+0+1 = 7, less the 1 of URL 6, still queued at the end)."""
+    t_in, t_out, n = fifo_segments(np.array([4, 0, 0, 1, 1]), np.array([1, 1, 1, 2, 0]))
+    assert list(zip(t_in.tolist(), t_out.tolist(), n.tolist(), strict=True)) == [
+        (0, 0, 1),
+        (0, 1, 1),
+        (0, 2, 1),
+        (0, 3, 1),
+        (3, 3, 1),
+    ]
+    assert int(((t_out - t_in) * n).sum()) == 6
 
 
 def test_flow_wait_through_a_frontier_stall() -> None:
-    """Deterministic 1,000/s; the frontier stalls t=2-3 s. URLs entering at t=2 s wait
-    the whole second (100 ticks); after the stall 160/tick drain the 1,000 queued, so
-    those entering in the stall's last tick wait 7 ticks (hand-computed FIFO positions)."""
+    """Deterministic 1,000/s (10 per tick); the frontier stalls t=2-3 s. URLs entering in
+    the stall's first tick wait the whole second (100 ticks); after the stall 160/tick
+    (the fetcher quota) drain the 1,000 queued from tick 300 on, so the URLs entering in
+    the stall's last tick, 299 (numbers 991-1,000 of the queue), leave in tick 306, the
+    7th tick of draining (6 x 160 = 960 < 991 and 1,000 <= 7 x 160): 7 ticks waited."""
     sc = scenario(faults=[{"kind": "stall", "at_s": 2, "for_s": 1, "target": "frontier"}])
     rec = gym.simulate(design(), sc, seed=0).metrics.record
     f = rec.components["frontier"]
-    wait, _ = _fifo_wait_ms(f.arrived - f.failed["frontier_overflow"], f.processed, 10)
-    assert wait[200] == 1000.0
-    assert wait[299] == 70.0
-    assert wait[100] == 0.0 and wait[500] == 0.0
+    t_in, t_out, n = fifo_segments(f.arrived - f.failed["frontier_overflow"], f.processed)
+    wait = {int(a): int(b - a) for a, b in zip(t_in, t_out, strict=True)}
+    assert wait[200] == 100
+    assert wait[299] == 7
+    assert wait[100] == 0 and wait[500] == 0
 
 
 def test_request_engine_wait_through_a_frontier_stall() -> None:

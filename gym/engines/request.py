@@ -3,11 +3,15 @@
 Every component has concurrent slots = capacity x mean service time (at least one), so
 its capacity stays what the design says, and service times are drawn from the design's
 distributions. The frontier is the waiting room in front of the fetch slots (its time
-is queueing time); it hands URLs out through a token bucket refilled at ``drain_rps``
-(one tick's worth deep, like the flow engine's per-tick quota). The cache, the resolver
-and the page store have no queue: a request that finds every slot busy fails (an Erlang
-loss system). The async writer holds writes the store cannot take and flushes them,
-each tick, into the store slots left below its ceiling.
+is queueing time); it hands URLs out through a token bucket refilled at ``drain_rps``,
+one tick's worth deep like the flow engine's per-tick quota. With deterministic fetch
+times, starts are also paced at live replicas x ``rps_per_replica`` (a second bucket,
+one token deep), as the flow engine's fetcher quota paces them: otherwise, when a
+backlog forms, every free slot would start at once, finish at once one fetch time
+later, and repeat the burst every fetch time, overloading the stations downstream. The
+cache, the resolver and the page store have no queue: a request that finds every slot
+busy fails (an Erlang loss system). The async writer holds writes the store cannot take
+and flushes them, each tick, into the store slots left below its ceiling.
 
 Arrivals are the flow engine's: the same Poisson count per tick from the same seeded
 stream, each URL at a uniform random instant inside its tick (which makes them a
@@ -216,7 +220,17 @@ class Engine:
         # Fetch stage: the frontier's waiting room in front of the replicas' slots.
         f = design.fetchers
         self.fetch = Sampler(f.service, stream(seed, "fetchers"))
-        slots = max(1, round(f.rps_per_replica * f.service.mean_ms / 1000.0))
+        # Deterministic fetch times: c = rps x fetch time slots alone allow every free
+        # slot to start at once when a backlog forms; those fetches then finish at once,
+        # and the burst repeats every fetch time for the rest of the run, overloading the
+        # stations downstream. So starts are also paced, as the flow engine's quota paces
+        # them: a token bucket refilled at live replicas x rps_per_replica, one token
+        # deep. One slot (M/D/1) is unchanged: it starts at most one fetch per fetch time
+        # anyway. With random fetch times the replicas are c slots each (an M/G/c
+        # station), whose own randomness spreads the starts; they are not paced.
+        self.paced = f.service.dist == "deterministic"
+        mean_s = f.service.mean_ms / 1000.0
+        slots = max(1, round(f.rps_per_replica * mean_s))
         self.replicas = [Replica(slots) for _ in range(f.replicas)]
         self.free = slots * f.replicas
         self.rr = 0
@@ -233,6 +247,14 @@ class Engine:
         self.frontier_stalls = 0
         self.depth = max(1.0, self.drain * timeline.tick_s)
         self.tokens = self.depth
+        # The fleet's start rate when paced: live replicas x rps_per_replica (set again
+        # on a crash), one token deep; unpaced, a bucket that never runs dry.
+        self.start_rate = 0.0
+        self.start_depth = math.inf
+        if self.paced:
+            self.start_rate = f.replicas * f.rps_per_replica
+            self.start_depth = 1.0
+        self.start_tokens = self.start_depth
         self.refilled_at = 0.0
         self.wake_pending = False
 
@@ -294,8 +316,23 @@ class Engine:
     def _refill(self) -> None:
         now = self.env.now
         rate = 0.0 if self.frontier_stalls else self.drain / self.drain_factor
-        self.tokens = min(self.depth, self.tokens + (now - self.refilled_at) * rate)
+        elapsed = now - self.refilled_at
+        self.tokens = min(self.depth, self.tokens + elapsed * rate)
+        self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
         self.refilled_at = now
+
+    def _until_tokens(self) -> float | None:
+        """Seconds until both buckets hold a whole token; None if either never refills."""
+        waits = []
+        for tokens, rate in (
+            (self.tokens, 0.0 if self.frontier_stalls else self.drain / self.drain_factor),
+            (self.start_tokens, self.start_rate),
+        ):
+            if tokens < 1.0:
+                if rate <= 0:
+                    return None
+                waits.append((1.0 - tokens) / rate)
+        return max(waits, default=0.0)
 
     def _free_replica(self) -> Replica | None:
         if self.free <= 0:
@@ -314,11 +351,12 @@ class Engine:
         if self.frontier_stalls or self.free <= 0:
             return None
         self._refill()
-        if self.tokens < 1.0:
+        if self.tokens < 1.0 or self.start_tokens < 1.0:
             return None
         r = self._free_replica()
         if r is not None:
             self.tokens -= 1.0
+            self.start_tokens -= 1.0
             r.busy += 1
             self.free -= 1
         return r
@@ -327,17 +365,18 @@ class Engine:
         """Hand waiting URLs to free fetch slots while the drain allows."""
         while self.waiting and not self.frontier_stalls and self.free > 0:
             self._refill()
-            if self.tokens < 1.0:
-                if not self.wake_pending:
+            if self.tokens < 1.0 or self.start_tokens < 1.0:
+                delay = self._until_tokens()
+                if not self.wake_pending and delay is not None:
                     self.wake_pending = True
-                    rate = self.drain / self.drain_factor
-                    wake = self.env.timeout((1.0 - self.tokens) / rate + 1e-12)
+                    wake = self.env.timeout(delay + 1e-12)
                     wake.callbacks.append(self._woken)
                 return
             r = self._free_replica()
             if r is None:
                 return
             self.tokens -= 1.0
+            self.start_tokens -= 1.0
             r.busy += 1
             self.free -= 1
             ev, proc = self.waiting.popleft()
@@ -398,6 +437,10 @@ class Engine:
                         self.waiting.appendleft((ev, me))
                     else:
                         self.waiting.append((ev, me))
+                    if self.free > 0 and not self.wake_pending:
+                        # A slot is free but a bucket is short of a token: wake up when
+                        # it refills, not only when some fetch ends.
+                        self.dispatch()
                     t_start, replica = yield ev
             except simpy.Interrupt:
                 k = int(env.now * per_s + 1e-9)
@@ -607,8 +650,12 @@ class Engine:
 
     def _log_fleet(self, tick: int) -> None:
         live = sum(1 for r in self.replicas if r.up)
+        rate = live * self.design.fetchers.rps_per_replica
+        if self.paced:
+            self._refill()  # the tokens earned at the old start rate
+            self.start_rate = rate
         self.live_log.append((tick, live))
-        self.rate_log["fetchers"].append((tick, live * self.design.fetchers.rps_per_replica))
+        self.rate_log["fetchers"].append((tick, rate))
 
     def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, Any, None]:
         yield self._at(start)

@@ -12,6 +12,7 @@ from html import escape
 from gym.explain import Explanation
 from gym.report import plots
 from gym.result import Result
+from gym.scoring import format_measured
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;
@@ -87,20 +88,17 @@ def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = 
 
 def _slo_table(r: Result) -> str:
     rows = [
-        [c.name, f"{escape(c.op)} {c.target:g}", f"{c.measured:,.4g}", _mark(c.passed)]
+        [
+            c.name,
+            f"{escape(c.op)} {c.target:g}",
+            format_measured(c.name, c.measured),
+            _mark(c.passed),
+        ]
         for c in r.checks
     ]
     if not rows:
         return "<p>The scenario lists no SLOs.</p>"
     return _table(["SLO", "target", "measured", ""], rows, {1, 2})
-
-
-def _measured(name: str, value: float) -> str:
-    if name == "availability":
-        return f"{value:.4f}"
-    if name == "peak_saturation":
-        return f"{value:.2f}"
-    return f"{value:,.0f}" if name == "throughput_rps" else f"{value:g}"
 
 
 def _totals(r: Result) -> str:
@@ -145,8 +143,8 @@ def _budget(r: Result) -> str:
         return "<p>The scenario has no availability SLO, so no error budget.</p>"
     share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
     intro = (
-        f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.0%} of "
-        f"{r.metrics.offered:,} offered). Spent: {b.spent:,} ({share}).</p>"
+        f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.1%} of the "
+        f"{r.metrics.finished:,} that finished). Spent: {b.spent:,} ({share}).</p>"
     )
     rows = [
         [
