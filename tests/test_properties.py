@@ -104,7 +104,10 @@ def scenarios(draw: Any, max_urls: int = 150_000, faults: bool = True) -> Scenar
 def _sane(r: gym.Result) -> None:
     m = r.metrics
     assert m.offered == m.served + m.failed + m.skipped + m.in_flight_end
-    assert 0.0 <= m.availability <= 1.0
+    if m.finished:
+        assert m.availability is not None and 0.0 <= m.availability <= 1.0
+    else:
+        assert m.availability is None  # undefined: nothing finished
     assert 0.0 <= m.throughput_rps <= m.offered / m.duration_s + 1e-9
     peak, _, _ = m.peak_saturation()
     assert peak >= 0.0
