@@ -40,6 +40,9 @@ class Result:
     explanations: list[Explanation]
     budget: ErrorBudget
     warmup_s: float = 0.0
+    #: Where the engine's grid changed a figure of the inputs by more than 5%
+    #: (:mod:`gym.rounding`): a coarse tick, a station of very few slots.
+    warnings: tuple[str, ...] = ()
 
     @functools.cached_property
     def latency(self) -> dict[str, LatencyStats]:
@@ -103,6 +106,7 @@ class Result:
             "seed": self.seed,
             "tick_ms": self.tick_ms,
             "verdict": self.verdict,
+            "warnings": list(self.warnings),
             "slos": [c.to_json() for c in self.checks],
             "metrics": {
                 "offered": m.offered,

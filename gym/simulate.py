@@ -7,7 +7,7 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from gym import budget, costing, explain, metrics, scoring
+from gym import budget, costing, explain, metrics, rounding, scoring
 from gym.engines import flow, request
 from gym.errors import GymError, Problem
 from gym.loading import load_design, load_scenario
@@ -123,4 +123,5 @@ def simulate(
             m, scenario.slos.availability.min if scenario.slos.availability else None
         ),
         warmup_s=warmup_s,
+        warnings=tuple(rounding.warnings(design, scenario, engine=engine, tick_ms=tick_ms)),
     )

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+from gym.loading import load_design
 from gym.models import Design, Scenario
 
 # Property tests explore at random on a developer's machine; in CI (CI=true) they are
@@ -34,6 +35,19 @@ def design(**parts: Any) -> Design:
     }
     base.update(parts)
     return Design.model_validate(base)
+
+
+def variant(path: Path, **changes: Any) -> Design:
+    """The design in ``path`` with values changed: ``section.field=value`` replaces one
+    field, ``section=value`` a whole section (``async_writer=None`` removes it)."""
+    data = load_design(path).model_dump()
+    for key, value in changes.items():
+        section, _, field = key.partition(".")
+        if field:
+            data[section][field] = value
+        else:
+            data[section] = value
+    return Design.model_validate(data)
 
 
 def scenario(**parts: Any) -> Scenario:

@@ -7,32 +7,32 @@ near saturation (docs/model.md says why), which is not asserted here.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
+from hypothesis import Phase, example, given, settings
+from hypothesis import strategies as st
 
 import gym
-from tests.conftest import CHAOS, REFERENCE, STARTER
-
-
-def _variant(path: Any, **changes: Any) -> gym.Design:
-    d = gym.load_design(path)
-    data = d.model_dump()
-    for key, value in changes.items():
-        section, _, field = key.partition(".")
-        if field:
-            data[section][field] = value
-        else:
-            data[section] = value
-    return gym.Design.model_validate(data)
-
+from tests.conftest import CHAOS, REFERENCE, STARTER, variant
 
 DESIGNS = {
     "reference": lambda: gym.load_design(REFERENCE),
     "starter": lambda: gym.load_design(STARTER),
-    "reference+writer": lambda: _variant(REFERENCE, async_writer={"buffer": 60_000}),
-    "three-fetchers": lambda: _variant(REFERENCE, **{"fetchers.replicas": 3}),
-    "starter+requeue": lambda: _variant(STARTER, **{"fetchers.on_crash": "requeue"}),
+    "reference+writer": lambda: variant(REFERENCE, async_writer={"buffer": 60_000}),
+    "three-fetchers": lambda: variant(REFERENCE, **{"fetchers.replicas": 3}),
+    "starter+requeue": lambda: variant(STARTER, **{"fetchers.on_crash": "requeue"}),
+    # Found by the property test below: the request engine's writer flushed 2,900/s after
+    # the stall against the flow engine's 3,351/s, because a store write ending "at" a tick
+    # (an ulp later, from summed tick lengths) still held its slot.
+    "writer-after-stall": lambda: variant(
+        REFERENCE,
+        **{
+            "fetchers.replicas": 2,
+            "cache.hit_ratio": 0.5,
+            "frontier.buffer": 5_000,
+            "page_store.rps": 3_951,
+            "async_writer": {"buffer": 60_000},
+        },
+    ),
 }
 
 
@@ -50,11 +50,7 @@ def both_engines() -> dict[str, tuple[gym.Result, gym.Result]]:
 def test_engines_agree(both_engines: dict[str, tuple[gym.Result, gym.Result]], name: str) -> None:
     """Availability within 0.5 points, throughput within 1%, peak saturation within 0.03."""
     flow, req = both_engines[name]
-    fm, rm = flow.metrics, req.metrics
-    assert fm.offered == rm.offered  # the same traffic
-    assert abs(fm.availability - rm.availability) <= 0.005, (fm.availability, rm.availability)
-    assert rm.throughput_rps == pytest.approx(fm.throughput_rps, rel=0.01)
-    assert abs(fm.peak_saturation()[0] - rm.peak_saturation()[0]) <= 0.03
+    _assert_agree(flow, req)
     assert flow.verdict == req.verdict
 
 
@@ -79,3 +75,75 @@ def test_both_engines_fill_the_same_latency_fields(
         assert stats["p50"] <= stats["p95"] <= stats["p99"]
     assert fj["frontier"]["mean"] == pytest.approx(rj["frontier"]["mean"], rel=0.10)
     assert rj["fetchers"]["mean"] == pytest.approx(250.0)
+
+
+def _assert_agree(flow: gym.Result, req: gym.Result) -> None:
+    fm, rm = flow.metrics, req.metrics
+    assert fm.offered == rm.offered  # the same traffic
+    assert fm.availability is not None and rm.availability is not None
+    assert abs(fm.availability - rm.availability) <= 0.005, (fm.availability, rm.availability)
+    assert rm.throughput_rps == pytest.approx(fm.throughput_rps, rel=0.01)
+    assert abs(fm.peak_saturation()[0] - rm.peak_saturation()[0]) <= 0.03
+
+
+@settings(
+    max_examples=5,
+    deadline=None,
+    # The same designs on every machine (a known gap exists, below: a random draw must not
+    # make the suite flaky), and no shrinking: a shrink re-runs two full chaos simulations
+    # per step, for minutes. A failure prints the design it drew; pin it in DESIGNS above.
+    derandomize=True,
+    phases=[Phase.explicit, Phase.generate],
+)
+@given(
+    replicas=st.integers(2, 6),
+    hit=st.floats(0.5, 0.99),
+    buffer=st.integers(5_000, 200_000),
+    store=st.integers(2_000, 25_000),
+    writer=st.booleans(),
+    requeue=st.booleans(),
+)
+@example(replicas=2, hit=0.7, buffer=200_000, store=3_000, writer=False, requeue=False)
+def test_engines_agree_on_random_designs(
+    replicas: int, hit: float, buffer: int, store: int, writer: bool, requeue: bool
+) -> None:
+    """The same bounds over designs nobody tuned: from comfortable to overloaded stores,
+    small and large frontiers, with and without the writer and crash requeueing."""
+    d = variant(
+        REFERENCE,
+        **{
+            "fetchers.replicas": replicas,
+            "fetchers.on_crash": "requeue" if requeue else "fail",
+            "cache.hit_ratio": hit,
+            "frontier.buffer": buffer,
+            "page_store.rps": store,
+            "async_writer": {"buffer": 60_000} if writer else None,
+        },
+    )
+    sc = gym.load_scenario(CHAOS)
+    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: near capacity the flow engine's per-tick loss is below Erlang loss",
+)
+def test_engines_agree_with_two_stations_near_capacity() -> None:
+    """Found by the property test. A store of 3,011/s takes about 2,500 writes/s at base
+    load and the resolver runs near capacity in the DNS slowdown: the request engine, a
+    loss system with slots, loses 5-8% more there than the flow engine's per-tick quota
+    (store_overload 16,765 vs 15,941; resolver_overload 8,192 vs 7,568), and availability
+    differs by 0.57 points. docs/model.md ("Where the engines differ") says why. Strict:
+    when the engines are brought closer this passes, and the mark must go."""
+    d = variant(
+        REFERENCE,
+        **{
+            "fetchers.replicas": 4,
+            "cache.hit_ratio": 0.5922771000307467,
+            "frontier.buffer": 102_923,
+            "page_store.rps": 3_011,
+            "async_writer": None,
+        },
+    )
+    sc = gym.load_scenario(CHAOS)
+    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))

@@ -22,21 +22,13 @@ from typer.testing import CliRunner
 
 import gym
 from gym.cli import app
-from tests.conftest import CHAOS, REFERENCE, design, scenario
+from tests.conftest import CHAOS, REFERENCE, design, scenario, variant
 
 runner = CliRunner()
 
 
 def _reference(**changes: Any) -> gym.Design:
-    """The reference design with ``section.field`` values changed."""
-    data = gym.load_design(REFERENCE).model_dump()
-    for key, value in changes.items():
-        section, _, field = key.partition(".")
-        if field:
-            data[section][field] = value
-        else:
-            data[section] = value
-    return gym.Design.model_validate(data)
+    return variant(REFERENCE, **changes)
 
 
 @pytest.fixture(scope="module")

@@ -120,7 +120,10 @@ class LossStation:
         self.what = what
 
     def busy(self, now: float) -> int:
+        """Requests in service at ``now``. A service that ends at ``now`` (to within a
+        nanosecond: sums of tick lengths drift by an ulp) has freed its slot."""
         ends = self.ends
+        now += 1e-9
         while ends and ends[0] <= now:
             heapq.heappop(ends)
         return len(ends)
@@ -622,7 +625,7 @@ class Engine:
                     log.extra["flushed"][k] += 1
                     self.held.popleft().succeed(self.store.occupy(now))
                     room -= 1
-            yield self.env.timeout(self.timeline.tick_s)
+            yield self._at(self.tick() + 1)  # on the tick grid, as the flow engine flushes
 
     def _at(self, tick: int) -> simpy.Timeout:
         return self.env.timeout(max(0.0, tick * self.timeline.tick_s - self.env.now))

@@ -1,0 +1,121 @@
+"""Where the engines' discretisation changes what a design or scenario says.
+
+Both engines act on a grid: the flow engine holds each fetch for a whole number of ticks,
+both engines start and end load stages and faults on tick boundaries, and the request
+engine gives each station ``round(rate x service time)`` concurrent slots. Usually these
+roundings are invisible; with a coarse ``--tick-ms`` or a tiny station they are not (a
+250 ms fetch on 1,000 ms ticks lasts 1,000 ms, and the crash loses four times the URLs).
+:func:`warnings` names every rounding that moves a figure by more than :data:`TOLERANCE`,
+with the figure, so a result is never silently about a different design.
+"""
+
+from __future__ import annotations
+
+import math
+
+from gym.components.fetchers import fetch_ticks
+from gym.costing import cache_capacity_rps
+from gym.models import Design, Scenario
+from gym.timeline import VALID_TICKS_MS
+
+#: A rounding that changes a figure by more than this fraction is reported.
+TOLERANCE = 0.05
+
+
+def warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:
+    """One sentence per rounding that changes a service time, a capacity or an event time
+    by more than :data:`TOLERANCE` (event times: by more than 5% of the tick)."""
+    out: list[str] = []
+    if engine == "flow":
+        out += _fetch_ticks(design, tick_ms)
+    else:
+        out += _slots(design, scenario)
+    out += _event_times(scenario, tick_ms)
+    return out
+
+
+def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
+    mean = design.fetchers.service.mean_ms
+    used = fetch_ticks(mean, tick_ms) * tick_ms
+    if abs(used - mean) <= TOLERANCE * mean:
+        return []
+    fine = [t for t in VALID_TICKS_MS if abs(fetch_ticks(mean, t) * t - mean) <= TOLERANCE * mean]
+    fine = sorted(fine, reverse=True)[:3]
+    if fine:
+        named = [str(t) for t in fine]
+        hint = "--tick-ms " + (", ".join(named[:-1]) + " or " if len(named) > 1 else "") + named[-1]
+    else:
+        hint = "a finer --tick-ms"
+    return [
+        f"fetchers.service.mean_ms: the flow engine holds each fetch for whole ticks, so "
+        f"{mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks ({_change(used, mean)}); "
+        f"fetch latency and the URLs a crash loses follow the rounded time (use {hint}, "
+        "or the request engine)"
+    ]
+
+
+def _slots(design: Design, scenario: Scenario) -> list[str]:
+    out = []
+    f = design.fetchers
+    stations = [
+        ("fetchers", "fetchers.rps_per_replica", f.rps_per_replica, f.service.mean_ms),
+        (
+            "cache",
+            "cache.service.mean_ms",
+            cache_capacity_rps(design, scenario.catalog),
+            design.cache.service.mean_ms,
+        ),
+        ("resolver", "resolver.rps", scenario.resolver.rps, scenario.resolver.service.mean_ms),
+        ("page_store", "page_store.rps", design.page_store.rps, design.page_store.service.mean_ms),
+    ]
+    for name, field, rate, mean_ms in stations:
+        exact = rate * mean_ms / 1000.0
+        slots = max(1, round(exact))
+        if abs(slots - exact) <= TOLERANCE * exact:
+            continue
+        if name == "fetchers" and f.service.dist == "deterministic" and slots > exact:
+            # Starts are paced at rps_per_replica (see the request engine), so extra slots
+            # add no capacity; fewer slots than exact still cut it.
+            continue
+        capacity = slots / (mean_ms / 1000.0)
+        out.append(
+            f"{field}: the request engine gives {name} round({rate:g}/s x {mean_ms:g} ms) = "
+            f"{slots} concurrent slot{'s' if slots != 1 else ''} ({exact:.2f} exactly), so "
+            f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
+        )
+    return out
+
+
+def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
+    """Stages and faults start and end on tick boundaries (the first at or after the
+    time written); a length that changes by more than 5% is reported."""
+    spans: list[tuple[str, float, float]] = []
+    for i, stage in enumerate(scenario.load):
+        end = scenario.load[i + 1].at_s if i + 1 < len(scenario.load) else scenario.duration_s
+        spans.append((f"load[{i}]", stage.at_s, end))
+    for i, fault in enumerate(scenario.faults):
+        if fault.for_s is not None:
+            spans.append((f"faults[{i}].for_s", fault.at_s, fault.at_s + fault.for_s))
+    out = []
+    for field, start, end in spans:
+        meant = end - start
+        if meant <= 0:
+            continue
+        t0, t1 = _on_grid(start, tick_ms), _on_grid(end, tick_ms)
+        used = t1 - t0
+        if abs(used - meant) > TOLERANCE * meant:
+            out.append(
+                f"{field}: {start:g}-{end:g} s lasts {meant:g} s, but both engines act on "
+                f"{tick_ms} ms tick boundaries, so it runs {t0:g}-{t1:g} s, {used:g} s "
+                f"({_change(used, meant)})"
+            )
+    return out
+
+
+def _on_grid(t_s: float, tick_ms: int) -> float:
+    """The first tick boundary at or after ``t_s``, as :meth:`Timeline.to_tick` puts it."""
+    return max(0, math.ceil(t_s * 1000 / tick_ms - 1e-9)) * tick_ms / 1000
+
+
+def _change(used: float, meant: float) -> str:
+    return f"{(used / meant - 1) * 100:+.0f}%"

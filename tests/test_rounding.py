@@ -1,0 +1,57 @@
+"""Where the engines' grid changes an input by more than 5%, the result says so
+(``Result.warnings``, ``warnings`` in JSON), with the figure."""
+
+from __future__ import annotations
+
+import pytest
+
+import gym
+from gym.rounding import warnings
+from tests.conftest import REFERENCE, design, scenario, variant
+
+
+@pytest.mark.parametrize(
+    ("tick_ms", "expected"),
+    [
+        (10, None),  # 250 ms = 25 ticks exactly
+        (100, "250 ms runs as 300 ms on 100 ms ticks (+20%)"),  # round(2.5) -> 3 ticks
+        (1000, "250 ms runs as 1000 ms on 1000 ms ticks (+300%)"),  # at least one tick
+    ],
+)
+def test_flow_fetch_time_rounded_to_ticks(tick_ms: int, expected: str | None) -> None:
+    result = gym.simulate(REFERENCE, tick_ms=tick_ms)
+    fetch = [w for w in result.warnings if w.startswith("fetchers.service.mean_ms")]
+    if expected is None:
+        assert fetch == []
+    else:
+        assert len(fetch) == 1 and expected in fetch[0]
+        # Ticks that keep 250 ms within 5%: 250 (1 tick), 125 (2), 50 (5).
+        assert "--tick-ms 250, 125 or 50" in fetch[0]
+        assert result.to_json()["warnings"] == list(result.warnings)
+
+
+def test_request_engine_slots_rounded() -> None:
+    """A store of 30 writes/s at 20 ms is 0.6 slots; one slot serves 1 / 20 ms = 50/s."""
+    d = design(page_store={"rps": 30})
+    out = warnings(d, scenario(), engine="request", tick_ms=10)
+    store = [w for w in out if w.startswith("page_store.rps")]
+    assert len(store) == 1
+    assert "= 1 concurrent slot (0.60 exactly)" in store[0] and "50/s, not 30/s (+67%)" in store[0]
+    # The flow engine has no slots: no such warning there.
+    assert not [w for w in warnings(d, scenario(), engine="flow", tick_ms=10) if "slot" in w]
+
+
+def test_fault_length_on_the_tick_grid() -> None:
+    """A 0.25 s stall from 2.345 s on 100 ms ticks runs 2.4-2.6 s: 0.2 s, -20%. On 10 ms
+    ticks it runs 2.35-2.6 s: 0.25 s, unchanged."""
+    sc = scenario(faults=[{"at_s": 2.345, "kind": "stall", "target": "page_store", "for_s": 0.25}])
+    d = design()
+    coarse = [w for w in warnings(d, sc, engine="flow", tick_ms=100) if "faults[0]" in w]
+    assert len(coarse) == 1 and "runs 2.4-2.6 s, 0.2 s (-20%)" in coarse[0]
+    assert not [w for w in warnings(d, sc, engine="flow", tick_ms=10) if "faults[0]" in w]
+
+
+def test_shipped_inputs_have_no_warnings_at_the_default_tick() -> None:
+    for engine in ("flow", "request"):
+        d = variant(REFERENCE)
+        assert gym.simulate(d, engine=engine).warnings == ()
