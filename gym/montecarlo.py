@@ -75,6 +75,20 @@ def task(
     )
 
 
+def tasks_for(
+    design: Design,
+    scenario: Scenario,
+    seeds: range,
+    engine: str = "flow",
+    tick_ms: int = 10,
+    max_urls: int = 2_000_000,
+) -> list[Task]:
+    """One task per seed; the design and scenario are dumped once and shared, so many
+    runs cost memory for their seeds only."""
+    d, s = design.model_dump(mode="json"), scenario.model_dump(mode="json")
+    return [Task(d, s, seed, engine, tick_ms, max_urls) for seed in seeds]
+
+
 def evaluate(t: Task) -> dict[str, Any]:
     """Run one task; returns what aggregation needs (picklable, small)."""
     from gym.simulate import simulate
@@ -211,6 +225,6 @@ def run_many(
     max_urls: int = 2_000_000,
 ) -> MonteCarloResult:
     """Run seeds ``seed .. seed + runs - 1`` and summarize them."""
-    tasks = [task(design, scenario, seed + i, engine, tick_ms, max_urls) for i in range(runs)]
+    tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
     results = (executor or Serial()).map(evaluate, tasks, progress)
     return MonteCarloResult(results, confidence)

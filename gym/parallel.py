@@ -8,8 +8,11 @@ carries its own seed, so results are identical whichever executor runs them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import os
+import signal
+import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol
@@ -79,9 +82,10 @@ class LocalPool:
     ) -> list[Any]:
         if self.workers == 1 or len(tasks) <= 1:
             return Serial().map(fn, tasks, progress)
-        chunk = max(1, len(tasks) // (self.workers * 16))
+        workers = min(self.workers, len(tasks))
+        chunk = max(1, len(tasks) // (workers * 16))
         out: list[Any] = []
-        pool = ProcessPoolExecutor(max_workers=self.workers)
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals)
         try:
             for result in pool.map(fn, tasks, chunksize=chunk):
                 out.append(result)
@@ -94,12 +98,43 @@ class LocalPool:
         return out
 
 
+def _worker_signals() -> None:
+    """Workers leave Ctrl-C and SIGTERM to the parent, which keeps the finished results
+    and shuts the pool down (a worker's own traceback would only add noise)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+#: Schemes a Dask scheduler address may use.
+DASK_SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
+#: Seconds to wait for a scheduler to answer, and for it to have a worker.
+DASK_TIMEOUT_S = 15.0
+
+
+def check_address(address: str) -> None:
+    """A scheduler address must look like ``tcp://host:port``: checked before any import or
+    connection, so a typo is one line at once."""
+    scheme, sep, rest = address.partition("://")
+    host, colon, port = rest.rpartition(":")
+    problem = None
+    if not sep or scheme not in DASK_SCHEMES:
+        problem = "is not a scheduler address; give SCHEME://HOST:PORT, e.g. tcp://10.0.0.5:8786"
+    elif scheme != "inproc" and (not colon or not host or not port.isdigit()):
+        problem = "needs a host and a port, e.g. tcp://10.0.0.5:8786"
+    elif scheme != "inproc" and not 0 < int(port) < 65536:
+        problem = f"port {port} is not between 1 and 65535"
+    if problem:
+        raise GymError.single(None, "--scheduler", f"{address!r} {problem}")
+
+
 class DaskCluster:
     """Tasks sent to a Dask distributed scheduler at ``address`` (tcp://host:port)."""
 
     name = "dask"
 
-    def __init__(self, address: str) -> None:
+    def __init__(self, address: str, timeout_s: float | None = None) -> None:
+        check_address(address)
+        timeout = DASK_TIMEOUT_S if timeout_s is None else timeout_s
         try:
             self._distributed: Any = importlib.import_module("distributed")
         except ImportError:
@@ -108,13 +143,47 @@ class DaskCluster:
                 "--scheduler",
                 "Dask is not installed; install the extra: pip install 'crawler-slo-gym[dask]'",
             ) from None
-        try:
-            self.client = self._distributed.Client(address, timeout=15)
-        except OSError as exc:
-            raise GymError.single(
-                None, "--scheduler", f"cannot reach a Dask scheduler at {address!r}: {exc}"
-            ) from None
         self.address = address
+        self.client = self._connect(address, timeout)
+        try:
+            self.client.wait_for_workers(1, timeout=timeout)
+        except Exception:
+            self.close()
+            raise GymError.single(
+                None,
+                "--scheduler",
+                f"the Dask scheduler at {address!r} has no workers (waited {timeout:g} s); "
+                "start one with: dask worker " + address,
+            ) from None
+
+    def _connect(self, address: str, timeout: float) -> Any:
+        """Connect in a helper thread with a hard deadline: something that accepts the
+        connection but is not a Dask scheduler must not hang the command."""
+        box: dict[str, Any] = {}
+
+        def connect() -> None:
+            try:
+                box["client"] = self._distributed.Client(address, timeout=timeout)
+            except BaseException as exc:  # reported below, in the caller's thread
+                box["error"] = exc
+
+        thread = threading.Thread(target=connect, name="gym-dask-connect", daemon=True)
+        thread.start()
+        thread.join(timeout + 5)
+        if thread.is_alive() or ("client" not in box and "error" not in box):
+            raise GymError.single(
+                None,
+                "--scheduler",
+                f"no Dask scheduler answered at {address!r} within {timeout:g} s "
+                "(is it a Dask scheduler?)",
+            )
+        if "error" in box:
+            exc = box["error"]
+            detail = " ".join(str(exc).split()) or type(exc).__name__
+            raise GymError.single(
+                None, "--scheduler", f"cannot reach a Dask scheduler at {address!r}: {detail}"
+            )
+        return box["client"]
 
     def map(
         self, fn: Callable[[Any], Any], tasks: Sequence[Any], progress: Progress | None = None
@@ -143,7 +212,10 @@ class DaskCluster:
         return [result for part in done if part is not None for result in part]
 
     def close(self) -> None:
-        self.client.close()
+        client = getattr(self, "client", None)
+        if client is not None:
+            with contextlib.suppress(Exception):
+                client.close(timeout=5)
 
 
 def _run_chunk(fn: Callable[[Any], Any], chunk: list[Any]) -> list[Any]:
