@@ -77,7 +77,7 @@ def _writable_dir(directory: Path, option: str, shown: Path) -> None:
     try:
         fd, name = tempfile.mkstemp(prefix=TEMP_PREFIX, dir=probe)
     except (OSError, ValueError) as exc:
-        raise _fail(shown, option, f"cannot write in {probe}: {_reason(exc)}") from None
+        raise _fail(shown, option, f"cannot create files in {probe} ({_reason(exc)})") from None
     os.close(fd)
     with contextlib.suppress(OSError):
         os.unlink(name)

@@ -289,3 +289,22 @@ def test_sigterm_during_a_sweep_writes_the_finished_rows(tmp_path: Path, monkeyp
     assert res.exit_code == 130, res.output
     assert list(pd.read_csv(out)["status"]) == ["ok", "ok", "not run"]
     assert signal.getsignal(signal.SIGTERM) == before  # the handler is put back
+
+
+def test_schema_outputs_are_checked(tmp_path: Path) -> None:
+    """gym schema -o and --docs: a file, a device or /proc where a directory is wanted is
+    one line, exit 2; a generated directory is rewritten without temporaries left."""
+    a_file = tmp_path / "a-file"
+    a_file.write_text("mine")
+    for args in (
+        ["-o", str(a_file)],
+        ["-o", "/dev/full"],
+        ["-o", "/proc/gym-schemas"],
+        ["-o", str(tmp_path / "s"), "--docs", str(a_file / "sub")],
+    ):
+        _one_line_error(runner.invoke(app, ["schema", *args]))
+    assert a_file.read_text() == "mine"
+    out = tmp_path / "s"
+    for _ in range(2):
+        assert runner.invoke(app, ["schema", "-o", str(out)]).exit_code == 0
+    assert sorted(p.name for p in out.iterdir()) == ["design.schema.json", "scenario.schema.json"]
