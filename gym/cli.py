@@ -316,6 +316,11 @@ def _check_many(
     return DEFAULT_CONFIDENCE if confidence is None else confidence
 
 
+def _force_needs(force: bool, output: Path | None, option: str) -> None:
+    if force and output is None:
+        raise GymError.single(None, "--force", f"applies only with {option}; leave it out")
+
+
 @app.command()
 @_guarded
 def run(
@@ -381,6 +386,7 @@ def run(
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     conf = _check_many(runs, workers, scheduler, confidence)
+    _force_needs(force, out, "--out")
     if out is not None:
         from gym.outputs import check_dir
 
@@ -801,6 +807,7 @@ def sweep_cmd(
     from gym.parallel import make_executor
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True)
+    _force_needs(force, output, "-o")
     if runs == 1 and confidence is not None:
         raise GymError.single(
             None, "--confidence", "applies to many runs per point only; add --runs N (N >= 2)"
@@ -815,6 +822,14 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = load_scenario(scenario or default_scenario())
+    if engine == "request" and (urls := expected_urls(s) * planned) > max_urls:
+        raise GymError.single(
+            None,
+            "--max-urls",
+            f"the sweep would simulate about {urls:,.0f} URLs with the request engine, more "
+            f"than the limit of {max_urls:,}; allow it with --max-urls {int(urls * 1.1)}, "
+            "or use the flow engine",
+        )
     points = sweep.grid(design, vary, sets)
     executor = _closing(make_executor(workers, scheduler))
     total = sum(runs for p in points if p.design is not None)
@@ -956,6 +971,11 @@ def optimize_cmd(
     from gym.parallel import make_executor
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True)
+    _force_needs(force, output, "-o")
+    if runs == 1 and confidence is not None:
+        raise GymError.single(
+            None, "--confidence", "applies to many runs only; add --runs N (N >= 2)"
+        )
     target = None
     if output is not None:
         from gym.outputs import check_file
@@ -1043,20 +1063,21 @@ def estimate_cmd(
             "--pages-per-s",
             help="Base load (default: the scenario's base_rps).",
             min=0,
+            max=1e12,
             show_default=False,
         ),
     ] = None,
     page_kb: Annotated[
-        float, typer.Option("--page-kb", help="Page size on the wire, KB.", min=0)
+        float, typer.Option("--page-kb", help="Page size on the wire, KB.", min=0, max=1e9)
     ] = 100,
     urls: Annotated[
-        float, typer.Option("--urls", help="URLs the seen set remembers.", min=1)
+        float, typer.Option("--urls", help="URLs the seen set remembers.", min=1, max=1e15)
     ] = 1e9,
     fp: Annotated[
         float, typer.Option("--fp", help="Bloom filter false-positive rate.", min=1e-12, max=0.999)
     ] = 0.01,
     compression: Annotated[
-        float, typer.Option("--compression", help="HTML compression ratio.", min=1)
+        float, typer.Option("--compression", help="HTML compression ratio.", min=1, max=1e6)
     ] = 5,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,

@@ -217,6 +217,18 @@ def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:
         assert "--set" in err
 
 
+def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
+    """--force without the output it is about, --confidence with one run per candidate:
+    refused, not silently ignored."""
+    _no_work(monkeypatch)
+    assert "--force" in _error("run", str(REFERENCE), "--force")
+    assert "--force" in _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--force"
+    )
+    assert "--force" in _error("optimize", "--force")
+    assert "--confidence" in _error("optimize", "--runs", "1", "--confidence", "0.5")
+
+
 def test_catalog_limits_stay_rows_not_errors() -> None:
     """A value the design file accepts but the scenario's catalog forbids is a result of the
     sweep (an invalid row), not an input error."""
@@ -305,6 +317,12 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
         "499",
     )
     assert "--max-runs 500" in err
+    err = _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=1..40", "--engine", "request"
+    )
+    assert "--max-urls" in err
+    for opt in ("--pages-per-s", "--page-kb", "--urls", "--compression"):
+        _error("estimate", opt, "1e308")
     many = [str(REFERENCE)] * 51
     assert "limit is 50" in _error("compare", *many)
     assert "--max-urls" in _error(
