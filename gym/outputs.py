@@ -215,7 +215,10 @@ def write_dir(
     target = directory.resolve() if directory.is_symlink() else directory
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + target.name + "-", dir=target.parent))
+        # a short prefix: the target's own name may be as long as a name can be
+        work = Path(
+            tempfile.mkdtemp(prefix=TEMP_PREFIX + target.name[:32] + "-", dir=target.parent)
+        )
     except OSError as exc:
         raise _fail(directory, option, f"cannot write: {_reason(exc)}") from None
     try:

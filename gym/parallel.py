@@ -92,7 +92,13 @@ class LocalPool:
                 if progress:
                     progress(1)
         except KeyboardInterrupt:
+            # Workers ignore Ctrl-C and SIGTERM; stop them now rather than letting the
+            # command wait at exit for the chunks they hold.
+            workers_left = list((getattr(pool, "_processes", None) or {}).values())
             pool.shutdown(wait=False, cancel_futures=True)
+            for process in workers_left:
+                with contextlib.suppress(Exception):
+                    process.kill()
             raise Interrupted(out) from None
         pool.shutdown()
         return out
@@ -100,9 +106,11 @@ class LocalPool:
 
 def _worker_signals() -> None:
     """Workers leave Ctrl-C and SIGTERM to the parent, which keeps the finished results
-    and shuts the pool down (a worker's own traceback would only add noise)."""
+    and shuts the pool down: a signal sent to the whole process group (Ctrl-C, ``kill
+    -TERM -PGID``) must not kill a worker and break the pool before the parent saves what
+    is done. Workers end when the parent does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 #: Schemes a Dask scheduler address may use.

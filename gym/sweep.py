@@ -230,7 +230,9 @@ def run(
             rows.append(row)
             continue
         if len(by_point.get(i, [])) < runs:
-            row.update(status="not run", error="interrupted (Ctrl-C) before this point ran")
+            row.update(
+                status="not run", error="interrupted (Ctrl-C or SIGTERM) before this point ran"
+            )
             rows.append(row)
             continue
         assert p.design is not None

@@ -408,6 +408,55 @@ def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
         server.close()
 
 
+def test_a_scheduler_without_workers_is_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    """A real Dask scheduler with no worker: exit 2 after the wait, not work queued forever."""
+    pytest.importorskip("distributed")
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+    if dask is None:
+        pytest.skip("the dask command is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sched = subprocess.Popen(
+        [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # wait until the scheduler listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 2.0)
+        err = _error(
+            "sweep",
+            str(REFERENCE),
+            "--vary",
+            "fetchers.replicas=3..4",
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+        )
+        assert "no workers" in err
+    finally:
+        sched.terminate()
+        try:
+            sched.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            sched.kill()
+
+
 # -- class 8: the exit-status contract ------------------------------------------------------
 
 

@@ -308,3 +308,19 @@ def test_schema_outputs_are_checked(tmp_path: Path) -> None:
     for _ in range(2):
         assert runner.invoke(app, ["schema", "-o", str(out)]).exit_code == 0
     assert sorted(p.name for p in out.iterdir()) == ["design.schema.json", "scenario.schema.json"]
+
+
+def test_long_names_are_checked_first_and_written_when_they_fit(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A name longer than the file system allows is refused before any work; one just
+    under the limit is written (the temporary name is short whatever the target's)."""
+    out = tmp_path / ("b" * 250)
+    assert runner.invoke(app, ["run", str(REFERENCE), "--out", str(out)]).exit_code == 0
+    assert (out / "summary.json").exists()
+    _no_work(monkeypatch)
+    for args in (
+        ["run", str(REFERENCE), "--out", str(tmp_path / ("a" * 300))],
+        ["plot", str(REFERENCE), "-o", str(tmp_path / ("a" * 300 + ".png"))],
+    ):
+        assert "too long" in _one_line_error(runner.invoke(app, args))
