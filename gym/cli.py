@@ -58,7 +58,7 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
 
     @functools.wraps(command)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> None:
-        restore = _sigterm_interrupts()
+        restore = _interrupt_handlers()
         try:
             command(*args, **kwargs)
         except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
@@ -94,18 +94,26 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     return wrapper
 
 
-def _sigterm_interrupts() -> Callable[[], None]:
-    """SIGTERM ends a command like Ctrl-C (finished work is kept); returns the undo."""
+def _interrupt_handlers() -> Callable[[], None]:
+    """Ctrl-C and SIGTERM end a command: the first raises KeyboardInterrupt, so finished
+    work is kept (a sweep writes its rows); a second one is ignored while that happens
+    (with a note); a third ends at once. Returns the undo."""
     if threading.current_thread() is not threading.main_thread():
         return lambda: None
+    count = [0]
 
     def interrupt(_signum: int, _frame: object) -> None:
+        count[0] += 1
+        if count[0] == 2:
+            sys.stderr.write("still saving what is done; interrupt again to abandon it\n")
+            return
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def restore() -> None:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
     return restore
 

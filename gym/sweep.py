@@ -32,7 +32,10 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
 
     A range's size is computed before any list is built, so ``1..1000000000`` is refused
     at once; a value listed twice is refused (it would be the same point twice)."""
-    keys, _ = parse_override(text.split("=", 1)[0] + "=0")
+    key, sep, _ = text.partition("=")
+    if not sep or not all(k.strip() for k in key.split(".")):
+        raise _bad(text, "is not PATH=VALUES (for example fetchers.replicas=2..6)")
+    keys, _ = parse_override(key + "=0")
     path = ".".join(keys)
     raw = text.partition("=")[2].strip()
     if not raw:
@@ -148,7 +151,8 @@ def _point_error(
     err: GymError,
 ) -> GymError:
     text = varies[[p for p, _ in axes].index(path)]
-    reasons = "; ".join(str(p) for p in err.problems)
+    own = f" (from --set {path}={_yaml_scalar(value)})"  # this --vary, not a --set
+    reasons = "; ".join(str(p).replace(own, "") for p in err.problems)
     return GymError.single(
         None, "--vary", f"{text!r}: {path}={_yaml_scalar(value)} is not valid: {reasons}"
     )

@@ -199,6 +199,9 @@ def test_runs_honours_or_refuses_every_other_option(monkeypatch: Any) -> None:
         ["fetchers.replicas=4..3"],
         ["fetchers.replicas=1..9:0"],
         ["fetchers.replicas=1.5..3"],
+        ["=1,2"],
+        ["fetchers..replicas=1,2"],
+        ["fetchers.replicas"],
     ],
 )
 def test_sweep_refuses_bad_vary_before_running(varies: list[str], monkeypatch: Any) -> None:
@@ -206,7 +209,8 @@ def test_sweep_refuses_bad_vary_before_running(varies: list[str], monkeypatch: A
     path or value is an input error (exit 2), not a sweep of "invalid" rows exiting 0."""
     monkeypatch.setattr(sweep, "run", lambda *a, **k: pytest.fail("the sweep ran"))
     args = [x for v in varies for x in ("--vary", v)]
-    assert "--vary" in _error("sweep", str(REFERENCE), *args)
+    err = _error("sweep", str(REFERENCE), *args)
+    assert "--vary" in err and "--set" not in err
 
 
 def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:

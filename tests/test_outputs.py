@@ -324,3 +324,41 @@ def test_long_names_are_checked_first_and_written_when_they_fit(
         ["plot", str(REFERENCE), "-o", str(tmp_path / ("a" * 300 + ".png"))],
     ):
         assert "too long" in _one_line_error(runner.invoke(app, args))
+
+
+def test_a_second_ctrl_c_while_saving_is_ignored(tmp_path: Path, monkeypatch: Any) -> None:
+    """Ctrl-C stops a sweep; a second Ctrl-C as the finished rows are being saved is
+    ignored (with a note), so the rows are still written; exit 130."""
+    out = tmp_path / "rows.csv"
+    real_run, real_write = sweep.run, sweep.write
+
+    def interrupted_run(*args: Any, **kwargs: Any) -> Any:
+        kwargs["progress"] = _SignalAfter(2, signal.SIGINT)
+        kwargs["executor"] = Serial()
+        return real_run(*args, **kwargs)
+
+    def impatient_write(rows: Any, path: Path) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # the second Ctrl-C
+        real_write(rows, path)
+
+    monkeypatch.setattr(sweep, "run", interrupted_run)
+    monkeypatch.setattr(sweep, "write", impatient_write)
+    res = runner.invoke(
+        app, ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..5", "-o", str(out)]
+    )
+    assert res.exit_code == 130, res.output
+    assert "still saving" in res.stderr
+    assert list(pd.read_csv(out)["status"]) == ["ok", "ok", "not run"]
+
+
+class _SignalAfter:
+    """A progress callback that sends ``signum`` to this process after ``n`` runs."""
+
+    def __init__(self, n: int, signum: int) -> None:
+        self.left, self.signum = n, signum
+
+    def __call__(self, done: int) -> None:
+        self.left -= done
+        if self.left <= 0:
+            self.left = 1 << 30
+            os.kill(os.getpid(), self.signum)
