@@ -242,7 +242,10 @@ ConfidenceOpt = Annotated[
 DesignsArg = Annotated[
     list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
 ]
-SeedOpt = Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)]
+#: The largest seed (with --runs N, seeds go up to seed + N - 1): a 64-bit signed integer,
+#: so every tool that reads the JSON or CSV output holds it.
+MAX_SEED = 2**63 - 1
+SeedOpt = Annotated[int, typer.Option(help="Random seed (0 to 2^63 - 1).", min=0, max=MAX_SEED)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
 
 
@@ -274,9 +277,14 @@ def _check_many(
     scheduler: str | None,
     confidence: float | None,
     single_ok: bool = False,
+    seed: int = 0,
 ) -> float:
     """Options of many-run commands, checked before any work; returns the confidence."""
     problems = []
+    if seed + runs - 1 > MAX_SEED:
+        problems.append(
+            Problem(None, "--seed", f"{seed} + {runs} runs goes past the largest seed, 2^63 - 1")
+        )
     if runs > MAX_RUNS_PER_DESIGN:
         problems.append(
             Problem(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS_PER_DESIGN:,}")
@@ -334,7 +342,7 @@ def _force_needs(force: bool, output: Path | None, option: str) -> None:
 def run(
     design: DesignArg,
     scenario: ScenarioOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)] = 0,
+    seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     tick_ms: Annotated[
         int,
@@ -393,7 +401,7 @@ def run(
     scheduler: SchedulerOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
-    conf = _check_many(runs, workers, scheduler, confidence)
+    conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
     _force_needs(force, out, "--out")
     if out is not None:
         from gym.outputs import check_dir
@@ -814,7 +822,7 @@ def sweep_cmd(
     from gym import sweep
     from gym.parallel import make_executor
 
-    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True)
+    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     _force_needs(force, output, "-o")
     if runs == 1 and confidence is not None:
         raise GymError.single(
@@ -978,7 +986,7 @@ def optimize_cmd(
     from gym import optimize
     from gym.parallel import make_executor
 
-    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True)
+    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     _force_needs(force, output, "-o")
     if runs == 1 and confidence is not None:
         raise GymError.single(

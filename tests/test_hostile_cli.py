@@ -233,6 +233,58 @@ def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
     assert "--confidence" in _error("optimize", "--runs", "1", "--confidence", "0.5")
 
 
+RUN_OPTIONS = {
+    "runs": ["--runs", "2"],
+    "json": ["--json"],
+    "out": ["--out", "OUT"],
+    "request": ["--engine", "request"],
+    "warmup": ["--warmup", "1"],
+    "bad tick": ["--tick-ms", "7"],
+    "workers": ["--workers", "1"],
+    "force": ["--force"],
+}
+
+
+def _expected_refusal(chosen: set[str]) -> bool:
+    return (
+        {"runs", "warmup"} <= chosen
+        or "bad tick" in chosen
+        or ("workers" in chosen and "runs" not in chosen)
+        or ("force" in chosen and "out" not in chosen)
+    )
+
+
+def test_every_run_option_with_every_other(tmp_path: Path) -> None:
+    """All 256 combinations of eight gym run options on a small scenario: each is honoured
+    (exit 0/1; --json is one object; --out gets its files) or refused in one line (exit
+    2), never a traceback, never silently half-done."""
+    import itertools
+
+    s = _scenario(tmp_path, "small", "surge").read_text().replace("6000", "500")
+    small = tmp_path / "small.yaml"
+    small.write_text(s)
+    names = list(RUN_OPTIONS)
+    for n, combo in enumerate(itertools.product([False, True], repeat=len(names))):
+        chosen = {name for name, on in zip(names, combo, strict=True) if on}
+        out = tmp_path / f"out{n}"
+        args = ["run", str(REFERENCE), "-s", str(small)]
+        for name in sorted(chosen):
+            args += [str(out) if a == "OUT" else a for a in RUN_OPTIONS[name]]
+        res = _invoke(*args)
+        if _expected_refusal(chosen):
+            assert res.exit_code == 2, (chosen, res.output)
+            assert not out.exists()
+            continue
+        assert res.exit_code in (0, 1), (chosen, res.output)
+        if "json" in chosen:
+            data = json.loads(res.stdout)
+            assert ("runs" in data) == ("runs" in chosen)
+        if "out" in chosen:
+            written = {p.name for p in out.iterdir()}
+            assert "summary.json" in written
+            assert ("runs.csv" in written) == ("runs" in chosen)
+
+
 def test_catalog_limits_stay_rows_not_errors() -> None:
     """A value the design file accepts but the scenario's catalog forbids is a result of the
     sweep (an invalid row), not an input error."""
@@ -331,6 +383,10 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
     assert "limit is 50" in _error("compare", *many)
     assert "--max-urls" in _error(
         "compare", str(REFERENCE), str(STARTER), "--engine", "request", "--max-urls", "400000"
+    )
+    assert "--seed" in _error("run", str(REFERENCE), "--seed", str(2**63))
+    assert "--seed" in _error(
+        "run", str(REFERENCE), "--seed", str(2**63 - 1), "--runs", "2", "--workers", "1"
     )
     for opt, value in (
         ("--seed", "-1"),
