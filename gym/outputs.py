@@ -204,21 +204,26 @@ def write_file(path: Path, data: str | bytes | Callable[[Path], None], option: s
     return path
 
 
+#: Held in an existing ``--out`` directory while files are moved into it.
+LOCK_NAME = ".gym-writing"
+
+
 def write_dir(
     directory: Path, fill: Callable[[Path], list[Path]], option: str, *, force: bool
 ) -> list[Path]:
-    """Write a directory of results: ``fill`` writes the files into a temporary directory,
-    which is then renamed to ``directory`` (which must not exist or be empty), or, when the
-    directory holds files and ``force`` is given, whose files each replace theirs in one
-    rename. Returns the final paths. If someone else filled ``directory`` meanwhile, the
-    files are kept in the temporary directory and the error says where."""
-    target = directory.resolve() if directory.is_symlink() else directory
+    """Write a directory of results: ``fill`` writes the files into a temporary directory.
+    A new ``directory`` is that temporary directory, renamed (one step). Into an existing
+    one (empty, or holding files with ``force``), each file is moved in one rename, under a
+    lock file so two writers never mix their files; an existing directory is never
+    replaced (it may be the working directory, a mount point or a link). If someone else
+    filled ``directory`` meanwhile, the files stay in the temporary directory and the
+    error says where. Returns the final paths."""
+    existing = directory.is_dir()
+    home = directory if existing else directory.parent
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
+        home.mkdir(parents=True, exist_ok=True)
         # a short prefix: the target's own name may be as long as a name can be
-        work = Path(
-            tempfile.mkdtemp(prefix=TEMP_PREFIX + target.name[:32] + "-", dir=target.parent)
-        )
+        work = Path(tempfile.mkdtemp(prefix=TEMP_PREFIX + directory.name[:32] + "-", dir=home))
     except OSError as exc:
         raise _fail(directory, option, f"cannot write: {_reason(exc)}") from None
     try:
@@ -229,26 +234,49 @@ def write_dir(
     names = [p.name for p in written]
     with _signals_deferred():
         try:
-            os.chmod(work, 0o777 & ~_umask())
-            try:
-                os.rename(work, target)
-            except OSError as exc:
-                if exc.errno not in (errno.ENOTEMPTY, errno.EEXIST, errno.EBUSY, errno.EXDEV):
-                    raise
-                if not force or not target.is_dir():
-                    raise _fail(
-                        directory,
-                        option,
-                        f"was filled by something else while this ran; the results are in {work}",
-                    ) from None
-                for name in names:
-                    _move_into(work / name, target / name)
-                shutil.rmtree(work, ignore_errors=True)
+            if not existing:
+                os.chmod(work, 0o777 & ~_umask())
+                try:
+                    os.rename(work, directory)
+                    return [directory / n for n in names]
+                except OSError:
+                    if not directory.is_dir():
+                        raise
+                    # created by someone else meanwhile: as into an existing directory
+            _move_all(work, directory, names, option, force)
         except OSError as exc:
             raise _fail(
                 directory, option, f"cannot write ({_reason(exc)}); the results are in {work}"
             ) from None
     return [directory / n for n in names]
+
+
+def _move_all(work: Path, directory: Path, names: list[str], option: str, force: bool) -> None:
+    lock = directory / LOCK_NAME
+    try:
+        os.close(os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
+    except FileExistsError:
+        raise _fail(
+            directory,
+            option,
+            f"another gym is writing into it (or a killed one left {LOCK_NAME}: delete it); "
+            f"the results are in {work}",
+        ) from None
+    try:
+        if not force:
+            others = [p for p in directory.iterdir() if p.name != LOCK_NAME and p != work]
+            if others:
+                raise _fail(
+                    directory,
+                    option,
+                    f"was filled by something else while this ran; the results are in {work}",
+                )
+        for name in names:
+            _move_into(work / name, directory / name)
+        shutil.rmtree(work, ignore_errors=True)
+    finally:
+        with contextlib.suppress(OSError):
+            lock.unlink()
 
 
 def _move_into(src: Path, dst: Path) -> None:

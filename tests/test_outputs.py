@@ -362,3 +362,40 @@ class _SignalAfter:
         if self.left <= 0:
             self.left = 1 << 30
             os.kill(os.getpid(), self.signum)
+
+
+def test_an_existing_directory_is_filled_not_replaced(tmp_path: Path, monkeypatch: Any) -> None:
+    """--out . in an empty working directory, and --out through a link to an empty
+    directory: the files go into the directory itself (it is never renamed over, so the
+    shell's working directory and the link survive)."""
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)
+    assert runner.invoke(app, ["run", str(REFERENCE), "--out", "."]).exit_code == 0
+    assert (here / "summary.json").exists() and Path.cwd() == here
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real)
+    assert runner.invoke(app, ["run", str(REFERENCE), "--out", str(link)]).exit_code == 0
+    assert link.is_symlink() and (real / "windows.csv").exists()
+    assert _temporaries(real) == [] and _temporaries(tmp_path) == []
+
+
+def test_a_writer_in_progress_is_not_mixed_with(tmp_path: Path) -> None:
+    """Another gym writing into the same existing directory (its lock is there): this
+    writer's files stay whole in their temporary directory, and the error says where."""
+    target = tmp_path / "out"
+    target.mkdir()
+    (target / outputs.LOCK_NAME).write_text("")
+
+    def fill(work: Path) -> list[Path]:
+        (work / "summary.json").write_text("mine")
+        return [work / "summary.json"]
+
+    with pytest.raises(GymError) as err:
+        outputs.write_dir(target, fill, "--out", force=True)
+    assert "another gym is writing" in str(err.value)
+    kept = _temporaries(target)
+    assert len(kept) == 1 and (target / kept[0] / "summary.json").read_text() == "mine"
+    assert not (target / "summary.json").exists()
