@@ -12,6 +12,7 @@ import contextlib
 import importlib
 import os
 import signal
+import socket
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -135,6 +136,22 @@ def check_address(address: str) -> None:
         raise GymError.single(None, "--scheduler", f"{address!r} {problem}")
 
 
+def _probe(address: str, timeout: float) -> None:
+    """For TCP-based addresses, a plain connection first: a refused connection or an
+    unknown host is reported at once, not after Dask's connection timeout."""
+    scheme, _, rest = address.partition("://")
+    if scheme not in ("tcp", "tls"):
+        return
+    host, _, port = rest.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+    except OSError as exc:
+        reason = exc.strerror or str(exc) or type(exc).__name__
+        raise GymError.single(
+            None, "--scheduler", f"nothing answers at {address!r}: {reason}"
+        ) from None
+
+
 class DaskCluster:
     """Tasks sent to a Dask distributed scheduler at ``address`` (tcp://host:port)."""
 
@@ -152,6 +169,7 @@ class DaskCluster:
                 "Dask is not installed; install the extra: pip install 'crawler-slo-gym[dask]'",
             ) from None
         self.address = address
+        _probe(address, timeout)
         self.client = self._connect(address, timeout)
         try:
             self.client.wait_for_workers(1, timeout=timeout)

@@ -435,6 +435,19 @@ def test_bad_scheduler_addresses_are_one_line(address: str, monkeypatch: Any) ->
     assert "--scheduler" in err
 
 
+def test_nothing_listening_or_an_unknown_host_is_reported_at_once(monkeypatch: Any) -> None:
+    """A refused connection or a host that does not resolve: exit 2 naming the address
+    (found by a plain connection, not after Dask's connection timeout)."""
+    pytest.importorskip("distributed")
+    _no_work(monkeypatch)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    for address in (f"tcp://127.0.0.1:{port}", "tcp://no-such-host.invalid:8786"):
+        err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", address)
+        assert address in err and "nothing answers" in err
+
+
 def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
     """Something that accepts the connection and never answers: exit 2 after the timeout,
     naming the address."""
