@@ -875,11 +875,13 @@ def sweep_cmd(
             f"interrupted: {done} of {len(stop.rows)} points finished{where}"
         )
         raise typer.Exit(EXIT_INTERRUPTED) from None
-    if target is not None:
-        sweep.write(rows, target)
     any_pass = any(r.get("verdict") == "pass" for r in rows)
+    # The rows are printed before the file is written: a write that fails (a full disk)
+    # then loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
+        if target is not None:
+            sweep.write(rows, target)
         raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
     console = _wide_console()
     params = [path for path, _ in axes]
@@ -922,6 +924,7 @@ def sweep_cmd(
     )
     console.print(table)
     if target is not None:
+        sweep.write(rows, target)
         console.print(f"wrote {len(rows)} rows to {_one_line(target)}")
     raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
 
@@ -1024,10 +1027,7 @@ def optimize_cmd(
             f"pass probability 95% interval [{low:.2f}, {high:.2f}].\n"
         )
         text = header + yaml.safe_dump(optimize.design_mapping(opt.best.design), sort_keys=False)
-        if target is not None:
-            from gym.outputs import write_file
-
-            write_file(target, text, "-o")
+    # The answer is printed before the file is written: a write that fails loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(opt.to_json(), indent=2, allow_nan=False) + "\n")
     else:
@@ -1056,8 +1056,11 @@ def optimize_cmd(
                 console.print(
                     f"- {c.cost} units ({c.describe()}): smallest SLO margin {c.margin():.1%}"
                 )
-        if target is not None and text is not None:
-            console.print(f"\nwrote {_one_line(target)}")
+    if target is not None and text is not None:
+        from gym.outputs import write_file
+
+        write_file(target, text, "-o")
+        _console(stderr=as_json).print(f"\nwrote {_one_line(target)}")
     raise typer.Exit(EXIT_PASS if opt.best is not None else EXIT_FAIL)
 
 

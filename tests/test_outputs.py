@@ -4,6 +4,7 @@ replaced without --force."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -399,3 +400,25 @@ def test_a_writer_in_progress_is_not_mixed_with(tmp_path: Path) -> None:
     kept = _temporaries(target)
     assert len(kept) == 1 and (target / kept[0] / "summary.json").read_text() == "mine"
     assert not (target / "summary.json").exists()
+
+
+def test_a_write_that_fails_at_the_end_loses_no_result(tmp_path: Path, monkeypatch: Any) -> None:
+    """A disk that fills up while the file is written: exit 2 in one line naming the file,
+    and the sweep's rows and the optimizer's design were printed before, so nothing is
+    lost."""
+
+    def full(path: Path, data: Any, option: str) -> Path:
+        raise GymError.single(str(path), None, f"{option}: cannot write: no space left")
+
+    monkeypatch.setattr(outputs, "write_file", full)
+    rows = tmp_path / "rows.csv"
+    res = runner.invoke(
+        app,
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--json", "-o", str(rows)],
+    )
+    assert "no space left" in _one_line_error(res)
+    assert len(json.loads(res.stdout)) == 2
+    best = tmp_path / "best.yaml"
+    res = runner.invoke(app, ["optimize", "--runs", "1", "-o", str(best)])
+    assert "no space left" in _one_line_error(res)
+    assert "Cheapest passing design" in res.stdout and "frontier:" in res.stdout
