@@ -31,7 +31,7 @@ from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
 from gym.loading import load_design, load_scenario
-from gym.montecarlo import DEFAULT_CONFIDENCE
+from gym.montecarlo import DEFAULT_CONFIDENCE, MAX_RUNS
 from gym.outputs import printable
 from gym.parallel import Executor
 from gym.result import Result
@@ -259,8 +259,6 @@ EngineOpt = Annotated[
     str,
     typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", callback=_engine_name),
 ]
-#: The most seeds one command runs per design (memory and time stay bounded).
-MAX_RUNS_PER_DESIGN = 100_000
 MaxRunsOpt = Annotated[
     int,
     typer.Option(
@@ -285,10 +283,8 @@ def _check_many(
         problems.append(
             Problem(None, "--seed", f"{seed} + {runs} runs goes past the largest seed, 2^63 - 1")
         )
-    if runs > MAX_RUNS_PER_DESIGN:
-        problems.append(
-            Problem(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS_PER_DESIGN:,}")
-        )
+    if runs > MAX_RUNS:
+        problems.append(Problem(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS:,}"))
     if workers is not None and scheduler is not None:
         problems.append(
             Problem(None, "--workers", "conflicts with --scheduler: work runs on one or the other")
@@ -1016,6 +1012,7 @@ def optimize_cmd(
             max_cost=max_cost,
             executor=executor,
             progress=report,
+            max_runs=max_runs,
         )
     text = None
     if opt.best is not None:

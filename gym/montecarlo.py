@@ -22,6 +22,8 @@ from gym.scoring import SLO_NAMES
 
 Z95 = 1.959963984540054
 DEFAULT_CONFIDENCE = 0.8
+#: The most seeds of one design a command runs (memory and time stay bounded).
+MAX_RUNS = 100_000
 
 
 def wilson(passes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -224,7 +226,11 @@ def run_many(
     tick_ms: int = 10,
     max_urls: int = 2_000_000,
 ) -> MonteCarloResult:
-    """Run seeds ``seed .. seed + runs - 1`` and summarize them."""
+    """Run seeds ``seed .. seed + runs - 1`` and summarize them (at most :data:`MAX_RUNS`)."""
+    if not 1 <= runs <= MAX_RUNS:
+        from gym.errors import GymError
+
+        raise GymError.single(None, "runs", f"{runs:,} must be 1 to {MAX_RUNS:,}")
     tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
     results = (executor or Serial()).map(evaluate, tasks, progress)
     return MonteCarloResult(results, confidence)

@@ -277,12 +277,12 @@ def search(
     beyond: int = 1,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
 ) -> Optimum:
-    """Search up in cost for the cheapest design that passes; see the module docstring."""
+    """Search up in cost for the cheapest design that passes; see the module docstring.
+    Refuses (GymError, before running anything) what :func:`check` refuses."""
     executor = executor or Serial()
-    limit = cost_limit(scenario, max_cost)
-    if limit < 4:
-        raise GymError.single(None, "max_cost", f"{limit}: a design needs at least 4 units")
+    limit = check(scenario, runs=runs, confidence=confidence, max_cost=max_cost, max_runs=max_runs)
     opt = Optimum(best=None, runs=runs, confidence=confidence)
     passing: list[Candidate] = []
     stop_at = limit

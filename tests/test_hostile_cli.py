@@ -409,6 +409,25 @@ def test_optimize_search_space_is_computed_not_tried(tmp_path: Path, monkeypatch
     assert optimize.designs_up_to(9) == sum(len(optimize._unit_sets(c)) for c in range(4, 10))
 
 
+def test_the_python_api_has_the_same_limits() -> None:
+    """The limits hold on the API too: optimize.search on a huge or hopeless space and
+    run_many over a million seeds raise GymError before running anything."""
+    import gym
+    from gym.errors import GymError
+    from gym.montecarlo import run_many
+
+    sc = gym.load_scenario(CHAOS)
+    with pytest.raises(GymError, match="--max-runs"):
+        optimize.search(
+            sc.model_copy(update={"slos": sc.slos.model_copy(update={"cost_units": None})}),
+            max_cost=1000,
+        )
+    with pytest.raises(GymError, match="--runs 16"):
+        optimize.search(sc, runs=5)
+    with pytest.raises(GymError, match="100,000"):
+        run_many(gym.load_design(REFERENCE), sc, runs=1_000_000)
+
+
 def test_many_runs_share_one_copy_of_the_inputs() -> None:
     """Tasks for many seeds share the dumped design and scenario (memory per run is the
     seed), so --runs 100000 does not hold 100,000 copies."""
