@@ -73,7 +73,7 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             err_console = _console(stderr=True)
-            if debug or os.environ.get("GYM_DEBUG"):
+            if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
                 sys.stderr.write(traceback.format_exc())
             err_console.print(
                 f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
@@ -90,7 +90,8 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
         parameters=[*sig.parameters.values(), debug_param]
     )
-    wrapper.__annotations__ = {**typing.get_type_hints(command), "debug": DebugOpt}
+    hints = typing.get_type_hints(command, include_extras=True)
+    wrapper.__annotations__ = {**hints, "debug": DebugOpt}
     return wrapper
 
 
