@@ -60,7 +60,10 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> None:
         restore = _interrupt_handlers()
         try:
-            command(*args, **kwargs)
+            try:
+                command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # a closed pipe shows here, inside the contract
         except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
             raise
         except GymError as err:
