@@ -422,3 +422,21 @@ def test_a_write_that_fails_at_the_end_loses_no_result(tmp_path: Path, monkeypat
     res = runner.invoke(app, ["optimize", "--runs", "1", "-o", str(best)])
     assert "no space left" in _one_line_error(res)
     assert "Cheapest passing design" in res.stdout and "frontier:" in res.stdout
+
+
+def test_links_are_replaced_never_written_through(tmp_path: Path) -> None:
+    """-o a dangling link or a link loop: refused without --force; with it, the link
+    itself is replaced by the file (a link planted in a shared directory cannot make gym
+    write somewhere else)."""
+    elsewhere = tmp_path / "elsewhere.png"
+    dangling = tmp_path / "dangling.png"
+    dangling.symlink_to(elsewhere)
+    loop = tmp_path / "loop.png"
+    loop.symlink_to(loop)
+    for link in (dangling, loop):
+        res = runner.invoke(app, ["plot", str(REFERENCE), "-o", str(link)])
+        assert "--force" in _one_line_error(res)
+        res = runner.invoke(app, ["plot", str(REFERENCE), "-o", str(link), "--force"])
+        assert res.exit_code == 0, res.output
+        assert not link.is_symlink() and link.read_bytes().startswith(PNG)
+    assert not elsewhere.exists()
