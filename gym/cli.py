@@ -362,14 +362,15 @@ def run(
         ),
     ] = 0.0,
     max_urls: Annotated[
-        int,
+        int | None,
         typer.Option(
             "--max-urls",
             help="The request engine refuses runs expected to offer more URLs than this "
-            "(with --runs: all runs together).",
+            f"(with --runs: all runs together; default {DEFAULT_MAX_URLS:,}).",
             min=1,
+            show_default=False,
         ),
-    ] = DEFAULT_MAX_URLS,
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print one JSON object instead of tables.")
     ] = False,
@@ -403,6 +404,7 @@ def run(
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
     _force_needs(force, out, "--out")
+    url_limit = _url_limit(max_urls, engine)
     if out is not None:
         from gym.outputs import check_dir
 
@@ -426,7 +428,7 @@ def run(
             workers,
             scheduler,
             as_json,
-            max_urls,
+            url_limit,
             tick_ms,
             out,
             force,
@@ -442,7 +444,7 @@ def run(
             engine=engine,
             tick_ms=tick_ms,
             warmup_s=warmup,
-            max_urls=max_urls,
+            max_urls=url_limit,
             progress=report,
         )
     if as_json:
@@ -614,14 +616,24 @@ def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | N
 MAX_DESIGNS = 50
 
 MaxUrlsOpt = Annotated[
-    int,
+    int | None,
     typer.Option(
         "--max-urls",
         help="With the request engine, refuse work expected to simulate more URLs than "
-        "this in all.",
+        f"this in all (default {DEFAULT_MAX_URLS:,}).",
         min=1,
+        show_default=False,
     ),
 ]
+
+
+def _url_limit(max_urls: int | None, engine: str) -> int:
+    """--max-urls is a request-engine limit: refused with the flow engine, not ignored."""
+    if max_urls is not None and engine != "request":
+        raise GymError.single(
+            None, "--max-urls", "limits the request engine only; add --engine request"
+        )
+    return DEFAULT_MAX_URLS if max_urls is None else max_urls
 
 
 def _results(
@@ -670,13 +682,14 @@ def compare_cmd(
     engine: EngineOpt = "flow",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,
-    max_urls: MaxUrlsOpt = DEFAULT_MAX_URLS,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Run several designs under one scenario and seed; show them side by side.
     Exit 0 when every design passes, 1 when any fails."""
     from gym.compare import Comparison
 
-    comparison = Comparison(_results(designs, scenario, seed, engine, sets, max_urls))
+    urls = _url_limit(max_urls, engine)
+    comparison = Comparison(_results(designs, scenario, seed, engine, sets, urls))
     rs = comparison.results
     if as_json:
         sys.stdout.write(json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n")
@@ -734,14 +747,14 @@ def plot_cmd(
     engine: EngineOpt = "flow",
     force: ForceOpt = False,
     sets: SetOpt = None,
-    max_urls: MaxUrlsOpt = DEFAULT_MAX_URLS,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Overlay several designs: saturation, served URLs and frontier backlog over time.
     Exit 0 when every design passes, 1 when any fails."""
     from gym.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=PLOT_SUFFIXES, force=force, default_suffix=".png")
-    results = _results(designs, scenario, seed, engine, sets, max_urls)
+    results = _results(designs, scenario, seed, engine, sets, _url_limit(max_urls, engine))
     from gym.report import plots
 
     fig = plots.overlay(results)
@@ -763,14 +776,14 @@ def report_cmd(
     engine: EngineOpt = "flow",
     force: ForceOpt = False,
     sets: SetOpt = None,
-    max_urls: MaxUrlsOpt = DEFAULT_MAX_URLS,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline).
     Exit 0 when the design passes, 1 when it fails."""
     from gym.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
-    results = _results([design], scenario, seed, engine, sets, max_urls)
+    results = _results([design], scenario, seed, engine, sets, _url_limit(max_urls, engine))
     from gym.report.html import render
 
     write_file(target, render(results[0]), "-o")
@@ -814,7 +827,7 @@ def sweep_cmd(
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
     max_runs: MaxRunsOpt = 200_000,
-    max_urls: MaxUrlsOpt = DEFAULT_MAX_URLS,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
     Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
@@ -828,6 +841,7 @@ def sweep_cmd(
         raise GymError.single(
             None, "--confidence", "applies to many runs per point only; add --runs N (N >= 2)"
         )
+    url_limit = _url_limit(max_urls, engine)
     target = sweep.check_output(output, force) if output is not None else None
     axes = sweep.plan(vary, sets)
     if (planned := sweep.size(axes) * runs) > max_runs:
@@ -838,12 +852,12 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = load_scenario(scenario or default_scenario())
-    if engine == "request" and (urls := expected_urls(s) * planned) > max_urls:
+    if engine == "request" and (urls := expected_urls(s) * planned) > url_limit:
         raise GymError.single(
             None,
             "--max-urls",
             f"the sweep would simulate about {urls:,.0f} URLs with the request engine, more "
-            f"than the limit of {max_urls:,}; allow it with --max-urls {int(urls * 1.1)}, "
+            f"than the limit of {url_limit:,}; allow it with --max-urls {int(urls * 1.1)}, "
             "or use the flow engine",
         )
     points = sweep.grid(design, vary, sets)
@@ -861,7 +875,7 @@ def sweep_cmd(
                 executor=executor,
                 progress=report,
                 max_runs=max_runs,
-                max_urls=max_urls,
+                max_urls=url_limit,
             )
     except sweep.SweepInterrupted as stop:
         done = sum(1 for r in stop.rows if r["status"] == "ok")

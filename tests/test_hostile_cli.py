@@ -222,8 +222,8 @@ def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:
 
 
 def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
-    """--force without the output it is about, --confidence with one run per candidate:
-    refused, not silently ignored."""
+    """--force without the output it is about, --confidence with one run per candidate,
+    --max-urls with the flow engine: refused, not silently ignored."""
     _no_work(monkeypatch)
     assert "--force" in _error("run", str(REFERENCE), "--force")
     assert "--force" in _error(
@@ -231,6 +231,12 @@ def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
     )
     assert "--force" in _error("optimize", "--force")
     assert "--confidence" in _error("optimize", "--runs", "1", "--confidence", "0.5")
+    for command in (
+        ["run", str(REFERENCE)],
+        ["compare", str(REFERENCE)],
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4"],
+    ):
+        assert "--engine request" in _error(*command, "--max-urls", "10")
 
 
 RUN_OPTIONS = {
