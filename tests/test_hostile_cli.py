@@ -119,6 +119,11 @@ def test_markup_names_in_plots_reports_and_optimize(tmp_path: Path) -> None:
     assert res.exit_code == 1  # 7 units > 6
     html = (tmp_path / "r.html").read_text()
     assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    d2 = _design(tmp_path, "esc\x1b[31m", file="esc.yaml")
+    res = _invoke("report", str(d2), "-o", str(tmp_path / "e.html"))
+    assert res.exit_code in (0, 2)  # 2 if the loader refuses control characters in names
+    if res.exit_code == 0:
+        assert "\x1b" not in (tmp_path / "e.html").read_text()
     out = tmp_path / "best.yaml"
     res = _invoke("optimize", "-s", str(s), "--runs", "1", "-o", str(out))
     assert res.exit_code == 0, res.output
