@@ -128,7 +128,7 @@ def check_address(address: str) -> None:
     problem = None
     if not sep or scheme not in DASK_SCHEMES:
         problem = "is not a scheduler address; give SCHEME://HOST:PORT, e.g. tcp://10.0.0.5:8786"
-    elif scheme != "inproc" and (not colon or not host or not port.isdigit()):
+    elif scheme != "inproc" and (not colon or not host or not (port.isascii() and port.isdigit())):
         problem = "needs a host and a port, e.g. tcp://10.0.0.5:8786"
     elif scheme != "inproc" and not 0 < int(port) < 65536:
         problem = f"port {port} is not between 1 and 65535"

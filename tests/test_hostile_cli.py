@@ -454,7 +454,16 @@ def test_many_runs_share_one_copy_of_the_inputs() -> None:
 
 @pytest.mark.parametrize(
     "address",
-    ["notaurl", "tcp://", "tcp://host", "tcp://host:port", "tcp://h:99999", "http://h:80", ""],
+    [
+        "notaurl",
+        "tcp://",
+        "tcp://host",
+        "tcp://host:port",
+        "tcp://h:99999",
+        "tcp://h:8\u00b2",
+        "http://h:80",
+        "",
+    ],
 )
 def test_bad_scheduler_addresses_are_one_line(address: str, monkeypatch: Any) -> None:
     """A scheduler address that is not SCHEME://HOST:PORT: exit 2 before anything runs."""
