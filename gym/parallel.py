@@ -136,20 +136,42 @@ def check_address(address: str) -> None:
         raise GymError.single(None, "--scheduler", f"{address!r} {problem}")
 
 
+#: Seconds a tcp:// scheduler has to send its first bytes (Dask sends its handshake as
+#: soon as it accepts a connection).
+DASK_GREETING_S = 5.0
+
+
 def _probe(address: str, timeout: float) -> None:
     """For TCP-based addresses, a plain connection first: a refused connection or an
-    unknown host is reported at once, not after Dask's connection timeout."""
+    unknown host is reported at once, not after Dask's connection timeout. For tcp://,
+    the other end must also speak first, as a Dask scheduler does (its handshake): a web
+    server or another service that waits for the client is reported in seconds."""
     scheme, _, rest = address.partition("://")
     if scheme not in ("tcp", "tls"):
         return
     host, _, port = rest.rpartition(":")
     try:
-        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout).close()
+        conn = socket.create_connection((host.strip("[]"), int(port)), timeout=timeout)
     except OSError as exc:
         reason = exc.strerror or str(exc) or type(exc).__name__
         raise GymError.single(
             None, "--scheduler", f"nothing answers at {address!r}: {reason}"
         ) from None
+    with conn:
+        if scheme != "tcp":
+            return
+        conn.settimeout(DASK_GREETING_S)
+        try:
+            greeting = conn.recv(1)
+        except OSError:
+            greeting = b""
+    if not greeting:
+        raise GymError.single(
+            None,
+            "--scheduler",
+            f"{address!r} is not a Dask scheduler: it sent no handshake within "
+            f"{DASK_GREETING_S:g} s",
+        )
 
 
 class DaskCluster:
@@ -195,7 +217,7 @@ class DaskCluster:
 
         thread = threading.Thread(target=connect, name="gym-dask-connect", daemon=True)
         thread.start()
-        thread.join(timeout + 5)
+        thread.join(timeout + 1)
         if thread.is_alive() or ("client" not in box and "error" not in box):
             raise GymError.single(
                 None,

@@ -492,6 +492,7 @@ def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
     naming the address."""
     pytest.importorskip("distributed")
     monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(parallel, "DASK_GREETING_S", 0.5)
     server = socket.socket()
     server.bind(("127.0.0.1", 0))
     server.listen()
@@ -511,7 +512,7 @@ def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
     thread.start()
     try:
         err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", f"tcp://127.0.0.1:{port}")
-        assert f"127.0.0.1:{port}" in err
+        assert f"127.0.0.1:{port}" in err and "not a Dask scheduler" in err
     finally:
         stop.set()
         thread.join()
