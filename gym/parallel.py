@@ -228,9 +228,11 @@ class DaskCluster:
         if "error" in box:
             exc = box["error"]
             detail = " ".join(str(exc).split()) or type(exc).__name__
-            raise GymError.single(
-                None, "--scheduler", f"cannot reach a Dask scheduler at {address!r}: {detail}"
-            )
+            if isinstance(exc, OSError | TimeoutError):
+                message = f"cannot reach a Dask scheduler at {address!r}: {detail}"
+            else:  # it answered, but not as Dask does (an SSH banner read as a frame size)
+                message = f"{address!r} is not a Dask scheduler (its reply: {detail})"
+            raise GymError.single(None, "--scheduler", message)
         return box["client"]
 
     def map(

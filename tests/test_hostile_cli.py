@@ -487,9 +487,11 @@ def test_nothing_listening_or_an_unknown_host_is_reported_at_once(monkeypatch: A
         assert address in err and "nothing answers" in err
 
 
-def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
-    """Something that accepts the connection and never answers: exit 2 after the timeout,
-    naming the address."""
+@pytest.mark.parametrize("banner", [b"", b"SSH-2.0-OpenSSH_9.0\r\n", b"HTTP/1.1 400 Bad\r\n\r\n"])
+def test_a_listener_that_is_not_dask_does_not_hang(banner: bytes, monkeypatch: Any) -> None:
+    """Something that accepts the connection and then says nothing, or says something
+    that is not Dask (an SSH banner, an HTTP reply): exit 2 within the timeouts, naming
+    the address."""
     pytest.importorskip("distributed")
     monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 1.0)
     monkeypatch.setattr(parallel, "DASK_GREETING_S", 0.5)
@@ -504,7 +506,10 @@ def test_a_listener_that_is_not_dask_does_not_hang(monkeypatch: Any) -> None:
         server.settimeout(0.2)
         while not stop.is_set():
             try:
-                held.append(server.accept()[0])
+                conn = server.accept()[0]
+                if banner:
+                    conn.sendall(banner)
+                held.append(conn)
             except OSError:
                 continue
 
