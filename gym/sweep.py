@@ -28,7 +28,7 @@ DEFAULT_MAX_RUNS = 200_000
 
 def parse_vary(text: str) -> tuple[str, list[Any]]:
     """``path=a..b[:step]`` or ``path=v1,v2,...`` -> (path, values)."""
-    keys, _ = parse_override(text.split("=", 1)[0] + "=0")
+    keys, _ = parse_override(text.split("=", 1)[0] + "=0", "--vary")
     path = ".".join(keys)
     raw = text.partition("=")[2].strip()
     if not raw:
@@ -47,7 +47,7 @@ def parse_vary(text: str) -> tuple[str, list[Any]]:
         if step <= 0 or hi < lo:
             raise GymError.single(None, "--vary", f"{text!r}: the range is empty")
         return path, list(range(lo, hi + 1, step))
-    values = [parse_override(f"{path}={item.strip()}")[1] for item in raw.split(",")]
+    values = [parse_override(f"{path}={item.strip()}", "--vary")[1] for item in raw.split(",")]
     return path, values
 
 
