@@ -23,8 +23,13 @@ class InputModel(BaseModel):
     )
 
 
-Rate = Annotated[float, Field(gt=0, le=1e9)]
-"""A capacity or a load in units per second: positive, finite, at most 1e9/s."""
+#: Bounds of every rate: small and large enough for any crawler, and such that any ratio
+#: of two rates (units of a component, slots, ticks) stays a finite number.
+MIN_RATE = 1e-3
+MAX_RATE = 1e9
+
+Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]
+"""A capacity or a load in units per second: finite, from 0.001/s to 1e9/s."""
 
 
 class ServiceTime(InputModel):
@@ -39,7 +44,11 @@ class ServiceTime(InputModel):
         "deterministic",
         description="Service-time distribution: deterministic, exponential or lognormal.",
     )
-    mean_ms: float = Field(description="Mean service time in milliseconds.", gt=0, le=600_000)
+    mean_ms: float = Field(
+        description="Mean service time in milliseconds (1 microsecond to 10 minutes).",
+        ge=0.001,
+        le=600_000,
+    )
     cv: float | None = Field(
         None,
         description=(
