@@ -535,6 +535,8 @@ def _unwrap(tp: Any) -> Any:
 
 
 def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
     if isinstance(value, list):
         return "a list"
     if isinstance(value, str):
