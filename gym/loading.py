@@ -403,7 +403,9 @@ def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
     for text in overrides:
         key = text.partition("=")[0].strip()
         if problem.field and (problem.field == key or problem.field.startswith(key + ".")):
-            return Problem(problem.file, problem.field, f"{problem.message} (from --set {text})")
+            return Problem(
+                problem.file, problem.field, f"{problem.message} (from --set {_show(text)})"
+            )
     return problem
 
 

@@ -205,6 +205,8 @@ SET_CASES = [
     ("explicit bad date", "name", "!!timestamp 2020-13-45", "month must be in 1..12"),
     ("explicit bad int", "fetchers.replicas", "!!int 0x_", "not an integer"),
     ("5,000 digits", "fetchers.replicas", "9" * 5000, "5,000 digits is too large"),
+    ("a count of 4.5", "fetchers.replicas", "4.5", "valid integer"),
+    ("a count of 1e30", "frontier.buffer", "1e30", "valid integer"),
     ("1e400", "page_store.rps", "1e400", "finite"),
     ("-1e400", "page_store.rps", "-1e400", "finite"),
     (".nan", "page_store.rps", ".nan", "finite"),
@@ -302,6 +304,8 @@ ACCEPTED = [
     ("a date is text", "name", "2020-12-01", "2020-12-01"),
     ("yes is text", "name", "yes", "yes"),
     ("1:30 is text", "name", "1:30", "1:30"),
+    ("a count as 8e4", "frontier.buffer", "8e4", 80000),
+    ("a count as 4.0", "fetchers.replicas", "4.0", 4),
     ("True", "dedup.content_hash", "True", True),
     ("FALSE", "dedup.content_hash", "FALSE", False),
 ]
