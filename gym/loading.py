@@ -33,6 +33,7 @@ MAX_DEPTH = 64
 MAX_INT_DIGITS = 100
 _FAULT_KINDS = {"crash", "stall", "slowdown"}
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 
 
 class _Refused(Exception):
@@ -45,7 +46,9 @@ class _Unfit(yaml.constructor.ConstructorError):
 
 class _StrictLoader(yaml.SafeLoader):
     """The safe loader reading YAML 1.2 core-schema scalars, refusing duplicate keys,
-    non-scalar keys, and documents that nest or grow beyond the limits while they are read.
+    non-scalar keys, explicit tags other than ``!!str`` (no input needs them, and PyYAML's
+    constructors for them crash on bad values), and documents that nest or grow beyond
+    the limits while they are read.
 
     YAML 1.2 (unlike PyYAML's YAML 1.1): ``1e9`` and ``1e-1`` are numbers; ``yes``, ``on``
     and ``off`` are text, not booleans; ``1:30`` is text, not 90; ``017`` is 17, ``0o17``
@@ -58,6 +61,16 @@ class _StrictLoader(yaml.SafeLoader):
         self._nodes = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        tag = getattr(event, "tag", None)
+        if tag not in (None, "!", _STR_TAG):
+            shown = tag.replace("tag:yaml.org,2002:", "!!")
+            raise _Unfit(
+                None,
+                None,
+                f"the tag {shown} is not allowed (only !!str is); write the value without it",
+                event.start_mark,
+            )
         self._depth += 1
         self._nodes += 1
         if self._depth > MAX_DEPTH:

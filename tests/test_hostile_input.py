@@ -202,8 +202,11 @@ SET_CASES = [
     ("sexagesimal", "fetchers.replicas", "1:30", "valid integer"),
     ("fullwidth digit", "fetchers.replicas", "４", "valid integer"),
     ("bad date as text", "cache.hit_ratio", "2020-13-45", "valid number"),
-    ("explicit bad date", "name", "!!timestamp 2020-13-45", "month must be in 1..12"),
-    ("explicit bad int", "fetchers.replicas", "!!int 0x_", "not an integer"),
+    ("explicit bad date", "name", "!!timestamp 2020-13-45", "the tag !!timestamp is not allowed"),
+    ("explicit bad int", "fetchers.replicas", "!!int 0x_", "the tag !!int is not allowed"),
+    ("explicit bad bool", "dedup.content_hash", "!!bool maybe", "the tag !!bool is not allowed"),
+    ("a map tag on a list", "cache", "!!map [1]", "the tag !!map is not allowed"),
+    ("a local tag", "cache", "!local {}", "the tag !local is not allowed"),
     ("5,000 digits", "fetchers.replicas", "9" * 5000, "5,000 digits is too large"),
     ("a count of 4.5", "fetchers.replicas", "4.5", "valid integer"),
     ("a count of 1e30", "frontier.buffer", "1e30", "valid integer"),
@@ -216,7 +219,7 @@ SET_CASES = [
     ("a list key", "cache", "{[a, b]: 1}", "a key must be a name, not a list"),
     ("a mapping key", "cache", "{{a: 1}: 1}", "a key must be a name, not a mapping"),
     ("a number key", "cache", "{1: 1}", "a key must be a name, not the number 1"),
-    ("python tag", "fetchers", "!!python/object:os.system {}", "could not determine"),
+    ("python tag", "fetchers", "!!python/object:os.system {}", "is not allowed"),
 ]
 
 
@@ -307,6 +310,7 @@ ACCEPTED = [
     ("a count as 8e4", "frontier.buffer", "8e4", 80000),
     ("a count as 4.0", "fetchers.replicas", "4.0", 4),
     ("True", "dedup.content_hash", "True", True),
+    ("!!str keeps text", "name", "!!str 2020", "2020"),
     ("FALSE", "dedup.content_hash", "FALSE", False),
 ]
 
@@ -512,3 +516,31 @@ def test_special_file_kinds_are_named() -> None:
     assert _file_kind(stat.S_IFCHR) == "a character device"
     assert _file_kind(stat.S_IFIFO) == "a pipe (FIFO)"
     assert _file_kind(stat.S_IFSOCK) == "a socket"
+
+
+TAGS = ["", "!!str", "!!int", "!!float", "!!bool", "!!null", "!!binary", "!!timestamp"]
+TAGS += ["!!set", "!!omap", "!!pairs", "!!seq", "!!map", "!!merge", "!!value", "!local", "!"]
+ODD = ["abc", "1", "''", "[1]", "{a: 1}", "2020-13-45", "yes", "~", "0x_", "1e999", "-.inf"]
+ODD += ["aGk=", "[a: 1]", "<<", "=", "1:2:3", "+", ".", "0o", "0x", "0o8", "1e", ".e5", "&a 1"]
+
+
+def test_explicit_tags_and_odd_scalars_never_crash() -> None:
+    """Every explicit tag on every odd scalar, as a value, a key, a merge and a --set
+    value: a value or a GymError, never another exception (PyYAML's own constructors
+    raised KeyError for !!bool maybe, AttributeError for !!timestamp abc)."""
+    for tag in TAGS:
+        for raw in ODD:
+            value = f"{tag} {raw}".strip()
+            for text in (
+                f"x: {value}\n",
+                f"? {value}\n: 1\n",
+                f"a: {{x: 1}}\nb: {{<<: {value}}}\n",
+            ):
+                try:
+                    parse_yaml_text(text, "f.yaml")
+                except GymError as err:
+                    assert all(p.file == "f.yaml" for p in err.problems)
+            try:
+                parse_override(f"name={value}")
+            except GymError as err:
+                assert all(p.field == "name" for p in err.problems)
