@@ -380,6 +380,18 @@ def parse_override(text: str, option: str = "--set") -> tuple[list[str], Any]:
     return keys, value
 
 
+_WHOLE = re.compile(rf"[-+]?[0-9]{{1,{MAX_INT_DIGITS}}}")
+
+
+def whole_number(text: str) -> int:
+    """A whole number as a person types it on a command line: ASCII digits with an
+    optional sign, spaces around allowed, no ``_``, no other scripts' digits, at most
+    ``MAX_INT_DIGITS`` digits. Raises ValueError otherwise."""
+    if not _WHOLE.fullmatch(text.strip()):
+        raise ValueError(f"not a whole number: {text!r}")
+    return int(text.strip())
+
+
 def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
     """A copy of ``data`` with each ``PATH=VALUE`` set (sections are created as needed).
 

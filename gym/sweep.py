@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gym.errors import GymError
-from gym.loading import load_design, parse_override
+from gym.loading import load_design, parse_override, whole_number
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
 from gym.parallel import Executor, Interrupted, Progress, Serial
@@ -39,7 +39,11 @@ def parse_vary(text: str) -> tuple[str, list[Any]]:
         lo_hi, _, step_text = raw.partition(":")
         lo_text, _, hi_text = lo_hi.partition("..")
         try:
-            lo, hi, step = int(lo_text), int(hi_text), int(step_text or 1)
+            lo, hi, step = (
+                whole_number(lo_text),
+                whole_number(hi_text),
+                whole_number(step_text or "1"),
+            )
         except ValueError:
             raise GymError.single(
                 None, "--vary", f"{text!r}: a range takes whole numbers, e.g. {path}=2..6"

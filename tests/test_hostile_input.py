@@ -17,6 +17,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import gym
@@ -544,3 +546,25 @@ def test_explicit_tags_and_odd_scalars_never_crash() -> None:
                 parse_override(f"name={value}")
             except GymError as err:
                 assert all(p.field == "name" for p in err.problems)
+
+
+@pytest.mark.parametrize(
+    "bounds", ["１..３", "1_0..2_0", "0x2..0x4", "2..4:0x1", "9" * 101 + "..1"]
+)
+def test_vary_ranges_take_ascii_whole_numbers(bounds: str) -> None:
+    """A --vary range's bounds are written like YAML 1.2 integers: no other scripts'
+    digits, no _ separators, no hex, not hundreds of digits."""
+    with pytest.raises(GymError, match="a range takes whole numbers"):
+        parse_vary(f"fetchers.replicas={bounds}")
+    assert parse_vary("fetchers.replicas= 2..4 ")[1] == [2, 3, 4]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_any_set_text(text: str) -> None:
+    """Any --set text: a path and a value, or GymError with one-line problems."""
+    try:
+        parse_override(text)
+        apply_overrides(yaml.safe_load(REFERENCE.read_text()), [text], "d.yaml")
+    except GymError as err:
+        assert err.problems and all("\n" not in str(p) for p in err.problems)
