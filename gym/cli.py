@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -21,7 +20,7 @@ from gym import costing
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
-from gym.loading import load_design, load_scenario
+from gym.loading import dump_yaml, load_design, load_scenario
 from gym.parallel import Executor
 from gym.result import Result
 from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
@@ -706,7 +705,7 @@ def optimize_cmd(
             f"{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); pass probability "
             f"95% interval [{low:.2f}, {high:.2f}].\n"
         )
-        text = header + yaml.safe_dump(design_mapping(opt.best.design), sort_keys=False)
+        text = header + dump_yaml(design_mapping(opt.best.design))
         if output is not None:
             output.write_text(text)
     if as_json:

@@ -186,6 +186,19 @@ _StrictLoader.add_constructor("tag:yaml.org,2002:float", _construct_float)
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _mapping)
 
 
+class _Yaml12Dumper(yaml.SafeDumper):
+    """Writes YAML that :class:`_StrictLoader` reads back the same: text that YAML 1.2
+    reads as a number, a boolean or null (a name such as ``1e9`` or ``0o17``) is quoted."""
+
+
+_Yaml12Dumper.yaml_implicit_resolvers = _StrictLoader.yaml_implicit_resolvers
+
+
+def dump_yaml(data: Any) -> str:
+    """``data`` (plain dicts, lists, text and numbers) as YAML that loads back to it."""
+    return yaml.dump(data, Dumper=_Yaml12Dumper, sort_keys=False)
+
+
 def read_yaml(path: str | Path) -> Any:
     """Parse one YAML file; any problem is a :class:`GymError` naming the file.
 
@@ -369,13 +382,13 @@ def parse_override(text: str, option: str = "--set") -> tuple[list[str], Any]:
         problem = _yaml_problem(exc)
         if problem is None:
             raise
-        raise GymError.single(None, path, f"{problem} (from {option} {_show(text)})") from None
+        raise GymError.single(None, path, f"{problem} (from {option} {_echo(text)})") from None
     try:
         check_size(value, None, path)
     except GymError as err:
         (limit,) = err.problems
         raise GymError.single(
-            None, path, f"{limit.message} (from {option} {_show(text)})"
+            None, path, f"{limit.message} (from {option} {_echo(text)})"
         ) from None
     return keys, value
 
@@ -415,7 +428,7 @@ def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
             if not isinstance(child, dict):
                 where = ".".join(keys[: i + 1])
                 raise GymError.single(
-                    file, where, f"--set {_show(text)}: {where} is a value, not a section"
+                    file, where, f"--set {_echo(text)}: {where} is a value, not a section"
                 )
             node = child
         node[keys[-1]] = value
@@ -429,7 +442,7 @@ def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
         key = text.partition("=")[0].strip()
         if problem.field and (problem.field == key or problem.field.startswith(key + ".")):
             return Problem(
-                problem.file, problem.field, f"{problem.message} (from --set {_show(text)})"
+                problem.file, problem.field, f"{problem.message} (from --set {_echo(text)})"
             )
     return problem
 
@@ -578,6 +591,11 @@ def _kind(value: Any) -> str:
 def _show(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _echo(text: str) -> str:
+    """What the user typed, as typed when short and printable, else quoted and clipped."""
+    return text if len(text) <= 60 and text.isprintable() else _show(text)
 
 
 def _join(names: list[str]) -> str:

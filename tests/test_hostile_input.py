@@ -568,3 +568,17 @@ def test_any_set_text(text: str) -> None:
         apply_overrides(yaml.safe_load(REFERENCE.read_text()), [text], "d.yaml")
     except GymError as err:
         assert err.problems and all("\n" not in str(p) for p in err.problems)
+
+
+@pytest.mark.parametrize(
+    "name", ["1e9", "0o17", "0x1F", "2020-12-01", "yes", "null", "true", "1:30"]
+)
+def test_files_the_gym_writes_load_back_the_same(name: str) -> None:
+    """Resolved inputs (--out) and optimize -o are written so that YAML 1.2 reads them
+    back as written: a name that looks like a number stays a name."""
+    from gym.loading import dump_yaml
+    from gym.report.files import resolved_yaml
+
+    d = design(name=name)
+    assert gym.models.Design.model_validate(parse_yaml_text(resolved_yaml(d))) == d
+    assert parse_yaml_text(dump_yaml(optimize.design_mapping(d)))["name"] == name

@@ -6,9 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import yaml
-
 from gym.errors import GymError
+from gym.loading import dump_yaml
 from gym.result import Result
 
 
@@ -35,7 +34,7 @@ def resolved_yaml(model: object) -> str:
 
     assert isinstance(model, BaseModel)
     header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
-    return header + yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+    return header + dump_yaml(model.model_dump(mode="json"))
 
 
 def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:
