@@ -21,7 +21,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "urls": (1, 1e13, "--urls"),
     "fp_rate": (1e-12, 0.999, "--fp"),
     "hit_ratio": (0, 1, "cache.hit_ratio"),
-    "crawl_delay_s": (1e-9, 3600, "web.crawl_delay_s"),
+    "crawl_delay_s": (0.001, 3600, "web.crawl_delay_s"),
 }
 
 

@@ -19,6 +19,7 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 from typer.testing import CliRunner
 
 import gym
@@ -26,7 +27,7 @@ from gym import optimize
 from gym.cli import app
 from gym.costing import units
 from gym.errors import GymError
-from gym.estimate import Inputs
+from gym.estimate import Inputs, estimate
 from gym.loading import (
     MAX_DEPTH,
     MAX_FILE_BYTES,
@@ -582,3 +583,25 @@ def test_files_the_gym_writes_load_back_the_same(name: str) -> None:
     d = design(name=name)
     assert gym.models.Design.model_validate(parse_yaml_text(resolved_yaml(d))) == d
     assert parse_yaml_text(dump_yaml(optimize.design_mapping(d)))["name"] == name
+
+
+def test_estimate_takes_any_valid_scenario_at_its_extremes() -> None:
+    """gym estimate refuses absurd options, but never a scenario or design that loads:
+    the largest load, the shortest crawl delay, the most hosts."""
+    sc = scenario(
+        base_rps=1e9,
+        load=[{"at_s": 0, "multiplier": 1000}],
+        web={"hosts": 10**10, "crawl_delay_s": 0.001},
+    )
+    assert sc.web.crawl_delay_s == 0.001
+    figures = estimate(
+        Inputs(
+            pages_per_s=sc.base_rps,
+            peak_pages_per_s=sc.base_rps * 1000,
+            hit_ratio=1.0,
+            crawl_delay_s=sc.web.crawl_delay_s,
+        )
+    )
+    assert all(math.isfinite(f.value) for f in figures)
+    with pytest.raises(ValidationError):
+        scenario(web={"crawl_delay_s": 1e-300})

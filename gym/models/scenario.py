@@ -99,7 +99,10 @@ class WebConfig(InputModel):
 
     hosts: int = Field(1_000_000, description="Distinct hosts with URLs to crawl.", gt=0, le=10**10)
     crawl_delay_s: float = Field(
-        1.0, description="Seconds between two fetches of one host (politeness).", gt=0, le=3600
+        1.0,
+        description="Seconds between two fetches of one host (politeness), 1 ms to an hour.",
+        ge=0.001,
+        le=3600,
     )
 
 
