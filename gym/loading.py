@@ -1,7 +1,10 @@
 """YAML files -> validated models. Every problem becomes a one-line ``file: field: message``.
 
-YAML is parsed with the safe loader (no object construction), duplicate keys are
-errors, and files over 1 MiB are refused before parsing.
+Only regular files are read, and at most 1 MiB of them. YAML is parsed with the safe
+loader (no object construction) under the YAML 1.2 core schema; duplicate keys, keys that
+are not names and explicit tags are errors; documents that nest over 64 levels or hold
+over 10,000 values (aliases expanded) are refused. ``--set`` and ``--vary`` values are
+read by the same loader under the same limits.
 """
 
 from __future__ import annotations
@@ -291,7 +294,6 @@ def _yaml_problem(exc: Exception) -> str | None:
     if isinstance(exc, RecursionError):
         return "malformed YAML: nested too deeply"
     if isinstance(exc, yaml.YAMLError | ValueError | OverflowError):
-        # ValueError: e.g. an explicit !!timestamp 2020-13-45
         return f"malformed YAML: {exc}"
     return None
 

@@ -127,6 +127,14 @@ def test_special_files_are_refused_unopened(kind: str, tmp_path: Path) -> None:
     without reading them (a FIFO with no writer would hang; /dev/zero never ends). The
     FIFO runs in a child process with a generous time-out, so a regression hangs no CI."""
     path = _special(kind, tmp_path)
+    try:
+        _refused_unopened(kind, path)
+    finally:
+        if kind == "socket":
+            Path(path).unlink(missing_ok=True)
+
+
+def _refused_unopened(kind: str, path: str) -> None:
     for args in (["validate", path], ["run", str(REFERENCE), "--scenario", path]):
         if kind != "fifo":
             _one_line(runner.invoke(app, args), path, None, "not a regular file")
