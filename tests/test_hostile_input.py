@@ -613,3 +613,41 @@ def test_estimate_takes_any_valid_scenario_at_its_extremes() -> None:
     assert all(math.isfinite(f.value) for f in figures)
     with pytest.raises(ValidationError):
         scenario(web={"crawl_delay_s": 1e-300})
+
+
+_time = st.floats(min_value=0, max_value=MAX_DURATION_S, allow_subnormal=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    duration=st.floats(min_value=1, max_value=30),
+    base=st.sampled_from([0.001, 1.0, 6000.0, 1e6]),
+    starts=st.lists(_time, max_size=4),
+    lengths=st.lists(
+        st.floats(min_value=5e-324, max_value=MAX_DURATION_S, allow_subnormal=True),
+        min_size=4,
+        max_size=4,
+    ),
+    factor=st.floats(min_value=1, max_value=1e6),
+)
+def test_every_scenario_within_the_bounds_runs(
+    duration: float, base: float, starts: list[float], lengths: list[float], factor: float
+) -> None:
+    """Any scenario the models accept runs to a result that keeps the identity: times at
+    the bounds (subnormal for_s, faults to the end of a day) crash nothing."""
+    at = sorted({min(s, duration * 0.999) for s in starts})
+    faults: list[dict[str, Any]] = []
+    for i, a in enumerate(at):
+        kind = ("crash", "stall", "slowdown", "crash")[i]
+        fault: dict[str, Any] = {"kind": kind, "at_s": a, "for_s": lengths[i]}
+        if kind != "crash":
+            fault["target"] = ("frontier", "cache", "resolver", "page_store")[i]
+        if kind == "slowdown":
+            fault["factor"] = factor
+        faults.append(fault)
+    load = [{"at_s": 0.0, "multiplier": 1.0}] + [
+        {"at_s": a, "multiplier": 2.0} for a in at if a > 0
+    ]
+    sc = scenario(duration_s=duration, base_rps=base, load=load, faults=faults)
+    m = gym.simulate(design(), sc).metrics
+    assert m.offered == m.served + m.failed + m.in_flight_end + m.skipped
