@@ -20,7 +20,6 @@ from typing import Annotated, Any
 
 import click
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
@@ -30,7 +29,7 @@ from gym import costing
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
-from gym.loading import load_design, load_scenario
+from gym.loading import dump_yaml, load_design, load_scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MAX_RUNS
 from gym.outputs import printable
 from gym.parallel import Executor
@@ -1042,7 +1041,7 @@ def optimize_cmd(
             f"{opt.best.result.passes}/{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); "
             f"pass probability 95% interval [{low:.2f}, {high:.2f}].\n"
         )
-        text = header + yaml.safe_dump(optimize.design_mapping(opt.best.design), sort_keys=False)
+        text = header + dump_yaml(optimize.design_mapping(opt.best.design))
     # The answer is printed before the file is written: a write that fails loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(opt.to_json(), indent=2, allow_nan=False) + "\n")
@@ -1125,21 +1124,21 @@ def estimate_cmd(
         if sets and design is None:
             raise GymError.single(None, "--set", "needs a DESIGN to change")
         d = load_design(design, sets) if design is not None else None
+        base = s.base_rps if pages_per_s is None else pages_per_s
+        peak = base * max(stage.multiplier for stage in s.load)
+        hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
+        inputs = Inputs(
+            pages_per_s=base,
+            peak_pages_per_s=peak,
+            page_kb=page_kb,
+            compression=compression,
+            urls=urls,
+            fp_rate=fp,
+            hit_ratio=hit,
+            crawl_delay_s=s.web.crawl_delay_s,
+        )
     except GymError as err:
         raise _fail_invalid(err) from None
-    base = s.base_rps if pages_per_s is None else pages_per_s
-    peak = base * max(stage.multiplier for stage in s.load)
-    hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
-    inputs = Inputs(
-        pages_per_s=base,
-        peak_pages_per_s=peak,
-        page_kb=page_kb,
-        compression=compression,
-        urls=urls,
-        fp_rate=fp,
-        hit_ratio=hit,
-        crawl_delay_s=s.web.crawl_delay_s,
-    )
     figures = estimate(inputs)
     if as_json:
         data = {"inputs": dict(inputs.__dict__), "figures": [f.to_json() for f in figures]}

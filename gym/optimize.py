@@ -17,7 +17,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym.costing import cache_hit_ratio
+from pydantic import ValidationError
+
+from gym.costing import cache_hit_ratio, cache_units
+from gym.costing import check as check_units
+from gym.costing import units as costing_units
 from gym.errors import GymError, Problem
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
@@ -78,6 +82,7 @@ class Optimum:
     runner_ups: list[Candidate] = field(default_factory=list)
     cheaper: list[Candidate] = field(default_factory=list)  # the best try at each lower cost
     evaluated: int = 0
+    skipped: int = 0  # unit sets no design file can say (beyond a field's limit)
     runs: int = 0
     confidence: float = DEFAULT_CONFIDENCE
 
@@ -111,6 +116,7 @@ class Optimum:
             "runs_per_design": self.runs,
             "confidence": self.confidence,
             "designs_evaluated": self.evaluated,
+            "designs_skipped": self.skipped,
             "why_nothing_cheaper": self.why_nothing_cheaper(),
             "runner_ups": [cand(c) for c in self.runner_ups],
         }
@@ -130,7 +136,12 @@ class Optimum:
 def unit_design(
     units: dict[str, int], scenario: Scenario, base: Design | None, name: str
 ) -> Design:
-    """The design that gets the most out of ``units`` under the scenario's catalog."""
+    """The design that gets the most out of ``units`` under the scenario's catalog.
+
+    Raises :class:`GymError` when no design file can say it: a figure beyond a field's
+    limit (two frontier units of a catalog's 1e9 URLs/s), or a hit ratio so close to 1
+    that it cannot be told from 1 or from the next number of cache units.
+    """
     cat = scenario.catalog
     data: dict[str, Any] = base.model_dump(mode="json") if base is not None else {}
     data["name"] = name
@@ -142,7 +153,9 @@ def unit_design(
     fetchers.update(replicas=units["fetchers"], rps_per_replica=cat.fetchers.max_rps_per_replica)
     data["fetchers"] = fetchers
     cache = data.get("cache", {})
-    cache["hit_ratio"] = round(cache_hit_ratio(units["cache"], cat), 12)
+    ratio = cache_hit_ratio(units["cache"], cat)
+    shown = round(ratio, 12)  # 0.96, not 0.9600000000000001, when that is still exact
+    cache["hit_ratio"] = shown if shown < 1 and cache_units(shown, cat) == units["cache"] else ratio
     data["cache"] = cache
     store = data.get("page_store", {})
     store["rps"] = units["page_store"] * cat.page_store.rps
@@ -153,7 +166,24 @@ def unit_design(
         data["async_writer"] = writer
     else:
         data["async_writer"] = None
-    return Design.model_validate(data)
+    what = ", ".join(f"{k} {v}" for k, v in units.items() if v)
+    try:
+        design = Design.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise GymError.single(
+            None, where, f"{what}: beyond the field's limit under this catalog"
+        ) from None
+    problems = check_units(design, cat)
+    got = {k: v for k, v in costing_units(design, cat).items() if k != "resolver"}
+    if problems or got != {k: v for k, v in units.items() if v}:
+        raise GymError.single(
+            None,
+            "cache.hit_ratio",
+            f"{what}: the hit ratio {ratio!r} cannot be told from that of another number "
+            "of cache units",
+        )
+    return design
 
 
 def design_mapping(design: Design) -> dict[str, Any]:
@@ -294,8 +324,16 @@ def search(
     for cost in range(4, limit + 1):
         if cost > stop_at:
             break
-        sets = _unit_sets(cost)
-        designs = [unit_design(u, scenario, base, name) for u in sets]
+        sets, designs = [], []
+        for u in _unit_sets(cost):
+            try:
+                designs.append(unit_design(u, scenario, base, name))
+            except GymError:
+                opt.skipped += 1
+                continue
+            sets.append(u)
+        if not designs:
+            continue
         tasks = [t for d in designs for t in tasks_for(d, scenario, range(seed, seed + runs))]
         results = executor.map(evaluate, tasks, progress)
         level = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gym.errors import GymError
-from gym.loading import load_design, parse_override
+from gym.loading import load_design, parse_override, whole_number
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
@@ -35,7 +35,7 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
     key, sep, _ = text.partition("=")
     if not sep or not all(k.strip() for k in key.split(".")):
         raise _bad(text, "is not PATH=VALUES (for example fetchers.replicas=2..6)")
-    keys, _ = parse_override(key + "=0")
+    keys, _ = parse_override(key + "=0", "--vary")
     path = ".".join(keys)
     raw = text.partition("=")[2].strip()
     if not raw:
@@ -44,7 +44,11 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
         lo_hi, _, step_text = raw.partition(":")
         lo_text, _, hi_text = lo_hi.partition("..")
         try:
-            lo, hi, step = int(lo_text), int(hi_text), int(step_text or 1)
+            lo, hi, step = (
+                whole_number(lo_text),
+                whole_number(hi_text),
+                whole_number(step_text or "1"),
+            )
         except ValueError:
             raise _bad(text, f"a range takes whole numbers, e.g. {path}=2..6") from None
         if step <= 0 or hi < lo:
@@ -56,7 +60,7 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
     items = raw.split(",")
     if len(items) > MAX_POINTS:
         raise _bad(text, f"{len(items):,} values; the limit is {MAX_POINTS:,} points")
-    values = [parse_override(f"{path}={item.strip()}")[1] for item in items]
+    values = [parse_override(f"{path}={item.strip()}", "--vary")[1] for item in items]
     seen: list[Any] = []
     for value in values:
         if any(type(value) is type(v) and value == v for v in seen):

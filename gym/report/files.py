@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from gym.loading import dump_yaml
 from gym.result import Result
 
 
@@ -19,7 +18,7 @@ def resolved_yaml(model: object) -> str:
 
     assert isinstance(model, BaseModel)
     header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
-    return header + yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+    return header + dump_yaml(model.model_dump(mode="json"))
 
 
 def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:
