@@ -43,7 +43,7 @@ def test_flow_wait_through_a_frontier_stall() -> None:
     sc = scenario(faults=[{"kind": "stall", "at_s": 2, "for_s": 1, "target": "frontier"}])
     rec = gym.simulate(design(), sc, seed=0).metrics.record
     f = rec.components["frontier"]
-    t_in, t_out, n = fifo_segments(f.arrived - f.failed["frontier_overflow"], f.processed)
+    t_in, t_out, _n = fifo_segments(f.arrived - f.failed["frontier_overflow"], f.processed)
     wait = {int(a): int(b - a) for a, b in zip(t_in, t_out, strict=True)}
     assert wait[200] == 100
     assert wait[299] == 7

@@ -140,8 +140,9 @@ def test_html_report_is_self_contained(tmp_path: Path) -> None:
 
 
 def test_error_budget_attribution() -> None:
-    """Budget = 3% of the URLs that finished (served + failed). The starter's biggest spenders: the crash, then the surge,
-    through frontier overflow; the reference's: the store stall, within budget."""
+    """Budget = 3% of the URLs that finished (served + failed). The starter's biggest
+    spenders: the crash, then the surge, through frontier overflow; the reference's: the
+    store stall, within budget."""
     sc = gym.load_scenario(CHAOS)
     starter = gym.simulate(STARTER, sc, seed=0).budget
     reference = gym.simulate(REFERENCE, sc, seed=0).budget
