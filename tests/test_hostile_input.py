@@ -565,7 +565,7 @@ def test_vary_ranges_take_ascii_whole_numbers(bounds: str) -> None:
     digits, no _ separators, no hex, not hundreds of digits."""
     with pytest.raises(GymError, match="a range takes whole numbers"):
         parse_vary(f"fetchers.replicas={bounds}")
-    assert parse_vary("fetchers.replicas= 2..4 ")[1] == [2, 3, 4]
+    assert list(parse_vary("fetchers.replicas= 2..4 ")[1]) == [2, 3, 4]
 
 
 @settings(max_examples=300, deadline=None)
