@@ -2,44 +2,170 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import inspect
 import json
+import os
+import signal
 import sys
 import textwrap
+import threading
+import traceback
+import typing
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
+import click
 import typer
-import yaml
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 from gym import costing
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
-from gym.loading import load_design, load_scenario
+from gym.loading import dump_yaml, load_design, load_scenario
+from gym.montecarlo import DEFAULT_CONFIDENCE, MAX_RUNS
+from gym.outputs import printable
 from gym.parallel import Executor
 from gym.result import Result
 from gym.scoring import format_measured as _fmt_measured
 from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
 
+#: Exit statuses: the table in the README.
+EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130  # Ctrl-C (or SIGTERM), as shells report Ctrl-C
+EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`gym run ... | head`), as for SIGPIPE
 
-def _interruptible(command: Callable[..., None]) -> Callable[..., None]:
-    """Ctrl-C ends a command with one line and exit status 130, never a traceback."""
+DebugOpt = Annotated[
+    bool,
+    typer.Option(
+        "--debug",
+        help="On an unexpected internal error, print the traceback (also: GYM_DEBUG=1).",
+    ),
+]
+
+
+def _guarded(command: Callable[..., None]) -> Callable[..., None]:
+    """The exit-status contract for every command: invalid input exits 2 with one line per
+    problem; Ctrl-C or SIGTERM exit 130 with ``interrupted``; an unexpected internal error
+    exits 3 with one line (the traceback only with ``--debug``). Adds ``--debug``."""
 
     @functools.wraps(command)
-    def wrapper(*args: Any, **kwargs: Any) -> None:
+    def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> None:
+        restore = _interrupt_handlers()
         try:
-            command(*args, **kwargs)
+            try:
+                command(*args, **kwargs)
+            finally:
+                sys.stdout.flush()  # a closed pipe shows here, inside the contract
+        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
+            raise
+        except GymError as err:
+            raise _fail_invalid(err) from None
         except KeyboardInterrupt:
-            Console(stderr=True, highlight=False).print("interrupted")
+            _console(stderr=True).print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
+        except BrokenPipeError:
+            _discard_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+        except Exception as exc:
+            err_console = _console(stderr=True)
+            if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
+                sys.stderr.write(traceback.format_exc())
+            err_console.print(
+                f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
+                "the gym; --debug shows the traceback)"
+            )
+            raise typer.Exit(EXIT_INTERNAL) from None
+        finally:
+            restore()
 
+    sig = inspect.signature(command, eval_str=True)
+    debug_param = inspect.Parameter(
+        "debug", inspect.Parameter.KEYWORD_ONLY, default=False, annotation=DebugOpt
+    )
+    wrapper.__signature__ = sig.replace(  # type: ignore[attr-defined]
+        parameters=[*sig.parameters.values(), debug_param]
+    )
+    hints = typing.get_type_hints(command, include_extras=True)
+    wrapper.__annotations__ = {**hints, "debug": DebugOpt}
     return wrapper
+
+
+def _interrupt_handlers() -> Callable[[], None]:
+    """Ctrl-C and SIGTERM end a command: the first raises KeyboardInterrupt, so finished
+    work is kept (a sweep writes its rows); a second one is ignored while that happens
+    (with a note); a third ends at once. Returns the undo."""
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+    count = [0]
+
+    def interrupt(_signum: int, _frame: object) -> None:
+        count[0] += 1
+        if count[0] == 2:
+            sys.stderr.write("still saving what is done; interrupt again to abandon it\n")
+            return
+        raise KeyboardInterrupt
+
+    previous = {s: signal.signal(s, interrupt) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def restore() -> None:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+    return restore
+
+
+class _PlainConsole(Console):
+    """A console that prints user text literally: no markup, no emoji codes, no
+    highlighting, and control characters (escape sequences, carriage returns) shown as
+    escapes instead of acting on the terminal."""
+
+    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+        return super().render_str(printable(text, keep_newlines=True), *args, **kwargs)
+
+    def on_broken_pipe(self) -> None:
+        """Not exit status 1 (FAIL): the command ends with :data:`EXIT_BROKEN_PIPE`."""
+        raise BrokenPipeError
+
+
+def _discard_stdout() -> None:
+    """After a broken pipe, send what is left (and the final flush) nowhere."""
+    with contextlib.suppress(OSError, ValueError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+
+
+def _console(stderr: bool = False, width: int | None = None) -> Console:
+    return _PlainConsole(
+        stderr=stderr,
+        markup=False,
+        emoji=False,
+        highlight=False,
+        soft_wrap=True,
+        width=width,
+    )
+
+
+def _one_line(text: object) -> str:
+    """User text (a name, a path, a value) for one line of output: literally, newlines and
+    other control characters as escapes."""
+    return printable(str(text))
+
+
+def _styled(text: str, style: str) -> Text:
+    return Text(text, style=style)
+
+
+def _verdict(passed: bool, bold: bool = True) -> Text:
+    weight = "bold " if bold else ""
+    return Text("PASS", style=weight + "green") if passed else Text("FAIL", style=weight + "red")
 
 
 app = typer.Typer(
@@ -51,8 +177,6 @@ app = typer.Typer(
     rich_markup_mode=None,  # plain click usage errors: short, no boxes
 )
 
-EXIT_PASS, EXIT_FAIL, EXIT_INVALID = 0, 1, 2
-EXIT_INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 DesignArg = Annotated[
     Path,
@@ -74,122 +198,10 @@ ScenarioOpt = Annotated[
 
 
 def _fail_invalid(err: GymError) -> typer.Exit:
-    err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+    err_console = _console(stderr=True)
     for problem in err.problems:
-        err_console.print(f"error: {problem}", markup=False)
+        err_console.print(f"error: {_one_line(problem)}")
     return typer.Exit(EXIT_INVALID)
-
-
-@app.command()
-@_interruptible
-def run(
-    design: DesignArg,
-    scenario: ScenarioOpt = None,
-    seed: Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)] = 0,
-    engine: Annotated[
-        str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", show_default=True)
-    ] = "flow",
-    tick_ms: Annotated[
-        int,
-        typer.Option(
-            "--tick-ms",
-            help="Tick in ms (divides 1000): time step of the flow "
-            "engine, bucket of the per-tick counts in both.",
-        ),
-    ] = 10,
-    warmup: Annotated[
-        float,
-        typer.Option(
-            "--warmup",
-            help="Leave URLs that arrived before this many seconds out of the latency statistics.",
-            min=0,
-        ),
-    ] = 0.0,
-    max_urls: Annotated[
-        int,
-        typer.Option(
-            "--max-urls",
-            help="The request engine refuses runs expected to offer more URLs than this.",
-            min=1,
-        ),
-    ] = DEFAULT_MAX_URLS,
-    as_json: Annotated[
-        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
-    ] = False,
-    out: Annotated[
-        Path | None,
-        typer.Option(
-            "--out",
-            help="Also write the per-window CSV, the summary JSON, the "
-            "resolved design and scenario and the plots into this directory.",
-            show_default=False,
-        ),
-    ] = None,
-    force: Annotated[
-        bool, typer.Option("--force", help="Write into an --out directory that holds files.")
-    ] = False,
-    sets: SetOpt = None,
-    runs: Annotated[
-        int,
-        typer.Option(
-            "--runs",
-            help="Run this many seeds (seed, seed+1, ...) and report the "
-            "spread, pass rate and pass probability.",
-            min=1,
-        ),
-    ] = 1,
-    confidence: ConfidenceOpt = 0.8,
-    workers: WorkersOpt = None,
-    scheduler: SchedulerOpt = None,
-) -> None:
-    """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
-    if runs > 1:
-        _run_many(
-            design,
-            scenario,
-            sets,
-            seed,
-            engine,
-            runs,
-            confidence,
-            workers,
-            scheduler,
-            as_json,
-            max_urls,
-        )
-    try:
-        if out is not None:
-            from gym.report.files import check_target
-
-            check_target(out, force, "--out", is_dir=True)
-        d = load_design(design, sets)
-        s = load_scenario(scenario or default_scenario())
-        long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
-        with _progress(long_run, s.duration_s) as report:
-            result = simulate(
-                d,
-                s,
-                seed=seed,
-                engine=engine,
-                tick_ms=tick_ms,
-                warmup_s=warmup,
-                max_urls=max_urls,
-                progress=report,
-            )
-    except GymError as err:
-        raise _fail_invalid(err) from None
-    if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
-    else:
-        _print_result(result, Console(highlight=False))
-    if out is not None:
-        from gym.report.files import write_run
-
-        written = write_run(result, out, force=force)
-        Console(stderr=True, highlight=False, soft_wrap=True).print(
-            f"wrote {len(written)} files to {out}/: " + ", ".join(p.name for p in written)
-        )
-    raise typer.Exit(EXIT_PASS if result.passed else EXIT_FAIL)
 
 
 SetOpt = Annotated[
@@ -206,7 +218,7 @@ WorkersOpt = Annotated[
     int | None,
     typer.Option(
         "--workers",
-        help="Local worker processes (default: one per core; 1: none).",
+        help="Local worker processes, at most one per core (default: one per core; 1: none).",
         min=1,
         show_default=False,
     ),
@@ -221,15 +233,233 @@ SchedulerOpt = Annotated[
     ),
 ]
 ConfidenceOpt = Annotated[
-    float,
+    float | None,
     typer.Option(
         "--confidence",
         help="Verdict rule over many runs: PASS only if the 95% "
-        "Wilson lower bound of the pass probability is at least this.",
+        "Wilson lower bound of the pass probability is at least this (default 0.8).",
         min=0,
         max=1,
+        show_default=False,
     ),
 ]
+DesignsArg = Annotated[
+    list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
+]
+#: The largest seed (with --runs N, seeds go up to seed + N - 1): a 64-bit signed integer,
+#: so every tool that reads the JSON or CSV output holds it.
+MAX_SEED = 2**63 - 1
+SeedOpt = Annotated[int, typer.Option(help="Random seed (0 to 2^63 - 1).", min=0, max=MAX_SEED)]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
+
+
+def _engine_name(value: str) -> str:
+    if value not in ENGINES:
+        raise typer.BadParameter(f"{value!r} is not an engine; choose one of {', '.join(ENGINES)}")
+    return value
+
+
+EngineOpt = Annotated[
+    str,
+    typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", callback=_engine_name),
+]
+MaxRunsOpt = Annotated[
+    int,
+    typer.Option(
+        "--max-runs",
+        help="Refuse work of more simulations than this (checked before any run).",
+        min=1,
+    ),
+]
+
+
+def _check_many(
+    runs: int,
+    workers: int | None,
+    scheduler: str | None,
+    confidence: float | None,
+    single_ok: bool = False,
+    seed: int = 0,
+) -> float:
+    """Options of many-run commands, checked before any work; returns the confidence."""
+    problems = []
+    if seed + runs - 1 > MAX_SEED:
+        problems.append(
+            Problem(None, "--seed", f"{seed} + {runs} runs goes past the largest seed, 2^63 - 1")
+        )
+    if runs > MAX_RUNS:
+        problems.append(Problem(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS:,}"))
+    if workers is not None and scheduler is not None:
+        problems.append(
+            Problem(None, "--workers", "conflicts with --scheduler: work runs on one or the other")
+        )
+    cores = os.cpu_count() or 1
+    if workers is not None and workers > cores:
+        problems.append(
+            Problem(
+                None,
+                "--workers",
+                f"{workers} is more than this machine's {cores} cores; use 1 to {cores}",
+            )
+        )
+    if not single_ok and runs == 1:
+        given = [
+            name
+            for name, value in (
+                ("--workers", workers),
+                ("--scheduler", scheduler),
+                ("--confidence", confidence),
+            )
+            if value is not None
+        ]
+        if given:
+            problems.append(
+                Problem(
+                    None,
+                    given[0],
+                    "applies to many runs only; add --runs N (N >= 2) or leave it out",
+                )
+            )
+    if scheduler is not None:
+        from gym.parallel import check_address
+
+        try:
+            check_address(scheduler)
+        except GymError as err:
+            problems += err.problems
+    if problems:
+        raise GymError(problems)
+    return DEFAULT_CONFIDENCE if confidence is None else confidence
+
+
+def _force_needs(force: bool, output: Path | None, option: str) -> None:
+    if force and output is None:
+        raise GymError.single(None, "--force", f"applies only with {option}; leave it out")
+
+
+@app.command()
+@_guarded
+def run(
+    design: DesignArg,
+    scenario: ScenarioOpt = None,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    tick_ms: Annotated[
+        int,
+        typer.Option(
+            "--tick-ms",
+            help="Tick in ms (divides 1000): time step of the flow "
+            "engine, bucket of the per-tick counts in both.",
+        ),
+    ] = 10,
+    warmup: Annotated[
+        float,
+        typer.Option(
+            "--warmup",
+            help="Leave URLs that arrived before this many seconds out of the latency "
+            "statistics (one run only).",
+            min=0,
+        ),
+    ] = 0.0,
+    max_urls: Annotated[
+        int | None,
+        typer.Option(
+            "--max-urls",
+            help="The request engine refuses runs expected to offer more URLs than this "
+            f"(with --runs: all runs together; default {DEFAULT_MAX_URLS:,}).",
+            min=1,
+            show_default=False,
+        ),
+    ] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON object instead of tables.")
+    ] = False,
+    out: Annotated[
+        Path | None,
+        typer.Option(
+            "--out",
+            help="Also write the per-window CSV, the summary JSON, the "
+            "resolved design and scenario and the plots into this directory (with --runs: "
+            "the summary JSON and one CSV row per run).",
+            show_default=False,
+        ),
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Write into an --out directory that holds files.")
+    ] = False,
+    sets: SetOpt = None,
+    runs: Annotated[
+        int,
+        typer.Option(
+            "--runs",
+            help="Run this many seeds (seed, seed+1, ...) and report the "
+            "spread, pass rate and pass probability.",
+            min=1,
+        ),
+    ] = 1,
+    confidence: ConfidenceOpt = None,
+    workers: WorkersOpt = None,
+    scheduler: SchedulerOpt = None,
+) -> None:
+    """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
+    conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
+    _force_needs(force, out, "--out")
+    url_limit = _url_limit(max_urls, engine)
+    if out is not None:
+        from gym.outputs import check_dir
+
+        check_dir(out, "--out", force=force)
+    if runs > 1:
+        if warmup:
+            raise GymError.single(
+                None,
+                "--warmup",
+                "applies to one run's latency statistics, which --runs does not report; "
+                "leave it out or drop --runs",
+            )
+        _run_many(
+            design,
+            scenario,
+            sets,
+            seed,
+            engine,
+            runs,
+            conf,
+            workers,
+            scheduler,
+            as_json,
+            url_limit,
+            tick_ms,
+            out,
+            force,
+        )
+    d = load_design(design, sets)
+    s = load_scenario(scenario or default_scenario())
+    long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
+    with _progress(long_run, s.duration_s) as report:
+        result = simulate(
+            d,
+            s,
+            seed=seed,
+            engine=engine,
+            tick_ms=tick_ms,
+            warmup_s=warmup,
+            max_urls=url_limit,
+            progress=report,
+        )
+    if as_json:
+        sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
+    else:
+        _print_result(result, _console())
+    if out is not None:
+        from gym.report.files import write_run
+
+        written = write_run(result, out, force=force)
+        _console(stderr=True).print(
+            f"wrote {len(written)} files to {_one_line(out)}/: "
+            + ", ".join(p.name for p in written)
+        )
+    raise typer.Exit(EXIT_PASS if result.passed else EXIT_FAIL)
 
 
 def _run_many(
@@ -243,58 +473,66 @@ def _run_many(
     workers: int | None,
     scheduler: str | None,
     as_json: bool,
-    max_urls: int = DEFAULT_MAX_URLS,
+    max_urls: int,
+    tick_ms: int,
+    out: Path | None,
+    force: bool,
 ) -> None:
     from gym.montecarlo import run_many, runs_needed
     from gym.parallel import make_executor
 
-    try:
-        d = load_design(design, sets)
-        s = load_scenario(scenario or default_scenario())
-        problems = validate(d, s)
-        if engine == "request" and (total := expected_urls(s) * runs) > max_urls:
-            problems.append(
-                Problem(
-                    None,
-                    "--max-urls",
-                    f"{runs} request-engine runs would simulate about {total:,.0f} URLs, more "
-                    f"than the limit of {max_urls:,}; allow it with --max-urls "
-                    f"{int(total * 1.1)}, or use the flow engine",
-                )
+    d = load_design(design, sets)
+    s = load_scenario(scenario or default_scenario())
+    problems = validate(d, s, tick_ms=tick_ms)
+    if engine == "request" and (total := expected_urls(s) * runs) > max_urls:
+        problems.append(
+            Problem(
+                None,
+                "--max-urls",
+                f"{runs} request-engine runs would simulate about {total:,.0f} URLs, more "
+                f"than the limit of {max_urls:,}; allow it with --max-urls "
+                f"{int(total * 1.1)}, or use the flow engine",
             )
-        if problems:
-            raise GymError(problems)
-        executor = _closing(make_executor(workers, scheduler))
-        with _count_progress(runs, f"{runs} runs") as report:
-            mc = run_many(
-                d,
-                s,
-                runs=runs,
-                seed=seed,
-                engine=engine,
-                confidence=confidence,
-                executor=executor,
-                progress=report,
-            )
-    except GymError as err:
-        raise _fail_invalid(err) from None
+        )
+    if problems:
+        raise GymError(problems)
+    executor = _closing(make_executor(workers, scheduler))
+    with _count_progress(runs, f"{runs} runs") as report:
+        mc = run_many(
+            d,
+            s,
+            runs=runs,
+            seed=seed,
+            engine=engine,
+            confidence=confidence,
+            executor=executor,
+            progress=report,
+            tick_ms=tick_ms,
+            max_urls=max_urls,
+        )
+    data = {
+        "design": d.name,
+        "design_file": d._source,
+        "scenario": s.name,
+        "scenario_file": s._source,
+        "engine": engine,
+        "seed": seed,
+        "tick_ms": tick_ms,
+        "executor": executor.name,
+        **mc.to_json(),
+    }
     if as_json:
-        data = {
-            "design": d.name,
-            "design_file": d._source,
-            "scenario": s.name,
-            "scenario_file": s._source,
-            "engine": engine,
-            "seed": seed,
-            "executor": executor.name,
-            **mc.to_json(),
-        }
         sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
     else:
-        console = Console(highlight=False, soft_wrap=True)
+        console = _console()
         console.print(
-            f"design [bold]{d.name}[/] ({d._source}), scenario [bold]{s.name}[/], "
-            f"engine {engine}, seeds {seed}..{seed + runs - 1} ({executor.name})"
+            Text.assemble(
+                "design ",
+                (_one_line(d.name), "bold"),
+                f" ({_one_line(d._source)}), scenario ",
+                (_one_line(s.name), "bold"),
+                f", engine {engine}, seeds {seed}..{seed + runs - 1} ({executor.name})",
+            )
         )
         table = Table(show_edge=False, pad_edge=False)
         for col in ("SLO", "target", "mean", "std", "min", "max", "pass rate"):
@@ -312,14 +550,27 @@ def _run_many(
             f"\nPasses every SLO in {mc.passes}/{mc.n} runs: pass probability "
             f"{mc.pass_probability:.2f}, 95% interval [{low:.2f}, {high:.2f}] (Wilson)."
         )
-        verdict = "[bold green]PASS[/]" if mc.verdict == "pass" else "[bold red]FAIL[/]"
-        console.print(f"Verdict: {verdict} (rule: PASS if the lower bound >= {confidence:g})")
+        console.print(
+            Text.assemble(
+                "Verdict: ",
+                _verdict(mc.verdict == "pass"),
+                f" (rule: PASS if the lower bound >= {confidence:g})",
+            )
+        )
         if mc.passes == mc.n and mc.verdict == "fail":
             console.print(
                 f"Every run passed, but {runs} runs cannot show a pass probability of "
                 f"{confidence:g} with 95% confidence; use --runs "
                 f"{runs_needed(confidence)} or more."
             )
+    if out is not None:
+        from gym.report.files import write_runs
+
+        written = write_runs(data, mc.runs, out, force=force)
+        _console(stderr=True).print(
+            f"wrote {len(written)} files to {_one_line(out)}/: "
+            + ", ".join(p.name for p in written)
+        )
     raise typer.Exit(EXIT_PASS if mc.verdict == "pass" else EXIT_FAIL)
 
 
@@ -361,12 +612,28 @@ def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | N
         yield lambda n: bar.advance(task, n)
 
 
-DesignsArg = Annotated[
-    list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
+#: The most designs one compare or plot runs side by side.
+MAX_DESIGNS = 50
+
+MaxUrlsOpt = Annotated[
+    int | None,
+    typer.Option(
+        "--max-urls",
+        help="With the request engine, refuse work expected to simulate more URLs than "
+        f"this in all (default {DEFAULT_MAX_URLS:,}).",
+        min=1,
+        show_default=False,
+    ),
 ]
-SeedOpt = Annotated[int, typer.Option(help="Random seed (>= 0).", min=0)]
-ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
-EngineOpt = Annotated[str, typer.Option(help=f"Engine: {' | '.join(ENGINES)}.")]
+
+
+def _url_limit(max_urls: int | None, engine: str) -> int:
+    """--max-urls is a request-engine limit: refused with the flow engine, not ignored."""
+    if max_urls is not None and engine != "request":
+        raise GymError.single(
+            None, "--max-urls", "limits the request engine only; add --engine request"
+        )
+    return DEFAULT_MAX_URLS if max_urls is None else max_urls
 
 
 def _results(
@@ -375,33 +642,39 @@ def _results(
     seed: int,
     engine: str,
     sets: list[str] | None = None,
+    max_urls: int = DEFAULT_MAX_URLS,
 ) -> list[Result]:
+    """Load and check everything, then run each design (nothing runs if anything is
+    invalid or over a limit)."""
+    if len(designs) > MAX_DESIGNS:
+        raise GymError.single(
+            None, "DESIGN", f"{len(designs)} designs; the limit is {MAX_DESIGNS} at once"
+        )
     s = load_scenario(scenario or default_scenario())
     loaded = [load_design(d, sets) for d in designs]
-    return [simulate(d, s, seed=seed, engine=engine) for d in loaded]
+    problems = [p for d in loaded for p in validate(d, s)]
+    if engine == "request" and (total := expected_urls(s) * len(loaded)) > max_urls:
+        problems.append(
+            Problem(
+                None,
+                "--max-urls",
+                f"{len(loaded)} request-engine runs would simulate about {total:,.0f} URLs, "
+                f"more than the limit of {max_urls:,}; allow it with --max-urls "
+                f"{int(total * 1.1)}, or use the flow engine",
+            )
+        )
+    if problems:
+        raise GymError(problems)
+    return [simulate(d, s, seed=seed, engine=engine, max_urls=max_urls) for d in loaded]
 
 
-def _results_for_file(
-    output: Path,
-    force: bool,
-    designs: list[Path],
-    scenario: Path | None,
-    seed: int,
-    engine: str,
-    sets: list[str] | None,
-) -> list[Result]:
-    """Check that ``output`` may be written, then run the designs; invalid input exits 2."""
-    from gym.report.files import check_target
-
-    try:
-        check_target(output, force, "-o", is_dir=False)
-        return _results(designs, scenario, seed, engine, sets)
-    except GymError as err:
-        raise _fail_invalid(err) from None
+def _exit_all_pass(results: list[Result]) -> typer.Exit:
+    """compare, plot and report: 0 when every design passes, 1 when any fails."""
+    return typer.Exit(EXIT_PASS if all(r.passed for r in results) else EXIT_FAIL)
 
 
 @app.command("compare")
-@_interruptible
+@_guarded
 def compare_cmd(
     designs: DesignsArg,
     scenario: ScenarioOpt = None,
@@ -409,30 +682,32 @@ def compare_cmd(
     engine: EngineOpt = "flow",
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
-    """Run several designs under one scenario and seed; show them side by side."""
+    """Run several designs under one scenario and seed; show them side by side.
+    Exit 0 when every design passes, 1 when any fails."""
     from gym.compare import Comparison
 
-    try:
-        comparison = Comparison(_results(designs, scenario, seed, engine, sets))
-    except GymError as err:
-        raise _fail_invalid(err) from None
+    urls = _url_limit(max_urls, engine)
+    comparison = Comparison(_results(designs, scenario, seed, engine, sets, urls))
+    rs = comparison.results
     if as_json:
         sys.stdout.write(json.dumps(comparison.to_json(), indent=2, allow_nan=False) + "\n")
-        return
-    console = Console(highlight=False, soft_wrap=True)
-    rs = comparison.results
+        raise _exit_all_pass(rs)
+    console = _console()
     table = Table(show_edge=False, pad_edge=False)
     table.add_column("")
     for r in rs:
-        table.add_column(str(r.design.name), justify="right")
-    table.add_row("verdict", *[("[green]PASS[/]" if r.passed else "[red]FAIL[/]") for r in rs])
+        table.add_column(_one_line(r.design.name), justify="right")
+    table.add_row("verdict", *[_verdict(r.passed, bold=False) for r in rs])
     for i, chk in enumerate(rs[0].checks):
         cells = []
         for r in rs:
             c = r.checks[i]
-            mark = "" if c.passed else " [red]x[/]"
-            cells.append(_fmt_measured(c.name, c.measured) + mark)
+            cell = Text(_fmt_measured(c.name, c.measured))
+            if not c.passed:
+                cell.append(" x", style="red")
+            cells.append(cell)
         table.add_row(f"{chk.name} ({chk.op} {chk.target:g})", *cells)
     if not any(c.name == "cost_units" for c in rs[0].checks):
         table.add_row("cost_units", *[str(r.metrics.cost_units) for r in rs])
@@ -441,55 +716,86 @@ def compare_cmd(
         "peak at",
         *[f"{r.metrics.peak_saturation()[1]} t={r.metrics.peak_saturation()[2]:g}s" for r in rs],
     )
-    console.print(f"scenario {rs[0].scenario.name}, engine {rs[0].engine}, seed {rs[0].seed}")
+    console.print(
+        f"scenario {_one_line(rs[0].scenario.name)}, engine {rs[0].engine}, seed {rs[0].seed}"
+    )
     console.print(table)
-    console.print("\n[bold]Differences that matter[/]")
+    console.print(Text("\nDifferences that matter", style="bold"))
     for line in comparison.differences():
-        console.print(f"- {line}", markup=False)
+        console.print(f"- {_one_line(line)}")
+    raise _exit_all_pass(rs)
+
+
+#: Image formats ``gym plot`` writes; a name without an extension gets ``.png``.
+PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 
 
 @app.command("plot")
-@_interruptible
+@_guarded
 def plot_cmd(
     designs: DesignsArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="PNG file to write.")],
+    output: Annotated[
+        Path,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Image file to write: .png, .svg or .pdf (no extension: .png is added).",
+        ),
+    ],
     scenario: ScenarioOpt = None,
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     force: ForceOpt = False,
     sets: SetOpt = None,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
-    """Overlay several designs: saturation, served URLs and frontier backlog over time."""
-    results = _results_for_file(output, force, designs, scenario, seed, engine, sets)
+    """Overlay several designs: saturation, served URLs and frontier backlog over time.
+    Exit 0 when every design passes, 1 when any fails."""
+    from gym.outputs import check_file, write_file
+
+    target = check_file(output, "-o", suffixes=PLOT_SUFFIXES, force=force, default_suffix=".png")
+    results = _results(designs, scenario, seed, engine, sets, _url_limit(max_urls, engine))
     from gym.report import plots
 
-    plots.overlay(results).savefig(output, dpi=110, bbox_inches="tight")
-    Console(highlight=False, soft_wrap=True).print(f"wrote {output}")
+    fig = plots.overlay(results)
+    fmt = target.suffix.lower().lstrip(".")
+    write_file(target, lambda tmp: fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight"), "-o")
+    _console().print(f"wrote {_one_line(target)}")
+    raise _exit_all_pass(results)
 
 
 @app.command("report")
-@_interruptible
+@_guarded
 def report_cmd(
     design: DesignArg,
-    output: Annotated[Path, typer.Option("-o", "--output", help="HTML file to write.")],
+    output: Annotated[
+        Path, typer.Option("-o", "--output", help="HTML file to write (.html or .htm).")
+    ],
     scenario: ScenarioOpt = None,
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
     force: ForceOpt = False,
     sets: SetOpt = None,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
-    """Write a self-contained HTML report of one run (verdict, tables, plots, timeline)."""
-    (result,) = _results_for_file(output, force, [design], scenario, seed, engine, sets)
+    """Write a self-contained HTML report of one run (verdict, tables, plots, timeline).
+    Exit 0 when the design passes, 1 when it fails."""
+    from gym.outputs import check_file, write_file
+
+    target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
+    results = _results([design], scenario, seed, engine, sets, _url_limit(max_urls, engine))
     from gym.report.html import render
 
-    output.write_text(render(result), encoding="utf-8")
-    Console(highlight=False, soft_wrap=True).print(
-        f"wrote {output} ({result.design.name}: {result.verdict.upper()})"
+    write_file(target, render(results[0]), "-o")
+    _console().print(
+        f"wrote {_one_line(target)} ({_one_line(results[0].design.name)}: "
+        f"{results[0].verdict.upper()})"
     )
+    raise _exit_all_pass(results)
 
 
 @app.command("sweep")
-@_interruptible
+@_guarded
 def sweep_cmd(
     design: DesignArg,
     vary: Annotated[
@@ -505,7 +811,7 @@ def sweep_cmd(
     runs: Annotated[int, typer.Option("--runs", help="Seeds per point.", min=1)] = 1,
     seed: SeedOpt = 0,
     engine: EngineOpt = "flow",
-    confidence: ConfidenceOpt = 0.8,
+    confidence: ConfidenceOpt = None,
     output: Annotated[
         Path | None,
         typer.Option(
@@ -520,103 +826,121 @@ def sweep_cmd(
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
-    max_runs: Annotated[
-        int, typer.Option("--max-runs", help="Refuse sweeps of more simulations than this.", min=1)
-    ] = 200_000,
-    max_urls: Annotated[
-        int,
-        typer.Option(
-            "--max-urls",
-            help="With the request engine, refuse sweeps that "
-            "would simulate more URLs than this in all.",
-            min=1,
-        ),
-    ] = DEFAULT_MAX_URLS,
+    max_runs: MaxRunsOpt = 200_000,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
-    Ctrl-C stops it and keeps (and writes, with -o) the rows finished so far."""
+    Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
+    and keeps (and writes, with -o) the rows finished so far."""
     from gym import sweep
     from gym.parallel import make_executor
 
+    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
+    _force_needs(force, output, "-o")
+    if runs == 1 and confidence is not None:
+        raise GymError.single(
+            None, "--confidence", "applies to many runs per point only; add --runs N (N >= 2)"
+        )
+    url_limit = _url_limit(max_urls, engine)
+    target = sweep.check_output(output, force) if output is not None else None
+    axes = sweep.plan(vary, sets)
+    if (planned := sweep.size(axes) * runs) > max_runs:
+        raise GymError.single(
+            None,
+            "--max-runs",
+            f"the sweep would run {planned:,} simulations, more than the limit of "
+            f"{max_runs:,}; allow it with --max-runs {planned}",
+        )
+    s = load_scenario(scenario or default_scenario())
+    if engine == "request" and (urls := expected_urls(s) * planned) > url_limit:
+        raise GymError.single(
+            None,
+            "--max-urls",
+            f"the sweep would simulate about {urls:,.0f} URLs with the request engine, more "
+            f"than the limit of {url_limit:,}; allow it with --max-urls {int(urls * 1.1)}, "
+            "or use the flow engine",
+        )
+    points = sweep.grid(design, vary, sets)
+    executor = _closing(make_executor(workers, scheduler))
+    total = sum(runs for p in points if p.design is not None)
     try:
-        if output is not None:
-            from gym.report.files import check_target
-
-            check_target(output, force, "-o", is_dir=False)
-            if output.suffix.lower() not in (".csv", ".parquet", ".pq"):
-                raise GymError.single(str(output), None, "-o takes a .csv or a .parquet file")
-        s = load_scenario(scenario or default_scenario())
-        points = sweep.grid(design, vary, sets)
-        executor = _closing(make_executor(workers, scheduler))
-        total = sum(runs for p in points if p.design is not None)
-        try:
-            with _count_progress(total, f"{len(points)} points x {runs} runs") as report:
-                rows = sweep.run(
-                    points,
-                    s,
-                    runs=runs,
-                    seed=seed,
-                    engine=engine,
-                    confidence=confidence,
-                    executor=executor,
-                    progress=report,
-                    max_runs=max_runs,
-                    max_urls=max_urls,
-                )
-        except sweep.SweepInterrupted as stop:
-            done = sum(1 for r in stop.rows if r["status"] == "ok")
-            where = ""
-            if output is not None:
-                sweep.write(stop.rows, output)
-                where = f"; written to {output}"
-            Console(stderr=True, highlight=False, soft_wrap=True).print(
-                f"interrupted: {done} of {len(stop.rows)} points finished{where}"
+        with _count_progress(total, f"{len(points)} points x {runs} runs") as report:
+            rows = sweep.run(
+                points,
+                s,
+                runs=runs,
+                seed=seed,
+                engine=engine,
+                confidence=conf,
+                executor=executor,
+                progress=report,
+                max_runs=max_runs,
+                max_urls=url_limit,
             )
-            raise typer.Exit(EXIT_INTERRUPTED) from None
-        if output is not None:
-            sweep.write(rows, output)
-    except GymError as err:
-        raise _fail_invalid(err) from None
+    except sweep.SweepInterrupted as stop:
+        done = sum(1 for r in stop.rows if r["status"] == "ok")
+        where = ""
+        if target is not None:
+            # a second Ctrl-C during the write waits for it, then is dropped here
+            with contextlib.suppress(KeyboardInterrupt):
+                sweep.write(stop.rows, target)
+            where = f"; written to {_one_line(target)}"
+        _console(stderr=True).print(
+            f"interrupted: {done} of {len(stop.rows)} points finished{where}"
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    any_pass = any(r.get("verdict") == "pass" for r in rows)
+    # The rows are printed before the file is written: a write that fails (a full disk)
+    # then loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
-        return
+        if target is not None:
+            sweep.write(rows, target)
+        raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
     console = _wide_console()
-    params = [sweep.parse_vary(v)[0] for v in vary]
+    params = [path for path, _ in axes]
     table = Table(show_edge=False, pad_edge=False)
     slo_cols = [n for n in _slo_names(rows) if n != "cost_units"]
     for col in (*params, "cost", *[_SHORT.get(n, n) for n in slo_cols], "passes", "verdict"):
-        table.add_column(col, justify="right")
+        table.add_column(_one_line(col), justify="right")
     for row in rows:
-        cells = [str(row[p]) for p in params]
+        cells: list[str | Text] = [_one_line(row[p]) for p in params]
         if row["status"] != "ok":
+            label = "invalid" if row["status"] == "invalid" else str(row["status"])
             table.add_row(
                 *cells,
                 "-",
                 *["-" for _ in slo_cols],
                 "-",
-                f"[red]invalid[/]: {row['error']}",
+                Text.assemble((label, "red"), f": {_one_line(row['error'])}"),
             )
             continue
         cells.append(str(row["cost_units"]))
         for n in slo_cols:
             rate = row[f"{n}_pass_rate"]
-            mark = "" if rate == 1 else " [red]x[/]" if rate == 0 else f" ({rate:.0%})"
-            cells.append(_fmt_measured(n, row[f"{n}_mean"]) + mark)
+            cell = Text(_fmt_measured(n, row[f"{n}_mean"]))
+            if rate == 0:
+                cell.append(" x", style="red")
+            elif rate != 1:
+                cell.append(f" ({rate:.0%})")
+            cells.append(cell)
         cells.append(f"{round(row['pass_probability'] * row['runs'])}/{row['runs']}")
-        cells.append("[green]PASS[/]" if row["verdict"] == "pass" else "[red]FAIL[/]")
+        cells.append(_verdict(row["verdict"] == "pass", bold=False))
         table.add_row(*cells)
     rule = (
         "each point's verdict is its run's"
         if runs == 1
-        else f"verdict: PASS if the 95% Wilson lower bound of the pass rate >= {confidence:g}"
+        else f"verdict: PASS if the 95% Wilson lower bound of the pass rate >= {conf:g}"
     )
     console.print(
-        f"scenario {s.name}, engine {engine}, {runs} run(s) per point from seed {seed} "
-        f"({executor.name}); SLO columns are means, x: failed in every run; {rule}"
+        f"scenario {_one_line(s.name)}, engine {engine}, {runs} run(s) per point from seed "
+        f"{seed} ({executor.name}); SLO columns are means, x: failed in every run; {rule}"
     )
     console.print(table)
-    if output is not None:
-        console.print(f"wrote {len(rows)} rows to {output}")
+    if target is not None:
+        sweep.write(rows, target)
+        console.print(f"wrote {len(rows)} rows to {_one_line(target)}")
+    raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
 
 
 _SHORT = {"throughput_rps": "throughput/s", "peak_saturation": "peak sat."}
@@ -625,8 +949,7 @@ _SHORT = {"throughput_rps": "throughput/s", "peak_saturation": "peak sat."}
 def _wide_console() -> Console:
     """Tables of many columns: the terminal's width, or 160 columns when not a terminal."""
     probe = Console()
-    width = None if probe.is_terminal else 160
-    return Console(highlight=False, soft_wrap=True, width=width)
+    return _console(width=None if probe.is_terminal else 160)
 
 
 def _slo_names(rows: list[dict[str, object]]) -> list[str]:
@@ -636,7 +959,7 @@ def _slo_names(rows: list[dict[str, object]]) -> list[str]:
 
 
 @app.command("optimize")
-@_interruptible
+@_guarded
 def optimize_cmd(
     design: Annotated[
         Path | None,
@@ -649,7 +972,7 @@ def optimize_cmd(
     scenario: ScenarioOpt = None,
     runs: Annotated[int, typer.Option("--runs", help="Seeds per candidate design.", min=1)] = 20,
     seed: SeedOpt = 0,
-    confidence: ConfidenceOpt = 0.8,
+    confidence: ConfidenceOpt = None,
     max_cost: Annotated[
         int | None,
         typer.Option(
@@ -662,7 +985,10 @@ def optimize_cmd(
     output: Annotated[
         Path | None,
         typer.Option(
-            "-o", "--output", help="Write the design to this YAML file.", show_default=False
+            "-o",
+            "--output",
+            help="Write the design to this YAML file (.yaml or .yml).",
+            show_default=False,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -670,78 +996,91 @@ def optimize_cmd(
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,
+    max_runs: MaxRunsOpt = 500_000,
 ) -> None:
-    """Find the cheapest design that passes every SLO, and say why nothing cheaper does."""
-    from gym.optimize import design_mapping, search
+    """Find the cheapest design that passes every SLO, and say why nothing cheaper does.
+    Exit 0 when one is found, 1 when none within the cost limit passes."""
+    from gym import optimize
     from gym.parallel import make_executor
 
-    try:
-        if output is not None:
-            from gym.report.files import check_target
+    conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
+    _force_needs(force, output, "-o")
+    if runs == 1 and confidence is not None:
+        raise GymError.single(
+            None, "--confidence", "applies to many runs only; add --runs N (N >= 2)"
+        )
+    target = None
+    if output is not None:
+        from gym.outputs import check_file
 
-            check_target(output, force, "-o", is_dir=False)
-        s = load_scenario(scenario or default_scenario())
-        if sets and design is None:
-            raise GymError.single(None, "--set", "needs a base DESIGN to change")
-        base = load_design(design, sets) if design is not None else None
-        executor = _closing(make_executor(workers, scheduler))
-        with _count_progress(0, "searching") as report:
-            opt = search(
-                s,
-                base=base,
-                runs=runs,
-                seed=seed,
-                confidence=confidence,
-                max_cost=max_cost,
-                executor=executor,
-                progress=report,
-            )
-    except GymError as err:
-        raise _fail_invalid(err) from None
+        target = check_file(output, "-o", suffixes=(".yaml", ".yml"), force=force)
+    if sets and design is None:
+        raise GymError.single(None, "--set", "needs a base DESIGN to change")
+    s = load_scenario(scenario or default_scenario())
+    base = load_design(design, sets) if design is not None else None
+    optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs)
+    executor = _closing(make_executor(workers, scheduler))
+    with _count_progress(0, "searching") as report:
+        opt = optimize.search(
+            s,
+            base=base,
+            runs=runs,
+            seed=seed,
+            confidence=conf,
+            max_cost=max_cost,
+            executor=executor,
+            progress=report,
+            max_runs=max_runs,
+        )
     text = None
     if opt.best is not None:
         low, high = opt.best.result.ci
         header = (
-            f"# The cheapest design found by `gym optimize` for scenario {s.name}: "
-            f"{opt.best.cost} units.\n# Passes every SLO in {opt.best.result.passes}/"
-            f"{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); pass probability "
-            f"95% interval [{low:.2f}, {high:.2f}].\n"
+            f"# The cheapest design found by `gym optimize` for scenario "
+            f"{_one_line(s.name)}: {opt.best.cost} units.\n# Passes every SLO in "
+            f"{opt.best.result.passes}/{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); "
+            f"pass probability 95% interval [{low:.2f}, {high:.2f}].\n"
         )
-        text = header + yaml.safe_dump(design_mapping(opt.best.design), sort_keys=False)
-        if output is not None:
-            output.write_text(text)
+        text = header + dump_yaml(optimize.design_mapping(opt.best.design))
+    # The answer is printed before the file is written: a write that fails loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(opt.to_json(), indent=2, allow_nan=False) + "\n")
     else:
-        console = Console(highlight=False, soft_wrap=True)
+        console = _console()
         console.print(
-            f"scenario {s.name}: {opt.evaluated} unit-aligned designs x {runs} runs, "
-            f"confidence {confidence:g} ({executor.name})"
+            f"scenario {_one_line(s.name)}: {opt.evaluated} unit-aligned designs x {runs} "
+            f"runs, confidence {conf:g} ({executor.name})"
         )
         if text is None or opt.best is None:
-            console.print("[red]No design within the cost limit passes every SLO.[/]")
+            console.print(Text("No design within the cost limit passes every SLO.", style="red"))
         else:
             console.print(
-                f"\n[bold]Cheapest passing design: {opt.best.cost} units[/]"
-                f" ({opt.best.describe()})\n"
+                Text.assemble(
+                    "\n",
+                    (f"Cheapest passing design: {opt.best.cost} units", "bold"),
+                    f" ({opt.best.describe()})\n",
+                )
             )
-            console.print(text, markup=False)
-        console.print("[bold]Why nothing cheaper passes[/]")
+            console.print(text)
+        console.print(Text("Why nothing cheaper passes", style="bold"))
         for line in opt.why_nothing_cheaper():
-            console.print(f"- {line}", markup=False)
+            console.print(f"- {_one_line(line)}")
         if opt.runner_ups:
-            console.print("\n[bold]More margin for more units[/]")
+            console.print(Text("\nMore margin for more units", style="bold"))
             for c in opt.runner_ups:
                 console.print(
-                    f"- {c.cost} units ({c.describe()}): smallest SLO margin {c.margin():.1%}",
-                    markup=False,
+                    f"- {c.cost} units ({c.describe()}): smallest SLO margin {c.margin():.1%}"
                 )
-        if output is not None and text is not None:
-            console.print(f"\nwrote {output}")
+    if target is not None and text is not None:
+        from gym.outputs import write_file
+
+        write_file(target, text, "-o")
+        _console(stderr=as_json).print(f"\nwrote {_one_line(target)}")
     raise typer.Exit(EXIT_PASS if opt.best is not None else EXIT_FAIL)
 
 
 @app.command("estimate")
+@_guarded
 def estimate_cmd(
     design: Annotated[
         Path | None,
@@ -784,21 +1123,21 @@ def estimate_cmd(
         if sets and design is None:
             raise GymError.single(None, "--set", "needs a DESIGN to change")
         d = load_design(design, sets) if design is not None else None
+        base = s.base_rps if pages_per_s is None else pages_per_s
+        peak = base * max(stage.multiplier for stage in s.load)
+        hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
+        inputs = Inputs(
+            pages_per_s=base,
+            peak_pages_per_s=peak,
+            page_kb=page_kb,
+            compression=compression,
+            urls=urls,
+            fp_rate=fp,
+            hit_ratio=hit,
+            crawl_delay_s=s.web.crawl_delay_s,
+        )
     except GymError as err:
         raise _fail_invalid(err) from None
-    base = s.base_rps if pages_per_s is None else pages_per_s
-    peak = base * max(stage.multiplier for stage in s.load)
-    hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
-    inputs = Inputs(
-        pages_per_s=base,
-        peak_pages_per_s=peak,
-        page_kb=page_kb,
-        compression=compression,
-        urls=urls,
-        fp_rate=fp,
-        hit_ratio=hit,
-        crawl_delay_s=s.web.crawl_delay_s,
-    )
     figures = estimate(inputs)
     if as_json:
         data = {"inputs": dict(inputs.__dict__), "figures": [f.to_json() for f in figures]}
@@ -812,11 +1151,14 @@ def estimate_cmd(
         whole = abs(f.value) >= 100 or float(f.value).is_integer()
         value = f"{f.value:,.0f}" if whole else f"{f.value:,.2f}"
         table.add_row(f.label, value, f.unit, f.formula)
-    console.print(f"from scenario {s.name}" + (f" and design {d.name}" if d else ""))
+    console.print(
+        f"from scenario {_one_line(s.name)}" + (f" and design {_one_line(d.name)}" if d else "")
+    )
     console.print(table)
 
 
 @app.command("schema")
+@_guarded
 def schema_cmd(
     output: Annotated[
         Path, typer.Option("-o", "--output", help="Directory for the JSON Schema files.")
@@ -838,10 +1180,11 @@ def schema_cmd(
         written = schema.write(output, docs, force)
     except GymError as err:
         raise _fail_invalid(err) from None
-    Console(highlight=False, soft_wrap=True).print("wrote " + ", ".join(str(p) for p in written))
+    _console().print("wrote " + ", ".join(_one_line(p) for p in written))
 
 
 @app.command("validate")
+@_guarded
 def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
     try:
@@ -854,11 +1197,14 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt =
         raise _fail_invalid(err) from None
     units = costing.units(d, s.catalog)
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
-    console = Console(highlight=False, soft_wrap=True)
-    console.print(f"{design}: valid design '{d.name}', {sum(units.values())} units ({parts})")
+    console = _console()
     console.print(
-        f"{s._source}: valid scenario '{s.name}', {s.duration_s:g} s, {len(s.load)} load "
-        f"stage(s), {len(s.faults)} fault(s), {_count_slos(s)} SLO(s)"
+        f"{_one_line(design)}: valid design '{_one_line(d.name)}', {sum(units.values())} "
+        f"units ({parts})"
+    )
+    console.print(
+        f"{_one_line(s._source)}: valid scenario '{_one_line(s.name)}', {s.duration_s:g} s, "
+        f"{len(s.load)} load stage(s), {len(s.faults)} fault(s), {_count_slos(s)} SLO(s)"
     )
 
 
@@ -896,8 +1242,13 @@ def _count_slos(s: object) -> int:
 def _print_result(r: Result, console: Console) -> None:
     m = r.metrics
     console.print(
-        f"design [bold]{r.design.name}[/] ({r.design._source}), scenario "
-        f"[bold]{r.scenario.name}[/] ({r.scenario._source}), engine {r.engine}, seed {r.seed}",
+        Text.assemble(
+            "design ",
+            (_one_line(r.design.name), "bold"),
+            f" ({_one_line(r.design._source)}), scenario ",
+            (_one_line(r.scenario.name), "bold"),
+            f" ({_one_line(r.scenario._source)}), engine {r.engine}, seed {r.seed}",
+        ),
         soft_wrap=True,
     )
     table = Table(show_edge=False, pad_edge=False)
@@ -908,13 +1259,12 @@ def _print_result(r: Result, console: Console) -> None:
         measured = _fmt_measured(chk.name, chk.measured)
         if chk.name == "peak_saturation" and peak_component is not None:
             measured += f" ({peak_component}, t={peak_at:g}s)"
-        mark = "[green]PASS[/]" if chk.passed else "[bold red]FAIL[/]"
+        mark = _verdict(chk.passed, bold=not chk.passed)
         table.add_row(chk.name, f"{chk.op} {chk.target:g}", measured, mark)
     if not r.checks:
         table.add_row("(the scenario lists no SLOs)", "", "", "")
     console.print(table)
-    verdict = "[bold green]PASS[/]" if r.passed else "[bold red]FAIL[/]"
-    console.print(f"\nVerdict: {verdict}")
+    console.print(Text.assemble("\nVerdict: ", _verdict(r.passed)))
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
         f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed{skipped} + "
@@ -966,10 +1316,10 @@ def _print_result(r: Result, console: Console) -> None:
     headlines = [e for e in r.explanations if e.kind == "slo"]
     details = [e for e in r.explanations if e.kind != "slo"]
     if headlines:
-        console.print("\n[bold]Why it fails[/]")
+        console.print(Text("\nWhy it fails", style="bold"))
         _print_explanations(headlines, console)
     if details:
-        console.print("\n[bold]Where URLs were lost[/]" if m.failed else "\n[bold]Notes[/]")
+        console.print(Text("\nWhere URLs were lost" if m.failed else "\nNotes", style="bold"))
         _print_explanations(details, console)
 
 
@@ -991,7 +1341,9 @@ def _print_budget(r: Result, console: Console) -> None:
             f"{c} {n:,}" for c, n in sorted(e.by_cause.items(), key=lambda x: -x[1]) if n
         )
         frac = f"{e.urls / b.allowed:.0%}" if b.allowed else "-"
-        table.add_row(f"{e.name} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes)
+        table.add_row(
+            f"{_one_line(e.name)} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes
+        )
     console.print(table)
 
 
@@ -1018,13 +1370,15 @@ def _print_explanations(explanations: list[Explanation], console: Console) -> No
     width = max(console.width, 40)
     for e in explanations:
         console.print(
-            textwrap.fill(e.text, width, initial_indent="- ", subsequent_indent="  "),
+            textwrap.fill(_one_line(e.text), width, initial_indent="- ", subsequent_indent="  "),
             markup=False,
             soft_wrap=True,
         )
         for line in e.details:
             console.print(
-                textwrap.fill(line, width, initial_indent="    * ", subsequent_indent="      "),
+                textwrap.fill(
+                    _one_line(line), width, initial_indent="    * ", subsequent_indent="      "
+                ),
                 markup=False,
                 soft_wrap=True,
             )

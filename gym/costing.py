@@ -44,12 +44,10 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
         "fetchers": design.fetchers.replicas,
         "cache": cache_units(design.cache.hit_ratio, catalog) or _MAX_CACHE_UNITS,
         "resolver": 0,
-        "page_store": math.ceil(design.page_store.rps / catalog.page_store.rps - 1e-12),
+        "page_store": units_for(design.page_store.rps, catalog.page_store.rps),
     }
     if design.async_writer is not None:
-        per["async_writer"] = math.ceil(
-            design.async_writer.buffer / catalog.async_writer.buffer - 1e-12
-        )
+        per["async_writer"] = units_for(design.async_writer.buffer, catalog.async_writer.buffer)
     return {name: per[name] for name in COMPONENTS if name in per}
 
 
@@ -57,13 +55,16 @@ def frontier_units(design: Design, catalog: Catalog) -> int:
     """max(ceil(drain / 30,000), ceil(buffer / 100,000), ceil(back queues / 20,000)); the
     back queues count only when the design sets them (else the units' own are used)."""
     f, unit = design.frontier, catalog.frontier
-    needs = [
-        math.ceil(f.drain_rps / unit.drain_rps - 1e-12),
-        math.ceil(f.buffer / unit.buffer - 1e-12),
-    ]
+    needs = [units_for(f.drain_rps, unit.drain_rps), units_for(f.buffer, unit.buffer)]
     if f.back_queues is not None:
-        needs.append(math.ceil(f.back_queues / unit.back_queues - 1e-12))
+        needs.append(units_for(f.back_queues, unit.back_queues))
     return max(needs)
+
+
+def units_for(amount: float, per_unit: float) -> int:
+    """Units that provide ``amount``: whole units, at least one (a component that is there
+    costs a unit, however little it does), with a relative tolerance for decimal inputs."""
+    return max(1, math.ceil(amount / per_unit * (1 - 1e-12)))
 
 
 @dataclass(frozen=True)

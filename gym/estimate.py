@@ -7,8 +7,22 @@ Every figure carries the formula that gave it. Units are decimal: 1 KB = 1,000 b
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Any
+
+from gym.errors import GymError, Problem
+
+#: Each input's range (inclusive), and the ``gym estimate`` option that sets it.
+_RANGES: dict[str, tuple[float, float, str]] = {
+    "pages_per_s": (0, 1e9, "--pages-per-s"),
+    "peak_pages_per_s": (0, 1e12, "--pages-per-s"),
+    "page_kb": (0, 1e6, "--page-kb"),
+    "compression": (1, 1e3, "--compression"),
+    "urls": (1, 1e13, "--urls"),
+    "fp_rate": (1e-12, 0.999, "--fp"),
+    "hit_ratio": (0, 1, "cache.hit_ratio"),
+    "crawl_delay_s": (0.001, 3600, "web.crawl_delay_s"),
+}
 
 
 @dataclass(frozen=True)
@@ -23,6 +37,23 @@ class Inputs:
     fp_rate: float = 0.01
     hit_ratio: float = 0.92
     crawl_delay_s: float = 1.0
+
+    def __post_init__(self) -> None:
+        """Every input a finite number in its range: no figure is infinite or NaN."""
+        problems: list[Problem] = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            low, high, option = _RANGES[f.name]
+            if any(p.field == option for p in problems):
+                continue  # the peak follows from the base: one line is enough
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                problems.append(Problem(None, option, f"must be a number (got {value!r})"))
+            elif not (math.isfinite(value) and low <= value <= high):
+                problems.append(
+                    Problem(None, option, f"must be from {low:g} to {high:g} (got {value:g})")
+                )
+        if problems:
+            raise GymError(problems)
 
 
 @dataclass(frozen=True)

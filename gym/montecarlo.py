@@ -22,6 +22,8 @@ from gym.scoring import SLO_NAMES
 
 Z95 = 1.959963984540054
 DEFAULT_CONFIDENCE = 0.8
+#: The most seeds of one design a command runs (memory and time stay bounded).
+MAX_RUNS = 100_000
 
 
 def wilson(passes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -73,6 +75,20 @@ def task(
         tick_ms,
         max_urls,
     )
+
+
+def tasks_for(
+    design: Design,
+    scenario: Scenario,
+    seeds: range,
+    engine: str = "flow",
+    tick_ms: int = 10,
+    max_urls: int = 2_000_000,
+) -> list[Task]:
+    """One task per seed; the design and scenario are dumped once and shared, so many
+    runs cost memory for their seeds only."""
+    d, s = design.model_dump(mode="json"), scenario.model_dump(mode="json")
+    return [Task(d, s, seed, engine, tick_ms, max_urls) for seed in seeds]
 
 
 def evaluate(t: Task) -> dict[str, Any]:
@@ -213,7 +229,11 @@ def run_many(
     tick_ms: int = 10,
     max_urls: int = 2_000_000,
 ) -> MonteCarloResult:
-    """Run seeds ``seed .. seed + runs - 1`` and summarize them."""
-    tasks = [task(design, scenario, seed + i, engine, tick_ms, max_urls) for i in range(runs)]
+    """Run seeds ``seed .. seed + runs - 1`` and summarize them (at most :data:`MAX_RUNS`)."""
+    if not 1 <= runs <= MAX_RUNS:
+        from gym.errors import GymError
+
+        raise GymError.single(None, "runs", f"{runs:,} must be 1 to {MAX_RUNS:,}")
+    tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
     results = (executor or Serial()).map(evaluate, tasks, progress)
     return MonteCarloResult(results, confidence)

@@ -13,14 +13,18 @@ designs that buy more margin. Deterministic for a seed: same scenario, same answ
 
 from __future__ import annotations
 
-import itertools
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gym.costing import cache_hit_ratio
-from gym.errors import GymError
+from pydantic import ValidationError
+
+from gym.costing import cache_hit_ratio, cache_units
+from gym.costing import check as check_units
+from gym.costing import units as costing_units
+from gym.errors import GymError, Problem
 from gym.models import Design, Scenario
-from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
+from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Progress, Serial
 
 COMPONENTS = ("frontier", "fetchers", "cache", "page_store", "async_writer")
@@ -78,6 +82,7 @@ class Optimum:
     runner_ups: list[Candidate] = field(default_factory=list)
     cheaper: list[Candidate] = field(default_factory=list)  # the best try at each lower cost
     evaluated: int = 0
+    skipped: int = 0  # unit sets no design file can say (beyond a field's limit)
     runs: int = 0
     confidence: float = DEFAULT_CONFIDENCE
 
@@ -111,6 +116,7 @@ class Optimum:
             "runs_per_design": self.runs,
             "confidence": self.confidence,
             "designs_evaluated": self.evaluated,
+            "designs_skipped": self.skipped,
             "why_nothing_cheaper": self.why_nothing_cheaper(),
             "runner_ups": [cand(c) for c in self.runner_ups],
         }
@@ -130,7 +136,12 @@ class Optimum:
 def unit_design(
     units: dict[str, int], scenario: Scenario, base: Design | None, name: str
 ) -> Design:
-    """The design that gets the most out of ``units`` under the scenario's catalog."""
+    """The design that gets the most out of ``units`` under the scenario's catalog.
+
+    Raises :class:`GymError` when no design file can say it: a figure beyond a field's
+    limit (two frontier units of a catalog's 1e9 URLs/s), or a hit ratio so close to 1
+    that it cannot be told from 1 or from the next number of cache units.
+    """
     cat = scenario.catalog
     data: dict[str, Any] = base.model_dump(mode="json") if base is not None else {}
     data["name"] = name
@@ -142,7 +153,9 @@ def unit_design(
     fetchers.update(replicas=units["fetchers"], rps_per_replica=cat.fetchers.max_rps_per_replica)
     data["fetchers"] = fetchers
     cache = data.get("cache", {})
-    cache["hit_ratio"] = round(cache_hit_ratio(units["cache"], cat), 12)
+    ratio = cache_hit_ratio(units["cache"], cat)
+    shown = round(ratio, 12)  # 0.96, not 0.9600000000000001, when that is still exact
+    cache["hit_ratio"] = shown if shown < 1 and cache_units(shown, cat) == units["cache"] else ratio
     data["cache"] = cache
     store = data.get("page_store", {})
     store["rps"] = units["page_store"] * cat.page_store.rps
@@ -153,7 +166,24 @@ def unit_design(
         data["async_writer"] = writer
     else:
         data["async_writer"] = None
-    return Design.model_validate(data)
+    what = ", ".join(f"{k} {v}" for k, v in units.items() if v)
+    try:
+        design = Design.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise GymError.single(
+            None, where, f"{what}: beyond the field's limit under this catalog"
+        ) from None
+    problems = check_units(design, cat)
+    got = {k: v for k, v in costing_units(design, cat).items() if k != "resolver"}
+    if problems or got != {k: v for k, v in units.items() if v}:
+        raise GymError.single(
+            None,
+            "cache.hit_ratio",
+            f"{what}: the hit ratio {ratio!r} cannot be told from that of another number "
+            "of cache units",
+        )
+    return design
 
 
 def design_mapping(design: Design) -> dict[str, Any]:
@@ -163,14 +193,111 @@ def design_mapping(design: Design) -> dict[str, Any]:
 
 
 def _unit_sets(cost: int) -> list[dict[str, int]]:
+    """Every split of ``cost`` units: at least one each of frontier, fetchers, cache and
+    page store, the rest (possibly none) to the writer. There are C(cost, 4) of them."""
     out = []
-    for f, r, c, s in itertools.product(range(1, cost + 1), repeat=4):
-        w = cost - f - r - c - s
-        if w >= 0:
-            out.append(
-                {"frontier": f, "fetchers": r, "cache": c, "page_store": s, "async_writer": w}
-            )
+    for f in range(1, cost - 2):
+        for r in range(1, cost - f - 1):
+            for c in range(1, cost - f - r):
+                for st in range(1, cost - f - r - c + 1):
+                    out.append(
+                        {
+                            "frontier": f,
+                            "fetchers": r,
+                            "cache": c,
+                            "page_store": st,
+                            "async_writer": cost - f - r - c - st,
+                        }
+                    )
     return out
+
+
+#: Simulations an optimization may run at most, unless allowed more (``--max-runs``).
+DEFAULT_MAX_RUNS = 500_000
+
+
+def cost_limit(scenario: Scenario, max_cost: int | None) -> int:
+    """The most units the search goes to: ``max_cost``, else the cost SLO, else 20."""
+    if max_cost is not None:
+        return max_cost
+    slo = scenario.slos.cost_units
+    return int(slo.max) if slo is not None else 20
+
+
+def designs_up_to(limit: int) -> int:
+    """Unit-aligned designs of 4 to ``limit`` units: the sum of C(c, 4), = C(limit + 1, 5)."""
+    return math.comb(limit + 1, 5) if limit >= 4 else 0
+
+
+def check(
+    scenario: Scenario,
+    *,
+    runs: int,
+    confidence: float,
+    max_cost: int | None,
+    max_runs: int = DEFAULT_MAX_RUNS,
+) -> int:
+    """Refuse, before anything runs, a search that cannot find anything or is too large;
+    returns the cost limit. Computed, not tried: the worst case is every design up to
+    the limit, each over ``runs`` seeds."""
+    from gym.montecarlo import runs_needed, wilson
+
+    problems = []
+    slo = scenario.slos.cost_units
+    limit = cost_limit(scenario, max_cost)
+    if max_cost is None and limit < 4:
+        problems.append(
+            Problem(
+                scenario._source,
+                "slos.cost_units.max",
+                f"{slo.max if slo else limit:g}: no design costs less than 4 units (one each "
+                "of frontier, fetchers, cache and page store), so none can pass",
+            )
+        )
+    elif limit < 4:
+        problems.append(Problem(None, "--max-cost", f"{limit}: a design needs at least 4 units"))
+    elif max_cost is not None and slo is not None and max_cost > slo.max:
+        problems.append(
+            Problem(
+                None,
+                "--max-cost",
+                f"{max_cost}: designs over the scenario's cost SLO ({slo.max:g} units) "
+                f"cannot pass; use --max-cost {int(slo.max)} or less",
+            )
+        )
+    if runs > 1:
+        if confidence >= 1:
+            problems.append(
+                Problem(
+                    None,
+                    "--confidence",
+                    f"{confidence:g}: no number of runs shows a pass probability of 1 with "
+                    "95% confidence; use a value below 1",
+                )
+            )
+        elif wilson(runs, runs)[0] < confidence:
+            problems.append(
+                Problem(
+                    None,
+                    "--runs",
+                    f"{runs} runs cannot show a pass probability of {confidence:g} with 95% "
+                    f"confidence even if every run passes, so nothing would be found; use "
+                    f"--runs {runs_needed(confidence)} or more",
+                )
+            )
+    if not problems and (total := designs_up_to(limit) * runs) > max_runs:
+        problems.append(
+            Problem(
+                None,
+                "--max-runs",
+                f"up to {designs_up_to(limit):,} designs of 4 to {limit} units x {runs} runs "
+                f"= {total:,} simulations, more than the limit of {max_runs:,}; lower "
+                f"--max-cost or --runs, or allow it with --max-runs {total}",
+            )
+        )
+    if problems:
+        raise GymError(problems)
+    return limit
 
 
 def search(
@@ -184,15 +311,12 @@ def search(
     beyond: int = 1,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    max_runs: int = DEFAULT_MAX_RUNS,
 ) -> Optimum:
-    """Search up in cost for the cheapest design that passes; see the module docstring."""
+    """Search up in cost for the cheapest design that passes; see the module docstring.
+    Refuses (GymError, before running anything) what :func:`check` refuses."""
     executor = executor or Serial()
-    limit = max_cost
-    if limit is None:
-        slo = scenario.slos.cost_units
-        limit = int(slo.max) if slo is not None else 20
-    if limit < 4:
-        raise GymError.single(None, "max_cost", f"{limit}: a design needs at least 4 units")
+    limit = check(scenario, runs=runs, confidence=confidence, max_cost=max_cost, max_runs=max_runs)
     opt = Optimum(best=None, runs=runs, confidence=confidence)
     passing: list[Candidate] = []
     stop_at = limit
@@ -200,9 +324,17 @@ def search(
     for cost in range(4, limit + 1):
         if cost > stop_at:
             break
-        sets = _unit_sets(cost)
-        designs = [unit_design(u, scenario, base, name) for u in sets]
-        tasks = [task(d, scenario, seed + k) for d in designs for k in range(runs)]
+        sets, designs = [], []
+        for u in _unit_sets(cost):
+            try:
+                designs.append(unit_design(u, scenario, base, name))
+            except GymError:
+                opt.skipped += 1
+                continue
+            sets.append(u)
+        if not designs:
+            continue
+        tasks = [t for d in designs for t in tasks_for(d, scenario, range(seed, seed + runs))]
         results = executor.map(evaluate, tasks, progress)
         level = []
         for i, (u, d) in enumerate(zip(sets, designs, strict=True)):

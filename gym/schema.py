@@ -231,12 +231,18 @@ def write(schema_dir: Path | None, docs_dir: Path | None, force: bool = False) -
                     "Generated from the models by `gym schema",
                 )
             )
+    from gym.outputs import check_dir, check_file, write_file
+
+    for directory, option in ((schema_dir, "-o"), (docs_dir, "--docs")):
+        if directory is not None:
+            check_dir(directory, option, force=True)  # our files are checked one by one
     for path, _, marker in planned:
+        option = "--docs" if path.suffix == ".md" else "-o"
+        check_file(path, option, suffixes=(path.suffix,), force=True)
         if path.exists() and not force and marker not in path.read_text(errors="replace"):
             raise GymError.single(
                 str(path), None, "exists and was not written by gym schema; pass --force"
             )
     for path, text, _ in planned:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
+        write_file(path, text, "--docs" if path.suffix == ".md" else "-o")
     return [p for p, _, _ in planned]

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from gym.errors import GymError
-from gym.loading import load_design, parse_override
+from gym.loading import load_design, parse_override, whole_number
 from gym.models import Design, Scenario
-from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, task
+from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
 
 MAX_POINTS = 100_000
@@ -26,29 +27,86 @@ MAX_POINTS = 100_000
 DEFAULT_MAX_RUNS = 200_000
 
 
-def parse_vary(text: str) -> tuple[str, list[Any]]:
-    """``path=a..b[:step]`` or ``path=v1,v2,...`` -> (path, values)."""
-    keys, _ = parse_override(text.split("=", 1)[0] + "=0")
+def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
+    """``path=a..b[:step]`` or ``path=v1,v2,...`` -> (path, values).
+
+    A range's size is computed before any list is built, so ``1..1000000000`` is refused
+    at once; a value listed twice is refused (it would be the same point twice)."""
+    key, sep, _ = text.partition("=")
+    if not sep or not all(k.strip() for k in key.split(".")):
+        raise _bad(text, "is not PATH=VALUES (for example fetchers.replicas=2..6)")
+    keys, _ = parse_override(key + "=0", "--vary")
     path = ".".join(keys)
     raw = text.partition("=")[2].strip()
     if not raw:
-        raise GymError.single(
-            None, "--vary", f"{text!r}: give values, e.g. {path}=2..6 or {path}=1,2"
-        )
+        raise _bad(text, f"give values, e.g. {path}=2..6 or {path}=1,2")
     if ".." in raw and "," not in raw:
         lo_hi, _, step_text = raw.partition(":")
         lo_text, _, hi_text = lo_hi.partition("..")
         try:
-            lo, hi, step = int(lo_text), int(hi_text), int(step_text or 1)
+            lo, hi, step = (
+                whole_number(lo_text),
+                whole_number(hi_text),
+                whole_number(step_text or "1"),
+            )
         except ValueError:
-            raise GymError.single(
-                None, "--vary", f"{text!r}: a range takes whole numbers, e.g. {path}=2..6"
-            ) from None
+            raise _bad(text, f"a range takes whole numbers, e.g. {path}=2..6") from None
         if step <= 0 or hi < lo:
-            raise GymError.single(None, "--vary", f"{text!r}: the range is empty")
-        return path, list(range(lo, hi + 1, step))
-    values = [parse_override(f"{path}={item.strip()}")[1] for item in raw.split(",")]
+            raise _bad(text, "the range is empty")
+        count = (hi - lo) // step + 1
+        if count > MAX_POINTS:
+            raise _bad(text, f"{count:,} values; the limit is {MAX_POINTS:,} points")
+        return path, range(lo, hi + 1, step)
+    items = raw.split(",")
+    if len(items) > MAX_POINTS:
+        raise _bad(text, f"{len(items):,} values; the limit is {MAX_POINTS:,} points")
+    values = [parse_override(f"{path}={item.strip()}", "--vary")[1] for item in items]
+    seen: list[Any] = []
+    for value in values:
+        if any(type(value) is type(v) and value == v for v in seen):
+            raise _bad(text, f"{_yaml_scalar(value)} is listed twice")
+        seen.append(value)
     return path, values
+
+
+def _bad(text: str, message: str) -> GymError:
+    return GymError.single(None, "--vary", f"{text!r}: {message}")
+
+
+def _overlaps(a: str, b: str) -> bool:
+    return a == b or a.startswith(b + ".") or b.startswith(a + ".")
+
+
+def plan(varies: list[str], fixed: list[str] | None = None) -> list[tuple[str, Sequence[Any]]]:
+    """The axes of the grid, checked: each path varied once, none also fixed by ``--set``,
+    at most :data:`MAX_POINTS` points in all (computed, not built)."""
+    if not varies:
+        raise GymError.single(None, "--vary", "give at least one PATH=VALUES")
+    axes = [parse_vary(v) for v in varies]
+    for i, (path, _) in enumerate(axes):
+        for j in range(i):
+            if _overlaps(path, axes[j][0]):
+                raise GymError.single(
+                    None,
+                    "--vary",
+                    f"{varies[j]!r} and {varies[i]!r} vary the same field; give each once",
+                )
+        for text in fixed or []:
+            keys, _ = parse_override(text)
+            if _overlaps(path, ".".join(keys)):
+                raise GymError.single(
+                    None,
+                    "--vary",
+                    f"{varies[i]!r} varies what --set {text} sets; give it one way only",
+                )
+    if size(axes) > MAX_POINTS:
+        raise GymError.single(None, "--vary", f"{size(axes):,} points; the limit is {MAX_POINTS:,}")
+    return axes
+
+
+def size(axes: list[tuple[str, Sequence[Any]]]) -> int:
+    """Points in the grid of ``axes``."""
+    return math.prod(len(values) for _, values in axes)
 
 
 @dataclass(frozen=True)
@@ -61,13 +119,17 @@ class Point:
 
 
 def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[Point]:
-    """Every combination of the ``--vary`` values over the base design."""
-    axes = [parse_vary(v) for v in varies]
-    size = 1
-    for _, values in axes:
-        size *= len(values)
-    if size > MAX_POINTS:
-        raise GymError.single(None, "--vary", f"{size:,} points; the limit is {MAX_POINTS:,}")
+    """Every combination of the ``--vary`` values over the base design.
+
+    A value the design file itself would refuse (a wrong path, type or range) is an input
+    error (GymError) found before anything runs: each value is first tried alone."""
+    axes = plan(varies, fixed)
+    for path, values in axes:
+        for value in values:
+            try:
+                load_design(base, [*(fixed or []), f"{path}={_yaml_scalar(value)}"])
+            except GymError as err:
+                raise _point_error(path, value, varies, axes, err) from None
     points = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         chosen = {path: value for (path, _), value in zip(axes, combo, strict=True)}
@@ -75,8 +137,29 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
         try:
             points.append(Point(chosen, load_design(base, sets), None))
         except GymError as err:
-            points.append(Point(chosen, None, "; ".join(p.message for p in err.problems)))
+            shown = ", ".join(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())
+            raise GymError.single(
+                None,
+                "--vary",
+                f"the point {shown} is not a valid design: "
+                + "; ".join(str(p) for p in err.problems),
+            ) from None
     return points
+
+
+def _point_error(
+    path: str,
+    value: Any,
+    varies: list[str],
+    axes: list[tuple[str, Sequence[Any]]],
+    err: GymError,
+) -> GymError:
+    text = varies[[p for p, _ in axes].index(path)]
+    own = f" (from --set {path}={_yaml_scalar(value)})"  # this --vary, not a --set
+    reasons = "; ".join(str(p).replace(own, "") for p in err.problems)
+    return GymError.single(
+        None, "--vary", f"{text!r}: {path}={_yaml_scalar(value)} is not valid: {reasons}"
+    )
 
 
 def _yaml_scalar(value: Any) -> str:
@@ -118,9 +201,8 @@ def run(
         if problems:
             errors[i] = "; ".join(f"{q.field}: {q.message}" for q in problems)
             continue
-        for k in range(runs):
-            tasks.append(task(p.design, scenario, seed + k, engine))
-            owners.append(i)
+        tasks += tasks_for(p.design, scenario, range(seed, seed + runs), engine)
+        owners += [i] * runs
     if len(tasks) > max_runs:
         raise GymError.single(
             None,
@@ -156,7 +238,9 @@ def run(
             rows.append(row)
             continue
         if len(by_point.get(i, [])) < runs:
-            row.update(status="not run", error="interrupted (Ctrl-C) before this point ran")
+            row.update(
+                status="not run", error="interrupted (Ctrl-C or SIGTERM) before this point ran"
+            )
             rows.append(row)
             continue
         assert p.design is not None
@@ -188,20 +272,35 @@ class SweepInterrupted(KeyboardInterrupt):
         self.rows = rows
 
 
+SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def check_output(path: Path, force: bool) -> Path:
+    """Check ``-o`` before the sweep runs: a new (or, with ``force``, replaceable) .csv or
+    .parquet file in a writable directory; Parquet needs pyarrow."""
+    import importlib.util
+
+    from gym.outputs import check_file
+
+    target = check_file(path, "-o", suffixes=SUFFIXES, force=force)
+    if target.suffix.lower() != ".csv" and importlib.util.find_spec("pyarrow") is None:
+        raise GymError.single(
+            str(path), None, "-o: writing Parquet needs pyarrow: pip install pyarrow"
+        )
+    return target
+
+
 def write(rows: list[dict[str, Any]], path: Path) -> None:
-    """Rows to CSV or Parquet, by the file's extension."""
+    """Rows to CSV or Parquet, by the file's extension, written atomically."""
     import pandas as pd
+
+    from gym.outputs import write_file
 
     df = pd.DataFrame(rows)
     suffix = path.suffix.lower()
-    if suffix == ".csv":
-        df.to_csv(path, index=False)
-    elif suffix in (".parquet", ".pq"):
-        try:
-            df.to_parquet(path, index=False)
-        except ImportError:
-            raise GymError.single(
-                str(path), None, "writing Parquet needs pyarrow: pip install pyarrow"
-            ) from None
-    else:
+    if suffix not in SUFFIXES:
         raise GymError.single(str(path), None, "-o takes a .csv or a .parquet file")
+    if suffix == ".csv":
+        write_file(path, lambda tmp: df.to_csv(tmp, index=False), "-o")
+    else:
+        write_file(path, lambda tmp: df.to_parquet(tmp, index=False), "-o")

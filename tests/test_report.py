@@ -105,18 +105,20 @@ def test_utilization_plot_shows_every_event_and_the_starter_over_100_percent() -
 
 
 def test_plot_overlays_designs(tmp_path: Path) -> None:
-    """gym plot DESIGN DESIGN -o FILE.png writes one PNG; it refuses to replace it."""
+    """gym plot DESIGN DESIGN -o FILE.png writes one PNG (exit 1: the starter fails); it
+    refuses to replace it."""
     out = tmp_path / "both.png"
-    assert _invoke("plot", str(REFERENCE), str(STARTER), "-o", str(out)).exit_code == 0
+    assert _invoke("plot", str(REFERENCE), str(STARTER), "-o", str(out)).exit_code == 1
     assert out.read_bytes().startswith(PNG)
     assert _invoke("plot", str(REFERENCE), "-o", str(out)).exit_code == 2
     assert _invoke("plot", str(REFERENCE), "-o", str(out), "--force").exit_code == 0
 
 
 def test_compare_side_by_side() -> None:
-    """gym compare: the verdicts, each SLO, and the differences that matter."""
+    """gym compare: the verdicts, each SLO, and the differences that matter; exit 1 since
+    the starter fails."""
     res = _invoke("compare", str(REFERENCE), str(STARTER))
-    assert res.exit_code == 0
+    assert res.exit_code == 1
     assert "PASS" in res.stdout and "FAIL" in res.stdout
     assert "cheapest passing design: reference (7 units)" in res.stdout
     data = json.loads(_invoke("compare", str(REFERENCE), str(STARTER), "--json").stdout)
@@ -127,7 +129,7 @@ def test_compare_side_by_side() -> None:
 def test_html_report_is_self_contained(tmp_path: Path) -> None:
     """gym report: one HTML file with the verdict, tables, embedded plots, no network."""
     out = tmp_path / "report.html"
-    assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 0
+    assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 1
     html = out.read_text()
     assert "Verdict: <span class='fail'>FAIL</span>" in html
     assert html.count("data:image/png;base64,") == 3

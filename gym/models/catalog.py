@@ -11,9 +11,12 @@ class FrontierUnit(InputModel):
     """One frontier unit."""
 
     drain_rps: Rate = Field(30_000, description="URLs/s one frontier unit can hand out.")
-    buffer: int = Field(100_000, description="URLs one frontier unit can hold.", gt=0)
+    buffer: int = Field(100_000, description="URLs one frontier unit can hold.", gt=0, le=10**12)
     back_queues: int = Field(
-        20_000, description="Per-host back queues (hosts in flight) one frontier unit runs.", gt=0
+        20_000,
+        description="Per-host back queues (hosts in flight) one frontier unit runs.",
+        gt=0,
+        le=10**9,
     )
 
 
@@ -39,7 +42,9 @@ class PageStoreUnit(InputModel):
 class AsyncWriterUnit(InputModel):
     """One async-writer unit."""
 
-    buffer: int = Field(100_000, description="Writes one async-writer unit can hold.", gt=0)
+    buffer: int = Field(
+        100_000, description="Writes one async-writer unit can hold.", gt=0, le=10**12
+    )
 
 
 class Catalog(InputModel):

@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import math
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+
+def _whole_float_to_int(value: Any) -> Any:
+    """``1e5`` or ``4.0`` -> 100000 or 4, for a count: people write counts as numbers, and a
+    float with no fractional part (exactly representable) is the count it says. Anything
+    else, 4.5 and true included, is left for strict validation to refuse."""
+    if (
+        isinstance(value, float)
+        and math.isfinite(value)
+        and value.is_integer()
+        and abs(value) <= 2**53
+    ):
+        return int(value)
+    return value
 
 
 class InputModel(BaseModel):
@@ -22,9 +37,27 @@ class InputModel(BaseModel):
         validate_default=True,
     )
 
+    @model_validator(mode="before")
+    @classmethod
+    def _counts_written_as_numbers(cls, data: Any) -> Any:
+        """A count (URLs, replicas, hosts) is an integer, also when written 1e5 or 4.0."""
+        if not isinstance(data, dict):
+            return data
+        fixed = {
+            k: _whole_float_to_int(v)
+            for k, v in data.items()
+            if k in cls.model_fields and cls.model_fields[k].annotation in (int, int | None)
+        }
+        return {**data, **fixed} if fixed else data
 
-Rate = Annotated[float, Field(gt=0, le=1e9)]
-"""A capacity or a load in units per second: positive, finite, at most 1e9/s."""
+
+#: Bounds of every rate: small and large enough for any crawler, and such that any ratio
+#: of two rates (units of a component, slots, ticks) stays a finite number.
+MIN_RATE = 1e-3
+MAX_RATE = 1e9
+
+Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]
+"""A capacity or a load in units per second: finite, from 0.001/s to 1e9/s."""
 
 
 class ServiceTime(InputModel):
@@ -39,7 +72,11 @@ class ServiceTime(InputModel):
         "deterministic",
         description="Service-time distribution: deterministic, exponential or lognormal.",
     )
-    mean_ms: float = Field(description="Mean service time in milliseconds.", gt=0, le=600_000)
+    mean_ms: float = Field(
+        description="Mean service time in milliseconds (1 microsecond to 10 minutes).",
+        ge=0.001,
+        le=600_000,
+    )
     cv: float | None = Field(
         None,
         description=(

@@ -9,6 +9,13 @@ from pydantic import Field, PrivateAttr, model_validator
 from gym.models.catalog import Catalog
 from gym.models.common import FieldError, InputModel, Rate, ServiceTime
 
+#: The longest scenario, seconds (one day); also the longest a fault can last.
+MAX_DURATION_S = 86_400
+#: The most load stages and the most faults a scenario may list: each is an event the
+#: engines, the explanations and the error budget go through, more than once.
+MAX_STAGES = 100
+MAX_FAULTS = 100
+
 #: Components a stall or a slowdown can hit (a crash hits fetcher replicas).
 CapacityTarget = Literal["frontier", "cache", "resolver", "page_store"]
 
@@ -16,7 +23,9 @@ CapacityTarget = Literal["frontier", "cache", "resolver", "page_store"]
 class LoadStage(InputModel):
     """From ``at_s`` on, the offered load is ``multiplier`` x ``base_rps``."""
 
-    at_s: float = Field(description="Start of the stage, seconds from the start.", ge=0)
+    at_s: float = Field(
+        description="Start of the stage, seconds from the start.", ge=0, le=MAX_DURATION_S
+    )
     multiplier: float = Field(description="Multiplier of base_rps.", ge=0, le=1_000)
     label: str | None = Field(
         None, description="Name of the stage in explanations.", max_length=200
@@ -24,7 +33,9 @@ class LoadStage(InputModel):
 
 
 class _FaultBase(InputModel):
-    at_s: float = Field(description="When the fault starts, seconds from the start.", ge=0)
+    at_s: float = Field(
+        description="When the fault starts, seconds from the start.", ge=0, le=MAX_DURATION_S
+    )
     label: str | None = Field(
         None, description="Name of the fault in explanations.", max_length=200
     )
@@ -37,7 +48,10 @@ class CrashFault(_FaultBase):
     target: Literal["fetchers"] = Field("fetchers", description="Only fetchers have replicas.")
     replicas: int = Field(1, description="How many replicas crash.", gt=0, le=100_000)
     for_s: float | None = Field(
-        None, description="Seconds until the replicas recover; omit: they stay down.", gt=0
+        None,
+        description="Seconds until the replicas recover (at most a day); omit: they stay down.",
+        gt=0,
+        le=MAX_DURATION_S,
     )
 
 
@@ -46,7 +60,9 @@ class StallFault(_FaultBase):
 
     kind: Literal["stall"] = Field(description="Fault type.")
     target: CapacityTarget = Field(description="The component that stalls.")
-    for_s: float = Field(description="How long the stall lasts, seconds.", gt=0)
+    for_s: float = Field(
+        description="How long the stall lasts, seconds (at most a day).", gt=0, le=MAX_DURATION_S
+    )
 
 
 class SlowdownFault(_FaultBase):
@@ -55,7 +71,11 @@ class SlowdownFault(_FaultBase):
     kind: Literal["slowdown"] = Field(description="Fault type.")
     target: CapacityTarget = Field(description="The component that slows down.")
     factor: float = Field(description="Slowdown factor (3 = three times slower).", ge=1, le=1e6)
-    for_s: float = Field(description="How long the slowdown lasts, seconds.", gt=0)
+    for_s: float = Field(
+        description="How long the slowdown lasts, seconds (at most a day).",
+        gt=0,
+        le=MAX_DURATION_S,
+    )
 
 
 Fault = Annotated[CrashFault | StallFault | SlowdownFault, Field(discriminator="kind")]
@@ -79,7 +99,10 @@ class WebConfig(InputModel):
 
     hosts: int = Field(1_000_000, description="Distinct hosts with URLs to crawl.", gt=0, le=10**10)
     crawl_delay_s: float = Field(
-        1.0, description="Seconds between two fetches of one host (politeness).", gt=0, le=3600
+        1.0,
+        description="Seconds between two fetches of one host (politeness), 1 ms to an hour.",
+        ge=0.001,
+        le=3600,
     )
 
 
@@ -146,7 +169,11 @@ class Scenario(InputModel):
     name: str | None = Field(
         None, description="Name shown in results; defaults to the file name.", max_length=200
     )
-    duration_s: float = Field(description="Length of the run, seconds.", gt=0, le=86_400)
+    duration_s: float = Field(
+        description="Length of the run, seconds: at least 1 (one window), at most a day.",
+        ge=1,
+        le=MAX_DURATION_S,
+    )
     base_rps: Rate = Field(description="Offered load at multiplier 1.0, URLs per second.")
     arrivals: Literal["poisson", "deterministic"] = Field(
         "poisson",
@@ -159,10 +186,10 @@ class Scenario(InputModel):
         default_factory=lambda: [LoadStage(at_s=0, multiplier=1.0)],
         description="Piecewise-constant load multiplier; the first stage starts at 0.",
         min_length=1,
-        max_length=10_000,
+        max_length=MAX_STAGES,
     )
     faults: list[Fault] = Field(
-        default_factory=list, description="Chaos events.", max_length=10_000
+        default_factory=list, description="Chaos events.", max_length=MAX_FAULTS
     )
     resolver: ResolverConfig = Field(
         default_factory=ResolverConfig, description="The external DNS resolver."

@@ -3,30 +3,13 @@ the plots. Nothing is written over a directory that holds other files unless ask
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
+from typing import Any
 
-import yaml
-
-from gym.errors import GymError
+from gym.loading import dump_yaml
 from gym.result import Result
-
-
-def check_target(path: Path, force: bool, option: str, is_dir: bool) -> None:
-    """Refuse to write over what a user has, unless ``force``."""
-    if force or not path.exists():
-        return
-    if is_dir:
-        if not path.is_dir():
-            raise GymError.single(str(path), None, f"{option}: exists and is not a directory")
-        if any(path.iterdir()):
-            raise GymError.single(
-                str(path),
-                None,
-                f"{option}: the directory holds files; pass --force to write into it",
-            )
-        return
-    raise GymError.single(str(path), None, f"{option}: the file exists; pass --force to replace it")
 
 
 def resolved_yaml(model: object) -> str:
@@ -35,26 +18,54 @@ def resolved_yaml(model: object) -> str:
 
     assert isinstance(model, BaseModel)
     header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
-    return header + yaml.safe_dump(model.model_dump(mode="json"), sort_keys=False)
+    return header + dump_yaml(model.model_dump(mode="json"))
 
 
 def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:
-    """Write ``result`` into ``directory``; returns the files written."""
-    from gym.report import plots
+    """Write ``result`` into ``directory``, all files at once (built in a temporary
+    directory, then renamed into place); returns the files written."""
+    from gym.outputs import write_dir
 
-    check_target(directory, force, "--out", is_dir=True)
-    directory.mkdir(parents=True, exist_ok=True)
-    df = result.windows()
-    written = []
-    path = directory / "windows.csv"
-    df.to_csv(path, index=False)
-    written.append(path)
-    path = directory / "summary.json"
-    path.write_text(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
-    written.append(path)
-    for name, model in (("design", result.design), ("scenario", result.scenario)):
-        path = directory / f"{name}.resolved.yaml"
-        path.write_text(resolved_yaml(model))
+    def fill(work: Path) -> list[Path]:
+        from gym.report import plots
+
+        df = result.windows()
+        written = []
+        path = work / "windows.csv"
+        df.to_csv(path, index=False)
         written.append(path)
-    written += plots.save_all(result, directory, df)
-    return written
+        path = work / "summary.json"
+        path.write_text(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
+        written.append(path)
+        for name, model in (("design", result.design), ("scenario", result.scenario)):
+            path = work / f"{name}.resolved.yaml"
+            path.write_text(resolved_yaml(model))
+            written.append(path)
+        return written + plots.save_all(result, work, df)
+
+    return write_dir(directory, fill, "--out", force=force)
+
+
+def write_runs(
+    summary: dict[str, Any], runs: list[dict[str, Any]], directory: Path, force: bool = False
+) -> list[Path]:
+    """Write a many-run summary (``summary.json``, what ``--json`` prints) and one CSV row
+    per run (``runs.csv``: seed, verdict, the measured SLOs, failed URLs) into
+    ``directory``, all files at once."""
+    from gym.outputs import write_dir
+    from gym.scoring import SLO_NAMES
+
+    def fill(work: Path) -> list[Path]:
+        summary_path = work / "summary.json"
+        summary_path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
+        names = [n for n in SLO_NAMES if any(n in r["slos"] for r in runs)]
+        rows_path = work / "runs.csv"
+        with rows_path.open("w", newline="") as f:
+            out = csv.writer(f)
+            out.writerow(["seed", "verdict", *names, "failed"])
+            for r in runs:
+                measured = [r["slos"][n]["measured"] if n in r["slos"] else "" for n in names]
+                out.writerow([r["seed"], r["verdict"], *measured, r["failed"]])
+        return [summary_path, rows_path]
+
+    return write_dir(directory, fill, "--out", force=force)

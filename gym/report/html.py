@@ -7,12 +7,20 @@ from __future__ import annotations
 
 import base64
 import io
-from html import escape
+from html import escape as _html_escape
 
 from gym.explain import Explanation
 from gym.report import plots
 from gym.result import Result
 from gym.scoring import format_measured
+
+
+def escape(text: str) -> str:
+    """User text for HTML: markup escaped, control characters shown as escapes."""
+    from gym.outputs import printable
+
+    return _html_escape(printable(str(text)))
+
 
 _STYLE = """
 body { font-family: system-ui, -apple-system, Segoe UI, sans-serif; margin: 2em auto;

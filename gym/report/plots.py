@@ -77,15 +77,26 @@ class PlotContext:
     frontier_buffer: int | None
 
 
+def literal(text: object) -> str:
+    """User text (a design, scenario or event name) drawn as written: ``$`` does not start
+    math text, a leading ``_`` does not hide a legend entry, control characters show as
+    escapes."""
+    from gym.outputs import printable
+
+    shown = printable(str(text)).replace("$", r"\$")
+    return " " + shown if shown.startswith("_") else shown
+
+
 def context(result: Result) -> PlotContext:
     tl = result.metrics.record.timeline
     shades = tuple(
-        Shade(e.start_s, e.end_s, e.name, e.kind) for e in tl.events if not e.is_base_load
+        Shade(e.start_s, e.end_s, literal(e.name), e.kind) for e in tl.events if not e.is_base_load
     )
     slo = result.scenario.slos.peak_saturation
     verdict = result.verdict.upper()
     return PlotContext(
-        title=f"{result.design.name} under {result.scenario.name} ({result.engine} engine, "
+        title=f"{literal(result.design.name)} under {literal(result.scenario.name)} "
+        f"({result.engine} engine, "
         f"seed {result.seed}): {verdict}",
         shades=shades,
         duration_s=tl.duration_s,
@@ -256,7 +267,7 @@ def overlay(results: Sequence[Result]) -> Figure:
     frames = [r.windows() for r in results]
     for i, (r, df) in enumerate(zip(results, frames, strict=True)):
         color = colors[i % len(colors)]
-        label = f"{r.design.name} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
+        label = f"{literal(r.design.name)} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
         peak = df.groupby("window")["saturation"].max() * 100
         t = df.groupby("window")["t_s"].first()
         end = ctx.duration_s
@@ -291,7 +302,7 @@ def overlay(results: Sequence[Result]) -> Figure:
     axes[2].set_ylabel("frontier backlog (URLs)")
     axes[2].set_xlabel("time (s)")
     axes[0].set_title(
-        f"{len(results)} designs under {results[0].scenario.name} "
+        f"{len(results)} designs under {literal(results[0].scenario.name)} "
         f"({results[0].engine} engine, seed {results[0].seed})",
         fontsize=10,
     )

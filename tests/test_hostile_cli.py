@@ -1,0 +1,633 @@
+"""The CLI against a hostile tester (issue 11): user text through markup engines, options
+dropped or conflicting, limits on every option, Dask addresses, and the exit-status
+contract. Each test tries several members of its class."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+import gym.cli as cli
+from gym import optimize, parallel, sweep
+from gym.cli import app
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
+
+runner = CliRunner()
+
+# -- helpers ------------------------------------------------------------------------------
+
+
+def _invoke(*args: str, **kwargs: Any) -> Any:
+    res = runner.invoke(app, list(args), **kwargs)
+    assert "Traceback" not in res.output, res.output
+    assert res.exception is None or isinstance(res.exception, SystemExit), res.output
+    return res
+
+
+def _error(*args: str) -> str:
+    """Run a command that must be refused: exit 2, one line, no traceback."""
+    res = _invoke(*args)
+    assert res.exit_code == 2, (args, res.output)
+    lines = [line for line in res.stderr.splitlines() if line.strip()]
+    assert lines and lines[-1].startswith(("error: ", "Error: ")), res.stderr
+    if lines[0].startswith("error: "):
+        assert len(lines) == 1, res.stderr
+    return lines[-1]
+
+
+def _no_work(monkeypatch: Any) -> None:
+    """Every kind of work fails loudly (exit 3): exit 2 proves the refusal came first."""
+
+    def ran(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("work started before the options were checked")
+
+    monkeypatch.setattr(cli, "simulate", ran)
+    monkeypatch.setattr(sweep, "run", ran)
+    monkeypatch.setattr(sweep, "load_design", ran)
+    monkeypatch.setattr(optimize, "search", ran)
+
+
+def _design(tmp: Path, name: str, file: str = "d.yaml") -> Path:
+    text = (ROOT / "designs" / "reference.yaml").read_text()
+    lines = [line for line in text.splitlines() if not line.startswith("name:")]
+    path = tmp / file
+    path.write_text(f"name: {json.dumps(name)}\n" + "\n".join(lines) + "\n")
+    return path
+
+
+def _scenario(tmp: Path, name: str, label: str, extra: str = "") -> Path:
+    path = tmp / "s.yaml"
+    path.write_text(
+        f"name: {json.dumps(name)}\nduration_s: 10\nbase_rps: 6000\n"
+        f"load:\n  - {{at_s: 0, multiplier: 1.0}}\n"
+        f"  - {{at_s: 4, multiplier: 1.5, label: {json.dumps(label)}}}\n"
+        "faults:\n  - {kind: stall, at_s: 6, for_s: 2, target: page_store}\n"
+        "slos:\n  availability: {min: 0.5}\n" + extra
+    )
+    return path
+
+
+# -- class 3: user text is printed literally ------------------------------------------------
+
+MARKUP_NAMES = [
+    "[/]",
+    "[red]x[/red]",
+    "[bold]b",
+    r"$\foo$",
+    "$x^2$ and _under",
+    "_hidden",
+    ":smile: :thumbs_up:",
+    "<script>alert(1)</script>",
+    "50% {braces} \\n",
+]
+
+
+@pytest.mark.parametrize("name", MARKUP_NAMES)
+def test_markup_in_names_is_printed_literally(name: str, tmp_path: Path) -> None:
+    """A design and a scenario (and a load stage) named with rich markup, math text, emoji
+    codes or HTML: every command prints the name as written and judges normally."""
+    d = _design(tmp_path, name)
+    s = _scenario(tmp_path, name, name)
+    res = _invoke("run", str(d), "-s", str(s))
+    assert res.exit_code == 0 and name in res.stdout, res.output
+    res = _invoke("validate", str(d), "-s", str(s))
+    assert res.exit_code == 0 and f"valid design '{name}'" in res.stdout
+    res = _invoke("compare", str(d), str(d), "-s", str(s))
+    assert res.exit_code == 0 and f"scenario {name}," in res.stdout
+    res = _invoke("run", str(d), "-s", str(s), "--runs", "2", "--workers", "1")
+    assert res.exit_code == 1 and name in res.stdout  # 2 runs cannot show 0.8
+    res = _invoke("sweep", str(d), "-s", str(s), "--vary", "fetchers.replicas=3..4")
+    assert res.exit_code == 0 and f"scenario {name}," in res.stdout
+    res = _invoke("estimate", str(d), "-s", str(s))
+    assert res.exit_code == 0 and f"design {name}" in res.stdout
+
+
+def test_markup_names_in_plots_reports_and_optimize(tmp_path: Path) -> None:
+    """matplotlib math text, a hidden legend entry and HTML in one name: the plot, the
+    report and the optimized design file all take it literally."""
+    name = r"[/] $\foo$ <b>x</b> _u"
+    d = _design(tmp_path, name)
+    s = _scenario(tmp_path, name, r"$\bar$ [red]surge", "  cost_units: {max: 6}\n")
+    assert _invoke("plot", str(d), "-s", str(s), "-o", str(tmp_path / "p.png")).exit_code == 1
+    res = _invoke("report", str(d), "-s", str(s), "-o", str(tmp_path / "r.html"))
+    assert res.exit_code == 1  # 7 units > 6
+    html = (tmp_path / "r.html").read_text()
+    assert "<b>x</b>" not in html and "&lt;b&gt;x&lt;/b&gt;" in html
+    d2 = _design(tmp_path, "esc\x1b[31m", file="esc.yaml")
+    res = _invoke("report", str(d2), "-o", str(tmp_path / "e.html"))
+    assert res.exit_code in (0, 2)  # 2 if the loader refuses control characters in names
+    if res.exit_code == 0:
+        assert "\x1b" not in (tmp_path / "e.html").read_text()
+    out = tmp_path / "best.yaml"
+    res = _invoke("optimize", "-s", str(s), "--runs", "1", "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert out.read_text().count("\n# ") == 1  # the header is two comment lines
+    import gym
+
+    assert gym.load_design(out).name == f"cheapest-for-{name}"
+
+
+CONTROL_NAMES = ["\x1b[31mred\x1b[0m", "line\nVerdict: PASS", "car\rriage", "rtl\u202eevil"]
+
+
+@pytest.mark.parametrize("name", CONTROL_NAMES)
+def test_control_characters_in_names_never_reach_the_terminal(name: str, tmp_path: Path) -> None:
+    """Escape sequences, newlines, carriage returns and bidirectional overrides in a name
+    are shown as escapes (or the name is refused as input, exit 2): never acted on."""
+    d = _design(tmp_path, name)
+    for args in (["run", str(d)], ["validate", str(d)], ["compare", str(d)]):
+        res = _invoke(*args)
+        assert res.exit_code in (0, 2), res.output
+        for ch in ("\x1b", "\r", "\u202e"):
+            assert ch not in res.output
+        assert res.stdout.count("\nVerdict: ") <= 1  # a name cannot forge a verdict line
+
+
+def test_markup_in_paths_values_and_errors_is_literal(tmp_path: Path) -> None:
+    """A missing file named with markup, a --set value and a --vary value with markup: the
+    error names them as typed."""
+    err = _error("run", str(tmp_path / "[/]x[red].yaml"))
+    assert "[/]x[red].yaml" in err
+    err = _error("run", str(REFERENCE), "--set", "fetchers.replicas=[/]")
+    assert "fetchers.replicas" in err
+    err = _error("sweep", str(REFERENCE), "--vary", "fetchers.on_crash=[bold]x,fail")
+    assert "[bold]x" in err
+    d = _design(tmp_path, "ok", file="[red]d[x].yaml")
+    res = _invoke("validate", str(d))
+    assert res.exit_code == 0 and "[red]d[x].yaml" in res.stdout
+
+
+# -- class 4: options honoured or refused up front ------------------------------------------
+
+
+def test_runs_honours_or_refuses_every_other_option(monkeypatch: Any) -> None:
+    """--runs N with --warmup is refused (latency is not summarized over runs); --tick-ms
+    is honoured (and a bad one refused before any run); --workers, --scheduler and
+    --confidence without --runs are refused; --workers with --scheduler conflict."""
+    res = _invoke("run", str(REFERENCE), "--runs", "2", "--tick-ms", "20", "--json")
+    assert json.loads(res.stdout)["tick_ms"] == 20
+    _no_work(monkeypatch)
+    assert "--warmup" in _error("run", str(REFERENCE), "--runs", "2", "--warmup", "5")
+    assert "tick_ms" in _error("run", str(REFERENCE), "--runs", "2", "--tick-ms", "7")
+    for extra in (
+        ["--workers", "1"],
+        ["--scheduler", "tcp://127.0.0.1:1"],
+        ["--confidence", "0.5"],
+    ):
+        assert extra[0] in _error("run", str(REFERENCE), *extra)
+    err = _error("run", str(REFERENCE), "--runs", "2", "--workers", "1", "--scheduler", "tcp://h:1")
+    assert "--scheduler" in err
+    assert "--confidence" in _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--confidence", "0.9"
+    )
+
+
+@pytest.mark.parametrize(
+    "varies",
+    [
+        ["fetchers.nope=1..3"],  # a path the design does not have
+        ["nope=1,2"],
+        ["fetchers.replicas=3,x"],  # a value of the wrong type
+        ["fetchers.replicas=0..3"],  # a value out of range
+        ["cache.hit_ratio=0.5,1.5"],
+        ["fetchers.replicas=3..4", "fetchers.replicas=5,6"],  # the same path twice
+        ["fetchers.replicas=3..4", " fetchers . replicas =5,6"],  # spelled differently
+        ["cache=null", "cache.hit_ratio=0.5,0.6"],  # a section and its field
+        ["fetchers.replicas=3,4,3"],  # a value twice
+        ["fetchers.replicas="],
+        ["fetchers.replicas=4..3"],
+        ["fetchers.replicas=1..9:0"],
+        ["fetchers.replicas=1.5..3"],
+        ["=1,2"],
+        ["fetchers..replicas=1,2"],
+        ["fetchers.replicas"],
+    ],
+)
+def test_sweep_refuses_bad_vary_before_running(varies: list[str], monkeypatch: Any) -> None:
+    """A --vary that names no field, gives a value the file would refuse, or repeats a
+    path or value is an input error (exit 2), not a sweep of "invalid" rows exiting 0."""
+    monkeypatch.setattr(sweep, "run", lambda *a, **k: pytest.fail("the sweep ran"))
+    args = [x for v in varies for x in ("--vary", v)]
+    err = _error("sweep", str(REFERENCE), *args)
+    assert "--vary" in err and "--set" not in err
+
+
+def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:
+    """--vary and --set on the same field (or a section of it): refused."""
+    _no_work(monkeypatch)
+    for sets in ("fetchers.replicas=2", "fetchers={replicas: 2, rps_per_replica: 4000}"):
+        err = _error("sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--set", sets)
+        assert "--set" in err
+
+
+def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
+    """--force without the output it is about, --confidence with one run per candidate,
+    --max-urls with the flow engine: refused, not silently ignored."""
+    _no_work(monkeypatch)
+    assert "--force" in _error("run", str(REFERENCE), "--force")
+    assert "--force" in _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--force"
+    )
+    assert "--force" in _error("optimize", "--force")
+    assert "--confidence" in _error("optimize", "--runs", "1", "--confidence", "0.5")
+    for command in (
+        ["run", str(REFERENCE)],
+        ["compare", str(REFERENCE)],
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4"],
+    ):
+        assert "--engine request" in _error(*command, "--max-urls", "10")
+
+
+RUN_OPTIONS = {
+    "runs": ["--runs", "2"],
+    "json": ["--json"],
+    "out": ["--out", "OUT"],
+    "request": ["--engine", "request"],
+    "warmup": ["--warmup", "1"],
+    "bad tick": ["--tick-ms", "7"],
+    "workers": ["--workers", "1"],
+    "force": ["--force"],
+}
+
+
+def _expected_refusal(chosen: set[str]) -> bool:
+    return (
+        {"runs", "warmup"} <= chosen
+        or "bad tick" in chosen
+        or ("workers" in chosen and "runs" not in chosen)
+        or ("force" in chosen and "out" not in chosen)
+    )
+
+
+def test_every_run_option_with_every_other(tmp_path: Path) -> None:
+    """All 256 combinations of eight gym run options on a small scenario: each is honoured
+    (exit 0/1; --json is one object; --out gets its files) or refused in one line (exit
+    2), never a traceback, never silently half-done."""
+    import itertools
+
+    s = _scenario(tmp_path, "small", "surge").read_text().replace("6000", "500")
+    small = tmp_path / "small.yaml"
+    small.write_text(s)
+    names = list(RUN_OPTIONS)
+    for n, combo in enumerate(itertools.product([False, True], repeat=len(names))):
+        chosen = {name for name, on in zip(names, combo, strict=True) if on}
+        out = tmp_path / f"out{n}"
+        args = ["run", str(REFERENCE), "-s", str(small)]
+        for name in sorted(chosen):
+            args += [str(out) if a == "OUT" else a for a in RUN_OPTIONS[name]]
+        res = _invoke(*args)
+        if _expected_refusal(chosen):
+            assert res.exit_code == 2, (chosen, res.output)
+            assert not out.exists()
+            continue
+        assert res.exit_code in (0, 1), (chosen, res.output)
+        if "json" in chosen:
+            data = json.loads(res.stdout)
+            assert ("runs" in data) == ("runs" in chosen)
+        if "out" in chosen:
+            written = {p.name for p in out.iterdir()}
+            assert "summary.json" in written
+            assert ("runs.csv" in written) == ("runs" in chosen)
+
+
+def test_catalog_limits_stay_rows_not_errors() -> None:
+    """A value the design file accepts but the scenario's catalog forbids is a result of the
+    sweep (an invalid row), not an input error."""
+    res = _invoke("sweep", str(REFERENCE), "--vary", "fetchers.rps_per_replica=4000,5000")
+    assert res.exit_code == 0 and "invalid" in res.stdout
+
+
+def test_optimize_refuses_searches_that_cannot_find_anything(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """Too few runs for the confidence, a confidence of 1, a --max-cost over the cost SLO,
+    a cost SLO under 4 units: refused before the search."""
+    _no_work(monkeypatch)
+    assert "--runs 16" in _error("optimize", "--runs", "5")
+    assert "--runs 35" in _error("optimize", "--runs", "20", "--confidence", "0.9")
+    assert "--confidence" in _error("optimize", "--confidence", "1")
+    assert "--max-cost" in _error("optimize", "--max-cost", "12")
+    s = _scenario(tmp_path, "cheap", "surge", "  cost_units: {max: 3}\n")
+    assert "cost_units" in _error("optimize", "-s", str(s))
+
+
+def test_json_with_every_other_option(tmp_path: Path) -> None:
+    """--json with -o/--out, --runs, --set and --engine: stdout is one JSON object (or
+    list); messages go to stderr; the exit status is the verdict."""
+    res = _invoke("run", str(STARTER), "--json", "--out", str(tmp_path / "a"), "--seed", "2")
+    assert res.exit_code == 1 and json.loads(res.stdout)["seed"] == 2
+    assert "wrote" in res.stderr
+    res = _invoke(
+        "run",
+        str(REFERENCE),
+        "--json",
+        "--runs",
+        "2",
+        "--workers",
+        "1",
+        "--set",
+        "fetchers.replicas=5",
+    )
+    assert json.loads(res.stdout)["cost_units"] == 8
+    res = _invoke(
+        "sweep",
+        str(REFERENCE),
+        "--vary",
+        "fetchers.replicas=1..2",
+        "--json",
+        "-o",
+        str(tmp_path / "rows.csv"),
+    )
+    assert res.exit_code == 1 and len(json.loads(res.stdout)) == 2
+    res = _invoke("compare", str(REFERENCE), "--json", "--engine", "request", "--seed", "1")
+    assert res.exit_code == 0 and json.loads(res.stdout)["engine"] == "request"
+
+
+# -- class 5: limits on every option, checked before allocation -----------------------------
+
+
+def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None:
+    """--runs, --workers, --vary ranges and grids, --max-runs and compare's design count:
+    refused before anything is loaded or built."""
+    _no_work(monkeypatch)
+    assert "100,000" in _error("run", str(REFERENCE), "--runs", "1000000")
+    assert "100,000" in _error("sweep", str(REFERENCE), "--vary", "x=1..2", "--runs", "200000")
+    assert "cores" in _error("run", str(REFERENCE), "--runs", "2", "--workers", "300")
+    assert "cores" in _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--workers", "100000"
+    )
+    err = _error("sweep", str(REFERENCE), "--vary", "fetchers.replicas=1..1000000000000")
+    assert "1,000,000,000,000 values" in err
+    err = _error(
+        "sweep",
+        str(REFERENCE),
+        "--vary",
+        "fetchers.replicas=1..1000",
+        "--vary",
+        "frontier.buffer=1..1000",
+    )
+    assert "1,000,000 points" in err
+    err = _error(
+        "sweep",
+        str(REFERENCE),
+        "--vary",
+        "fetchers.replicas=1..100",
+        "--runs",
+        "5",
+        "--max-runs",
+        "499",
+    )
+    assert "--max-runs 500" in err
+    err = _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=1..40", "--engine", "request"
+    )
+    assert "--max-urls" in err
+    for opt in ("--pages-per-s", "--page-kb", "--urls", "--compression"):
+        _error("estimate", opt, "1e308")
+    many = [str(REFERENCE)] * 51
+    assert "limit is 50" in _error("compare", *many)
+    assert "--max-urls" in _error(
+        "compare", str(REFERENCE), str(STARTER), "--engine", "request", "--max-urls", "400000"
+    )
+    assert "--seed" in _error("run", str(REFERENCE), "--seed", str(2**63))
+    assert "--seed" in _error(
+        "run", str(REFERENCE), "--seed", str(2**63 - 1), "--runs", "2", "--workers", "1"
+    )
+    for opt, value in (
+        ("--seed", "-1"),
+        ("--confidence", "nan"),
+        ("--confidence", "2"),
+        ("--runs", "0"),
+        ("--workers", "0"),
+        ("--max-runs", "0"),
+    ):
+        _error("run", str(REFERENCE), opt, value)
+
+
+def test_optimize_search_space_is_computed_not_tried(tmp_path: Path, monkeypatch: Any) -> None:
+    """A scenario without a cost SLO and --max-cost 1000: C(1001, 5) designs are refused at
+    once with how to allow them."""
+    _no_work(monkeypatch)
+    s = _scenario(tmp_path, "open", "surge")
+    err = _error("optimize", "-s", str(s), "--max-cost", "1000")
+    assert "--max-runs" in err and "designs" in err
+    assert optimize.designs_up_to(9) == sum(len(optimize._unit_sets(c)) for c in range(4, 10))
+
+
+def test_the_python_api_has_the_same_limits() -> None:
+    """The limits hold on the API too: optimize.search on a huge or hopeless space and
+    run_many over a million seeds raise GymError before running anything."""
+    import gym
+    from gym.errors import GymError
+    from gym.montecarlo import run_many
+
+    sc = gym.load_scenario(CHAOS)
+    with pytest.raises(GymError, match="--max-runs"):
+        optimize.search(
+            sc.model_copy(update={"slos": sc.slos.model_copy(update={"cost_units": None})}),
+            max_cost=1000,
+        )
+    with pytest.raises(GymError, match="--runs 16"):
+        optimize.search(sc, runs=5)
+    with pytest.raises(GymError, match="100,000"):
+        run_many(gym.load_design(REFERENCE), sc, runs=1_000_000)
+
+
+def test_many_runs_share_one_copy_of_the_inputs() -> None:
+    """Tasks for many seeds share the dumped design and scenario (memory per run is the
+    seed), so --runs 100000 does not hold 100,000 copies."""
+    import gym
+    from gym.montecarlo import tasks_for
+
+    tasks = tasks_for(gym.load_design(REFERENCE), gym.load_scenario(CHAOS), range(5))
+    assert all(t.design is tasks[0].design and t.scenario is tasks[0].scenario for t in tasks)
+
+
+# -- class 7: Dask addresses ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "notaurl",
+        "tcp://",
+        "tcp://host",
+        "tcp://host:port",
+        "tcp://h:99999",
+        "tcp://h:8\u00b2",
+        "http://h:80",
+        "",
+    ],
+)
+def test_bad_scheduler_addresses_are_one_line(address: str, monkeypatch: Any) -> None:
+    """A scheduler address that is not SCHEME://HOST:PORT: exit 2 before anything runs."""
+    _no_work(monkeypatch)
+    err = _error(
+        "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--scheduler", address
+    )
+    assert "--scheduler" in err
+
+
+def test_nothing_listening_or_an_unknown_host_is_reported_at_once(monkeypatch: Any) -> None:
+    """A refused connection or a host that does not resolve: exit 2 naming the address
+    (found by a plain connection, not after Dask's connection timeout)."""
+    pytest.importorskip("distributed")
+    _no_work(monkeypatch)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    for address in (f"tcp://127.0.0.1:{port}", "tcp://no-such-host.invalid:8786"):
+        err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", address)
+        assert address in err and "nothing answers" in err
+
+
+@pytest.mark.parametrize("banner", [b"", b"SSH-2.0-OpenSSH_9.0\r\n", b"HTTP/1.1 400 Bad\r\n\r\n"])
+def test_a_listener_that_is_not_dask_does_not_hang(banner: bytes, monkeypatch: Any) -> None:
+    """Something that accepts the connection and then says nothing, or says something
+    that is not Dask (an SSH banner, an HTTP reply): exit 2 within the timeouts, naming
+    the address."""
+    pytest.importorskip("distributed")
+    monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(parallel, "DASK_GREETING_S", 0.5)
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn = server.accept()[0]
+                if banner:
+                    conn.sendall(banner)
+                held.append(conn)
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", f"tcp://127.0.0.1:{port}")
+        assert f"127.0.0.1:{port}" in err and "not a Dask scheduler" in err
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_a_scheduler_without_workers_is_refused(tmp_path: Path, monkeypatch: Any) -> None:
+    """A real Dask scheduler with no worker: exit 2 after the wait, not work queued forever."""
+    pytest.importorskip("distributed")
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import time
+
+    dask = shutil.which("dask", path=os.path.dirname(sys.executable)) or shutil.which("dask")
+    if dask is None:
+        pytest.skip("the dask command is not installed")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    sched = subprocess.Popen(
+        [dask, "scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:  # wait until the scheduler listens
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+        monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 2.0)
+        err = _error(
+            "sweep",
+            str(REFERENCE),
+            "--vary",
+            "fetchers.replicas=3..4",
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+        )
+        assert "no workers" in err
+    finally:
+        sched.terminate()
+        try:
+            sched.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            sched.kill()
+
+
+# -- class 8: the exit-status contract ------------------------------------------------------
+
+
+def test_judging_commands_exit_with_the_verdict(tmp_path: Path) -> None:
+    """compare, plot and report: 0 when every design passes, 1 when any fails; sweep: 0
+    when some point passes, 1 when none does; optimize: 0 when found."""
+    assert _invoke("compare", str(REFERENCE)).exit_code == 0
+    assert _invoke("compare", str(REFERENCE), str(STARTER)).exit_code == 1
+    assert _invoke("compare", str(REFERENCE), str(STARTER), "--json").exit_code == 1
+    assert _invoke("plot", str(REFERENCE), "-o", str(tmp_path / "a.png")).exit_code == 0
+    assert _invoke("plot", str(STARTER), "-o", str(tmp_path / "b.png")).exit_code == 1
+    assert _invoke("report", str(REFERENCE), "-o", str(tmp_path / "a.html")).exit_code == 0
+    assert _invoke("report", str(STARTER), "-o", str(tmp_path / "b.html")).exit_code == 1
+    assert _invoke("sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4").exit_code == 0
+    assert _invoke("sweep", str(REFERENCE), "--vary", "fetchers.replicas=1..2").exit_code == 1
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", str(REFERENCE)],
+        ["compare", str(REFERENCE)],
+        ["validate", str(REFERENCE)],
+        ["estimate"],
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4"],
+    ],
+)
+def test_an_internal_error_exits_3_in_one_line(args: list[str], monkeypatch: Any) -> None:
+    """A bug is not a FAIL: exit 3, one line, the traceback only with --debug."""
+    import gym.estimate
+
+    def bug(*a: Any, **k: Any) -> Any:
+        raise ZeroDivisionError("boom")
+
+    monkeypatch.setattr(cli, "load_scenario", bug)
+    monkeypatch.setattr(gym.estimate, "estimate", bug)
+    res = _invoke(*args)
+    assert res.exit_code == 3
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "internal error: ZeroDivisionError: boom" in lines[0]
+    res = runner.invoke(app, [*args, "--debug"])
+    assert res.exit_code == 3 and "Traceback" in res.stderr
+    monkeypatch.setenv("GYM_DEBUG", "1")
+    assert "Traceback" in runner.invoke(app, args).stderr
+
+
+def test_a_closed_pipe_is_not_a_verdict(monkeypatch: Any) -> None:
+    """`gym run ... | head`: the reader went away; exit 141, not 1 (FAIL) or a traceback."""
+
+    def closed(*a: Any, **k: Any) -> Any:
+        raise BrokenPipeError
+
+    monkeypatch.setattr(cli, "_print_result", closed)
+    monkeypatch.setattr(cli, "_discard_stdout", lambda: None)
+    res = runner.invoke(app, ["run", str(REFERENCE)])
+    assert res.exit_code == 141 and "Traceback" not in res.output
