@@ -13,7 +13,7 @@ import textwrap
 import threading
 import traceback
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
@@ -25,7 +25,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from gym import costing
+from gym import costing, rounding
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
@@ -447,6 +447,7 @@ def run(
             max_urls=url_limit,
             progress=report,
         )
+    _warn(result.warnings)
     if as_json:
         sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
     else:
@@ -496,6 +497,8 @@ def _run_many(
         )
     if problems:
         raise GymError(problems)
+    warned = rounding.warnings(d, s, engine=engine, tick_ms=tick_ms)
+    _warn(warned)
     executor = _closing(make_executor(workers, scheduler))
     with _count_progress(runs, f"{runs} runs") as report:
         mc = run_many(
@@ -519,6 +522,7 @@ def _run_many(
         "seed": seed,
         "tick_ms": tick_ms,
         "executor": executor.name,
+        "warnings": warned,
         **mc.to_json(),
     }
     if as_json:
@@ -665,7 +669,20 @@ def _results(
         )
     if problems:
         raise GymError(problems)
-    return [simulate(d, s, seed=seed, engine=engine, max_urls=max_urls) for d in loaded]
+    results = [simulate(d, s, seed=seed, engine=engine, max_urls=max_urls) for d in loaded]
+    for r in results:
+        _warn(r.warnings, r.design.name if len(results) > 1 else None)
+    return results
+
+
+def _warn(warnings: Sequence[str], design: str | None = None) -> None:
+    """Print each rounding the engine's grid made (:mod:`gym.rounding`) to stderr."""
+    if not warnings:
+        return
+    console = _console(stderr=True)
+    where = f" ({_one_line(design)})" if design else ""
+    for text in warnings:
+        console.print(f"warning{where}: {text}")
 
 
 def _exit_all_pass(results: list[Result]) -> typer.Exit:

@@ -55,3 +55,17 @@ def test_shipped_inputs_have_no_warnings_at_the_default_tick() -> None:
     for engine in ("flow", "request"):
         d = variant(REFERENCE)
         assert gym.simulate(d, engine=engine).warnings == ()
+
+
+def test_cli_prints_the_warning_on_stderr_and_in_json() -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from gym.cli import app
+
+    res = CliRunner().invoke(app, ["run", str(REFERENCE), "--tick-ms", "1000", "--json"])
+    assert "warning: fetchers.service.mean_ms" in res.stderr
+    assert "+300%" in json.loads(res.stdout)["warnings"][0]
+    quiet = CliRunner().invoke(app, ["run", str(REFERENCE)])
+    assert quiet.exit_code == 0 and "warning" not in quiet.stderr
