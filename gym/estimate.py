@@ -27,7 +27,7 @@ _RANGES: dict[str, tuple[float, float, str]] = {
 
 @dataclass(frozen=True)
 class Inputs:
-    """What the estimate starts from (defaults: DESIGN.md section 1)."""
+    """What the estimate starts from (defaults: docs/specification.md section 1)."""
 
     pages_per_s: float = 6_000
     peak_pages_per_s: float = 12_000

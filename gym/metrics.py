@@ -1,8 +1,8 @@
 """From per-tick tallies to what users read: 1-second windows, saturation, run totals.
 
-Saturation follows DESIGN.md section 3: a pure load-over-capacity figure per component
-and window, where each stage's demand is what reaches it when every upstream stage
-passes on at most its own capacity:
+Saturation follows docs/specification.md section 3: a pure load-over-capacity figure per
+component and window, where each stage's demand is what reaches it when every upstream
+stage passes on at most its own capacity:
 
     frontier  demand = offered (less what the seen set skips, when dedup is set)
     fetchers  demand = min(offered, frontier drain capacity)
@@ -34,7 +34,7 @@ class ComponentWindows:
     """One component, one value per 1-second window."""
 
     name: str
-    demand: FloatArray  # URLs in the window (DESIGN.md section 3)
+    demand: FloatArray  # URLs in the window (docs/specification.md section 3)
     capacity: IntArray  # URLs it could take in the window (a buffer's size for the writer)
     arrived: IntArray  # URLs that actually reached it
     processed: IntArray  # URLs it took

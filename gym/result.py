@@ -84,7 +84,7 @@ class Result:
         return self.verdict == "pass"
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``gym run --json`` prints (DESIGN.md section 7, plus context)."""
+        """The object ``gym run --json`` prints (docs/specification.md section 7)."""
         m = self.metrics
         peak, peak_component, peak_at = m.peak_saturation()
         components: dict[str, Any] = {}

@@ -22,7 +22,7 @@ def test_reference_passes(chaos_results: dict[str, Any]) -> None:
 def test_starter_fails_throughput_availability_saturation_not_cost(
     chaos_results: dict[str, Any],
 ) -> None:
-    """The starter fails three SLOs and fits the cost ceiling (DESIGN.md section 5)."""
+    """The starter fails three SLOs, fits the cost ceiling (docs/specification.md section 5)."""
     r = chaos_results["starter"]
     passed = {c.name: c.passed for c in r.checks}
     assert passed == {
@@ -114,7 +114,7 @@ def test_no_slos_passes_vacuously() -> None:
 
 
 def test_json_has_every_key_of_the_contract(chaos_results: dict[str, Any]) -> None:
-    """DESIGN.md section 7's keys, with the failure causes all present."""
+    """docs/specification.md section 7's keys, with the failure causes all present."""
     j = chaos_results["starter"].to_json()
     assert {
         "design",

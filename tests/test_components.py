@@ -1,7 +1,7 @@
 """Each component's rule, checked with numbers worked out by hand.
 
 Scenarios here use deterministic arrivals (exactly rate x tick per 10 ms tick), so every
-count below is arithmetic on the model's own definitions (DESIGN.md section 2).
+count below is arithmetic on the model's own definitions (docs/specification.md section 2).
 """
 
 from __future__ import annotations

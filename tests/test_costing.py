@@ -1,4 +1,4 @@
-"""Unit counts from the catalog (DESIGN.md section 5), by hand."""
+"""Unit counts from the catalog (docs/specification.md section 5), by hand."""
 
 from __future__ import annotations
 
@@ -45,7 +45,10 @@ def test_hit_ratio_one_is_unreachable() -> None:
 
 
 def test_reference_and_starter_costs() -> None:
-    """Reference: 1 + 4 + 1 + 1 = 7 units; starter: 1 + 3 + 1 + 1 = 6 (DESIGN.md 5)."""
+    """Reference: 1 + 4 + 1 + 1 = 7 units; starter: 1 + 3 + 1 + 1 = 6.
+
+    The unit rules of docs/specification.md section 5.
+    """
     reference = design()
     starter = design(
         frontier={"drain_rps": 8_000, "buffer": 20_000},

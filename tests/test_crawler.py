@@ -21,7 +21,7 @@ RECRAWL = ROOT / "scenarios" / "recrawl.yaml"
 
 
 def test_estimate_defaults_match_design_md() -> None:
-    """DESIGN.md section 1: 518.4 million pages/day, 4.8 Gbps, 51.84 TB/day raw (10.37
+    """docs/specification.md section 1: 518.4 million pages/day, 4.8 Gbps, 51.84 TB/day raw (10.37
     compressed at 5:1), 9.6 bits and 1.2 GB of Bloom filter per billion URLs at 1%,
     480 fresh resolutions/s at hit ratio 0.92, 6,000 hosts in flight at 1 s per host."""
     f = {x.key: x.value for x in estimate(Inputs())}

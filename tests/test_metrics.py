@@ -1,4 +1,4 @@
-"""Saturation, throughput and availability as DESIGN.md section 3 defines them."""
+"""Saturation, throughput and availability as docs/specification.md section 3 defines them."""
 
 from __future__ import annotations
 

@@ -48,7 +48,7 @@ class AsyncWriterUnit(InputModel):
 
 
 class Catalog(InputModel):
-    """Prices in units. Every field has the default of DESIGN.md section 5."""
+    """Prices in units. Every field has the default of docs/specification.md section 5."""
 
     frontier: FrontierUnit = Field(default_factory=FrontierUnit, description="Frontier unit.")
     fetchers: FetcherUnit = Field(default_factory=FetcherUnit, description="Fetcher unit.")
