@@ -11,6 +11,7 @@ none, the load stage in force ("base load" at multiplier 1).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -41,10 +42,18 @@ class ErrorBudget:
     spent: int
     by_cause: dict[str, int]
     by_event: list[EventSpend] = field(default_factory=list)
+    over: bool = False  # the availability SLO failed: more than the budget was spent
 
     @property
     def fraction_spent(self) -> float | None:
-        return self.spent / self.allowed if self.allowed > 0 else None
+        """spent / allowed; above 1 exactly when the availability SLO fails (``allowed``
+        is a float, so at availability == target it can come out 1 + 2e-16: held to 1)."""
+        if self.allowed <= 0:
+            return None
+        raw = self.spent / self.allowed
+        if self.over:
+            return raw if raw > 1.0 else math.nextafter(1.0, 2.0)
+        return min(raw, 1.0)
 
     def to_json(self) -> dict[str, object]:
         def frac(n: int) -> float | None:
@@ -98,7 +107,21 @@ def compute(metrics: Metrics, availability_target: float | None) -> ErrorBudget:
     spends.sort(key=lambda s: -s.urls)
     target = availability_target
     allowed = (1 - target) * metrics.finished if target is not None else 0.0
-    return ErrorBudget(target, allowed, metrics.failed, dict(metrics.failed_by_cause), spends)
+    availability = metrics.availability
+    over = target is not None and availability is not None and availability < target
+    return ErrorBudget(
+        target, allowed, metrics.failed, dict(metrics.failed_by_cause), spends, over=over
+    )
+
+
+def format_fraction(fraction: float | None) -> str:
+    """A share of the budget as a percentage: whole percents, but one decimal near 100%,
+    so 100.4% spent (a failing SLO) never reads as "100%"."""
+    if fraction is None:
+        return "-"
+    if 0.99 <= fraction <= 1.01 and fraction != 1.0:
+        return f"{fraction:.1%}"
+    return f"{fraction:.0%}"
 
 
 def _owner(active: tuple[Event, ...], component: str) -> Event:

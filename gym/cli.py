@@ -26,6 +26,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gym import costing, rounding
+from gym.budget import format_fraction
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
@@ -1344,7 +1345,7 @@ def _print_budget(r: Result, console: Console) -> None:
     b = r.budget
     if b.target is None or not b.spent:
         return
-    share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
+    share = format_fraction(b.fraction_spent)
     console.print(
         f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished); {b.spent:,} spent ({share}).",

@@ -30,6 +30,7 @@ def warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -
         out += _fetch_ticks(design, tick_ms)
     else:
         out += _slots(design, scenario)
+        out += _flushes(design, tick_ms)
     out += _event_times(scenario, tick_ms)
     return out
 
@@ -84,6 +85,32 @@ def _slots(design: Design, scenario: Scenario) -> list[str]:
             f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
         )
     return out
+
+
+def _flushes(design: Design, tick_ms: int) -> list[str]:
+    """The request engine's writer fills the store's free slots below the ceiling once per
+    tick; with a tick longer than a write, slots freed within the tick wait for the next."""
+    writer, store = design.async_writer, design.page_store
+    if writer is None:
+        return []
+    mean_ms = store.service.mean_ms
+    slots = max(1, round(store.rps * mean_ms / 1000.0))
+    ceiling = math.floor(writer.flush_ceiling * slots + 1e-9)
+    most = ceiling / (max(tick_ms, mean_ms) / 1000.0)  # flushes per second at best
+    meant = writer.flush_ceiling * store.rps
+    if most >= meant * (1 - TOLERANCE):
+        return []
+    return [
+        f"async_writer: the request engine flushes held writes once per {tick_ms} ms tick, "
+        f"into at most {ceiling} of the store's {slots} slots, so it drains at most "
+        f"{most:,.0f}/s, not flush_ceiling x page_store.rps = {meant:,.0f}/s "
+        f"({_change(most, meant)}; use --tick-ms {_largest_tick_at_most(mean_ms)} or less)"
+    ]
+
+
+def _largest_tick_at_most(ms: float) -> int:
+    fitting = [t for t in VALID_TICKS_MS if t <= ms]
+    return max(fitting) if fitting else min(VALID_TICKS_MS)
 
 
 def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:

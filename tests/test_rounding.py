@@ -7,7 +7,7 @@ import pytest
 
 import gym
 from gym.rounding import warnings
-from tests.conftest import REFERENCE, design, scenario, variant
+from tests.conftest import REFERENCE, ROOT, design, scenario, variant
 
 
 @pytest.mark.parametrize(
@@ -69,3 +69,18 @@ def test_cli_prints_the_warning_on_stderr_and_in_json() -> None:
     assert "+300%" in json.loads(res.stdout)["warnings"][0]
     quiet = CliRunner().invoke(app, ["run", str(REFERENCE)])
     assert quiet.exit_code == 0 and "warning" not in quiet.stderr
+
+
+def test_request_engine_writer_flushes_once_per_tick() -> None:
+    """writer-lossless: a store of 25,000/s at 20 ms is 500 slots, the 0.85 ceiling 425.
+    Flushing once per 100 ms tick drains at most 425 / 0.1 s = 4,250/s, against
+    0.85 x 25,000 = 21,250/s (-80%). At 20 ms ticks or less, slots turn over no faster
+    than the flusher comes back: no warning."""
+    d = gym.load_design(ROOT / "designs" / "writer-lossless.yaml")
+    sc = scenario()
+    coarse = [w for w in warnings(d, sc, engine="request", tick_ms=100) if "async_writer" in w]
+    assert len(coarse) == 1
+    assert "at most 4,250/s, not flush_ceiling x page_store.rps = 21,250/s (-80%" in coarse[0]
+    for tick in (10, 20):
+        assert not [w for w in warnings(d, sc, engine="request", tick_ms=tick) if "async" in w]
+    assert not [w for w in warnings(d, sc, engine="flow", tick_ms=100) if "async" in w]

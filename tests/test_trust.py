@@ -236,3 +236,16 @@ def test_request_store_loss_within_erlang_b(bursty: tuple[gym.Result, gym.Result
     assert 0 < lost <= expected, (lost, expected)
     fa, ra = flow.metrics.availability, req.metrics.availability
     assert fa is not None and ra is not None and abs(fa - ra) <= 0.005
+
+
+def test_budget_at_exactly_the_target_is_not_over() -> None:
+    """9 served, 1 failed at a 0.9 target: availability 0.9 passes, and the budget,
+    (1 - 0.9) x 10 = 0.9999999999999998 in floating point, is 100% spent, not
+    100.00000000000002%. Over (the SLO failed), it is above 100% however it rounds."""
+    from gym.budget import ErrorBudget, format_fraction
+
+    at = ErrorBudget(0.9, (1 - 0.9) * 10, 1, {}, over=False)
+    assert at.fraction_spent == 1.0 and format_fraction(at.fraction_spent) == "100%"
+    over = ErrorBudget(0.9, (1 - 0.9) * 10, 1, {}, over=True)
+    assert over.fraction_spent is not None and over.fraction_spent > 1.0
+    assert format_fraction(1.004) == "100.4%" and format_fraction(0.5) == "50%"

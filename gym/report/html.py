@@ -9,6 +9,7 @@ import base64
 import io
 from html import escape as _html_escape
 
+from gym.budget import format_fraction
 from gym.explain import Explanation
 from gym.report import plots
 from gym.result import Result
@@ -149,7 +150,7 @@ def _budget(r: Result) -> str:
     b = r.budget
     if b.target is None:
         return "<p>The scenario has no availability SLO, so no error budget.</p>"
-    share = f"{b.fraction_spent:.0%}" if b.fraction_spent is not None else "-"
+    share = format_fraction(b.fraction_spent)
     intro = (
         f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished). Spent: {b.spent:,} ({share}).</p>"

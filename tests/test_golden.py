@@ -1,0 +1,78 @@
+"""Every shipped design under every shipped scenario, on both engines, gives the results
+recorded in ``tests/golden/results.json``: the whole ``--json`` object and a digest of the
+per-window table. A refactor that changes any number fails here.
+
+A change that is meant to change numbers (a defect fix) updates the record on purpose:
+
+    GYM_UPDATE_GOLDEN=1 pytest tests/test_golden.py
+
+and the commit says which numbers moved and why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gym
+from tests.conftest import ROOT
+
+GOLDEN = ROOT / "tests" / "golden" / "results.json"
+DESIGNS = sorted((ROOT / "designs").glob("*.yaml"))
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml"))
+CASES = [
+    (d.stem, s.stem, engine) for s in SCENARIOS for d in DESIGNS for engine in ("flow", "request")
+]
+
+
+def _observed(design: str, scenario: str, engine: str) -> dict[str, Any]:
+    result = gym.simulate(
+        Path("designs") / f"{design}.yaml",
+        Path("scenarios") / f"{scenario}.yaml",
+        seed=0,
+        engine=engine,
+        max_urls=10_000_000,
+    )
+    table = result.windows().to_csv(index=False, float_format="%.12g")
+    return {
+        "json": json.loads(json.dumps(result.to_json(), allow_nan=False)),
+        "windows_sha256": hashlib.sha256(table.encode()).hexdigest(),
+    }
+
+
+@pytest.fixture(scope="module")
+def golden() -> dict[str, Any]:
+    if not GOLDEN.exists():
+        return {}
+    data: dict[str, Any] = json.loads(GOLDEN.read_text())
+    return data
+
+
+@pytest.fixture(scope="module")
+def updated(golden: dict[str, Any]) -> Any:
+    """With GYM_UPDATE_GOLDEN=1, the record is rewritten at the end of the module."""
+    yield golden
+    if os.environ.get("GYM_UPDATE_GOLDEN"):
+        text = json.dumps(dict(sorted(golden.items())), indent=1, sort_keys=True) + "\n"
+        GOLDEN.write_text(text)
+
+
+@pytest.mark.parametrize(("design", "scenario", "engine"), CASES, ids=lambda v: str(v))
+def test_shipped_results_unchanged(
+    design: str, scenario: str, engine: str, updated: dict[str, Any], monkeypatch: Any
+) -> None:
+    monkeypatch.chdir(ROOT)  # the JSON names files as the user wrote them: relative paths
+    key = f"{design} / {scenario} / {engine}"
+    got = _observed(design, scenario, engine)
+    if os.environ.get("GYM_UPDATE_GOLDEN"):
+        updated[key] = got
+        return
+    assert key in updated, f"{key}: not recorded; run with GYM_UPDATE_GOLDEN=1 to record it"
+    want = updated[key]
+    assert got["json"] == want["json"]
+    assert got["windows_sha256"] == want["windows_sha256"]
