@@ -898,10 +898,14 @@ def sweep_cmd(
         done = sum(1 for r in stop.rows if r["status"] == "ok")
         where = ""
         if target is not None:
-            # a second Ctrl-C during the write waits for it, then is dropped here
-            with contextlib.suppress(KeyboardInterrupt):
+            # a second Ctrl-C during the write waits for it; a third abandons the write,
+            # and then nothing was written, so the message must not say it was
+            try:
                 sweep.write(stop.rows, target)
-            where = f"; written to {_one_line(target)}"
+            except KeyboardInterrupt:
+                where = f"; not written to {_one_line(target)} (abandoned)"
+            else:
+                where = f"; written to {_one_line(target)}"
         _console(stderr=True).print(
             f"interrupted: {done} of {len(stop.rows)} points finished{where}"
         )

@@ -27,6 +27,17 @@ MAX_POINTS = 100_000
 DEFAULT_MAX_RUNS = 200_000
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """The same point: equal values of one type, or equal numbers however written (``3``
+    and ``3.0``, ``30000`` and ``3e4``: a count written with nothing after the point is
+    that count). ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
+
+
 def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
     """``path=a..b[:step]`` or ``path=v1,v2,...`` -> (path, values).
 
@@ -63,7 +74,7 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
     values = [parse_override(f"{path}={item.strip()}", "--vary")[1] for item in items]
     seen: list[Any] = []
     for value in values:
-        if any(type(value) is type(v) and value == v for v in seen):
+        if any(_same_value(value, v) for v in seen):
             raise _bad(text, f"{_yaml_scalar(value)} is listed twice")
         seen.append(value)
     return path, values

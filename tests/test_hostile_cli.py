@@ -631,3 +631,42 @@ def test_a_closed_pipe_is_not_a_verdict(monkeypatch: Any) -> None:
     monkeypatch.setattr(cli, "_discard_stdout", lambda: None)
     res = runner.invoke(app, ["run", str(REFERENCE)])
     assert res.exit_code == 141 and "Traceback" not in res.output
+
+
+# -- found by the second hostile pass ----------------------------------------------------
+
+
+def test_an_abandoned_save_does_not_claim_the_rows_were_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A third Ctrl-C abandons saving an interrupted sweep's rows: the message must say
+    they were not written, not "written to rows.csv" for a file that does not exist."""
+    out = tmp_path / "rows.csv"
+
+    def interrupted(*a: Any, **k: Any) -> Any:
+        raise sweep.SweepInterrupted([{"fetchers.replicas": 3, "status": "ok"}])
+
+    def abandoned(rows: Any, path: Path) -> None:
+        raise KeyboardInterrupt  # the third Ctrl-C, during the write
+
+    monkeypatch.setattr(sweep, "run", interrupted)
+    monkeypatch.setattr(sweep, "write", abandoned)
+    res = _invoke("sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4", "-o", str(out))
+    assert res.exit_code == 130, res.output
+    assert not out.exists()
+    assert "written to" not in res.stderr.replace("not written to", ""), res.stderr
+    assert "not written" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "vary", ["fetchers.replicas=3,3.0", "fetchers.replicas=4,4e0", "frontier.drain_rps=30000,3e4"]
+)
+def test_a_number_listed_twice_in_another_spelling_is_refused(vary: str) -> None:
+    """`3` and `3.0` (or `30000` and `3e4`) are the same point: the sweep would run it
+    twice, so the value counts as listed twice, like `3,03` and `0.5,5e-1`."""
+    assert "listed twice" in _error("sweep", str(REFERENCE), "--vary", vary)
+
+
+def test_true_and_one_are_still_different_values() -> None:
+    """The type still matters where it makes a different value: true is not 1."""
+    assert sweep.parse_vary("dedup.content_hash=true,1")[1] == [True, 1]
