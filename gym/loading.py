@@ -417,11 +417,25 @@ def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
     out = copy.deepcopy(data) if data is not None else {}
     if not isinstance(out, dict):
         return out  # parse() reports the top-level problem
+    parsed: list[tuple[str, list[str], Any]] = []
     for text in overrides:
         try:
             keys, value = parse_override(text)
         except GymError as err:
             raise GymError([Problem(file, p.field, p.message) for p in err.problems]) from None
+        for earlier, earlier_keys, _ in parsed:
+            # one field set twice (however spelled), or a section and one of its fields:
+            # the later value would silently drop the earlier one
+            common = min(len(keys), len(earlier_keys))
+            if keys[:common] == earlier_keys[:common]:
+                raise GymError.single(
+                    file,
+                    "--set",
+                    f"--set {_echo(earlier)} and --set {_echo(text)} set the same field; "
+                    "give each once",
+                )
+        parsed.append((text, keys, value))
+    for text, keys, value in parsed:
         node = out
         for i, key in enumerate(keys[:-1]):
             child = node.get(key)

@@ -670,3 +670,30 @@ def test_a_number_listed_twice_in_another_spelling_is_refused(vary: str) -> None
 def test_true_and_one_are_still_different_values() -> None:
     """The type still matters where it makes a different value: true is not 1."""
     assert sweep.parse_vary("dedup.content_hash=true,1")[1] == [True, 1]
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["fetchers.replicas=4", "fetchers.replicas=5"],
+        ["fetchers.replicas=4", " fetchers . replicas =5"],
+        ["fetchers={replicas: 3, rps_per_replica: 4000}", "fetchers.replicas=5"],
+        ["async_writer.buffer=1000", "async_writer={buffer: 2000}"],
+    ],
+)
+def test_a_field_set_twice_is_refused_not_silently_dropped(sets: list[str]) -> None:
+    """Two --set for one field (however spelled, or a section and one of its fields):
+    the later one would silently drop the earlier, so both commands that take --set refuse
+    it, as a sweep refuses a field varied twice."""
+    args = [a for s in sets for a in ("--set", s)]
+    for command in (["validate"], ["run"], ["estimate"]):
+        assert "set the same field" in _error(*command, str(REFERENCE), *args)
+
+
+def test_different_fields_of_one_section_can_each_be_set() -> None:
+    res = _invoke(
+        "validate",
+        str(REFERENCE),
+        *("--set", "async_writer.buffer=1000", "--set", "async_writer.flush_ceiling=0.5"),
+    )
+    assert res.exit_code == 0, res.output
