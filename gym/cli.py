@@ -327,6 +327,18 @@ def _check_many(
             check_address(scheduler)
         except GymError as err:
             problems += err.problems
+        else:
+            if scheduler.partition("://")[0] == "inproc":
+                # an in-process scheduler lives in the Python process that made it: a new
+                # gym process can never reach one
+                problems.append(
+                    Problem(
+                        None,
+                        "--scheduler",
+                        f"{scheduler!r}: an inproc:// scheduler is only reachable "
+                        "from the process that started it; give tcp://HOST:PORT",
+                    )
+                )
     if problems:
         raise GymError(problems)
     return DEFAULT_CONFIDENCE if confidence is None else confidence

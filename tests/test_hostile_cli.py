@@ -697,3 +697,21 @@ def test_different_fields_of_one_section_can_each_be_set() -> None:
         *("--set", "async_writer.buffer=1000", "--set", "async_writer.flush_ceiling=0.5"),
     )
     assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("address", ["inproc://x", "inproc://127.0.0.1/1/2"])
+def test_an_inproc_scheduler_is_refused_before_connecting(address: str, monkeypatch: Any) -> None:
+    """inproc:// names a scheduler inside another Python process, which a new gym process
+    can never reach: refused by the option check, not after an attempt to connect that
+    ends in Dask's "not enough values to unpack"."""
+
+    def no_connect(*a: Any, **k: Any) -> Any:
+        raise AssertionError("must not try to connect")
+
+    monkeypatch.setattr(parallel, "DaskCluster", no_connect)
+    for args in (
+        ["run", str(REFERENCE), "--runs", "2"],
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4"],
+        ["optimize", "--runs", "16"],
+    ):
+        assert "inproc://" in _error(*args, "--scheduler", address)
