@@ -69,19 +69,21 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
         except GymError as err:
             raise _fail_invalid(err) from None
         except KeyboardInterrupt:
-            _console(stderr=True).print("interrupted")
+            with _unwritable_ok():
+                _console(stderr=True).print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             _discard_stdout()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             err_console = _console(stderr=True)
-            if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
-                sys.stderr.write(traceback.format_exc())
-            err_console.print(
-                f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
-                "the gym; --debug shows the traceback)"
-            )
+            with _unwritable_ok():
+                if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
+                    sys.stderr.write(traceback.format_exc())
+                err_console.print(
+                    f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
+                    "the gym; --debug shows the traceback)"
+                )
             raise typer.Exit(EXIT_INTERNAL) from None
         finally:
             restore()
@@ -197,10 +199,18 @@ ScenarioOpt = Annotated[
 ]
 
 
+def _unwritable_ok() -> contextlib.AbstractContextManager[None]:
+    """For the last words on stderr: when stderr cannot be written (``2>/dev/full``, or
+    closed), the message is lost but the exit status still tells what happened (2, 3,
+    130), instead of Python's exit status 1 for the failed write, which reads as FAIL."""
+    return contextlib.suppress(OSError, ValueError, AttributeError)
+
+
 def _fail_invalid(err: GymError) -> typer.Exit:
     err_console = _console(stderr=True)
-    for problem in err.problems:
-        err_console.print(f"error: {_one_line(problem)}")
+    with _unwritable_ok():
+        for problem in err.problems:
+            err_console.print(f"error: {_one_line(problem)}")
     return typer.Exit(EXIT_INVALID)
 
 

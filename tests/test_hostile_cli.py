@@ -715,3 +715,30 @@ def test_an_inproc_scheduler_is_refused_before_connecting(address: str, monkeypa
         ["optimize", "--runs", "16"],
     ):
         assert "inproc://" in _error(*args, "--scheduler", address)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["validate", "nosuch.yaml"], 2),
+        (["run", str(REFERENCE), "--set", "fetchers.replicas=0"], 2),
+        (["estimate", "--page-kb", "1e300"], 2),
+    ],
+)
+def test_an_unwritable_stderr_keeps_the_exit_status(args: list[str], status: int) -> None:
+    """`gym ... 2>/dev/full`: the error line cannot be written, but the exit status must
+    still say invalid input (2), not Python's 1 for the failed write, which a CI gate
+    reads as FAIL."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        res = subprocess.run(
+            [sys.executable, "-m", "gym", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=full,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+    assert res.returncode == status
