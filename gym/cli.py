@@ -1059,6 +1059,7 @@ def optimize_cmd(
         target = check_file(output, "-o", suffixes=(".yaml", ".yml"), force=force)
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
+    optimize.check_sets(sets or [])
     s = load_scenario(scenario or default_scenario())
     base = load_design(design, sets) if design is not None else None
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs)

@@ -742,3 +742,49 @@ def test_an_unwritable_stderr_keeps_the_exit_status(args: list[str], status: int
             timeout=120,
         )
     assert res.returncode == status
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "fetchers.replicas=1",
+        " cache . hit_ratio =0.5",
+        "frontier.back_queues=5",
+        "page_store.rps=1",
+        "frontier={drain_rps: 1, buffer: 2}",
+    ],
+)
+def test_optimize_refuses_a_set_the_search_would_drop(value: str, monkeypatch: Any) -> None:
+    """`optimize DESIGN --set fetchers.replicas=1`: the search chooses the replicas (and
+    the other unit-aligned figures) of every candidate, so the value was silently dropped;
+    it is refused before anything runs."""
+
+    def ran(*a: Any, **k: Any) -> Any:
+        raise AssertionError("must not search")
+
+    monkeypatch.setattr(optimize, "search", ran)
+    err = _error("optimize", str(REFERENCE), "--runs", "16", "--set", value)
+    assert "--set" in err and "optimizer chooses" in err
+
+
+def test_optimize_takes_a_set_the_base_keeps(monkeypatch: Any) -> None:
+    """What the base keeps (service times, crash policy, dedup, a writer's flush ceiling)
+    may still be set."""
+    seen: dict[str, Any] = {}
+
+    def ran(scenario: Any, **k: Any) -> Any:
+        seen.update(k)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(optimize, "search", ran)
+    res = _invoke(
+        "optimize",
+        str(REFERENCE),
+        "--runs",
+        "16",
+        *("--set", "fetchers.service.mean_ms=100", "--set", "fetchers.on_crash=requeue"),
+        *("--set", "async_writer={buffer: 1, flush_ceiling: 0.5}"),
+    )
+    assert res.exit_code == 130, res.output
+    base = seen["base"]
+    assert base.fetchers.service.mean_ms == 100 and base.async_writer.flush_ceiling == 0.5
