@@ -347,13 +347,17 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
         raise GymError.single(file, None, "nested too deeply") from None
 
 
-def load_design(path: str | Path, overrides: list[str] | None = None) -> Design:
+def load_design(
+    path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
+) -> Design:
     """Read and validate a design file (designs/*.yaml).
 
     ``overrides`` are ``PATH=VALUE`` what-ifs (``cache.hit_ratio=0.6``), applied to the
     file's contents before validation, so they are checked like the file itself.
+    ``contents``: what :func:`read_yaml` gave for ``path`` already (a sweep builds every
+    point from one reading; reading is most of the cost of a load), not read again.
     """
-    return _load(Design, path, "design", overrides)
+    return _load(Design, path, "design", overrides, contents)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -463,9 +467,15 @@ def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
     return problem
 
 
-def _load(model: type[N], path: str | Path, what: str, overrides: list[str] | None = None) -> N:
+def _load(
+    model: type[N],
+    path: str | Path,
+    what: str,
+    overrides: list[str] | None = None,
+    contents: Any = None,
+) -> N:
     """Parse, validate, name after the file if unnamed, and remember the file."""
-    data = read_yaml(path)
+    data = read_yaml(path) if contents is None else contents
     if overrides:
         data = apply_overrides(data, overrides, str(path))
         try:

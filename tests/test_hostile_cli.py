@@ -788,3 +788,40 @@ def test_optimize_takes_a_set_the_base_keeps(monkeypatch: Any) -> None:
     assert res.exit_code == 130, res.output
     base = seen["base"]
     assert base.fetchers.service.mean_ms == 100 and base.async_writer.flush_ceiling == 0.5
+
+
+def test_a_bad_vary_value_is_found_without_loading_every_other_point(
+    monkeypatch: Any,
+) -> None:
+    """`--vary fetchers.replicas=1..100000 --vary frontier.drain_rps=abc` took 14 s (one
+    file read and load per value) before refusing `abc`, and a list of 20,000 values took
+    minutes (a quadratic duplicate check): the base is read once, the ends of every axis
+    and the short axes are tried first, and duplicates are found in one pass."""
+    import time
+
+    reads, loads = [0], [0]
+    real_read, real_load = sweep.read_yaml, sweep.load_design
+
+    def counted_read(*a: Any, **k: Any) -> Any:
+        reads[0] += 1
+        return real_read(*a, **k)
+
+    def counted_load(*a: Any, **k: Any) -> Any:
+        loads[0] += 1
+        return real_load(*a, **k)
+
+    monkeypatch.setattr(sweep, "read_yaml", counted_read)
+    monkeypatch.setattr(sweep, "load_design", counted_load)
+    err = _error(
+        "sweep",
+        str(REFERENCE),
+        "--vary",
+        "fetchers.replicas=1..100000",
+        "--vary",
+        "frontier.drain_rps=abc",
+    )
+    assert "abc" in err and reads[0] == 1 and loads[0] <= 4, (reads, loads)
+    many = ",".join(str(i) for i in range(1, 20_001))
+    start = time.perf_counter()
+    assert len(sweep.parse_vary(f"fetchers.replicas={many}")[1]) == 20_000
+    assert time.perf_counter() - start < 10
