@@ -825,3 +825,19 @@ def test_a_bad_vary_value_is_found_without_loading_every_other_point(
     start = time.perf_counter()
     assert len(sweep.parse_vary(f"fetchers.replicas={many}")[1]) == 20_000
     assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("bad\nfake.yaml", "bad\\nfake.yaml"),
+        ("my  design.yaml", "my  design.yaml"),
+        ("a\tb.yaml", "a\\tb.yaml"),
+    ],
+)
+def test_a_file_name_in_an_error_is_shown_as_written(name: str, shown: str, tmp_path: Path) -> None:
+    """A path's newline became a space and two spaces one ("bad fake.yaml: file not
+    found"), naming a file that is not the one given: the file is shown as written, its
+    control characters as escapes."""
+    err = _error("validate", str(tmp_path / name))
+    assert f"{tmp_path}/{shown}: file not found" in err, err
