@@ -70,19 +70,21 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
         except GymError as err:
             raise _fail_invalid(err) from None
         except KeyboardInterrupt:
-            _console(stderr=True).print("interrupted")
+            with _unwritable_ok():
+                _console(stderr=True).print("interrupted")
             raise typer.Exit(EXIT_INTERRUPTED) from None
         except BrokenPipeError:
             _discard_stdout()
             raise typer.Exit(EXIT_BROKEN_PIPE) from None
         except Exception as exc:
             err_console = _console(stderr=True)
-            if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
-                sys.stderr.write(traceback.format_exc())
-            err_console.print(
-                f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
-                "the gym; --debug shows the traceback)"
-            )
+            with _unwritable_ok():
+                if debug or os.environ.get("GYM_DEBUG", "") not in ("", "0"):
+                    sys.stderr.write(traceback.format_exc())
+                err_console.print(
+                    f"internal error: {type(exc).__name__}: {_one_line(str(exc))} (a bug in "
+                    "the gym; --debug shows the traceback)"
+                )
             raise typer.Exit(EXIT_INTERNAL) from None
         finally:
             restore()
@@ -198,10 +200,18 @@ ScenarioOpt = Annotated[
 ]
 
 
+def _unwritable_ok() -> contextlib.AbstractContextManager[None]:
+    """For the last words on stderr: when stderr cannot be written (``2>/dev/full``, or
+    closed), the message is lost but the exit status still tells what happened (2, 3,
+    130), instead of Python's exit status 1 for the failed write, which reads as FAIL."""
+    return contextlib.suppress(OSError, ValueError, AttributeError)
+
+
 def _fail_invalid(err: GymError) -> typer.Exit:
     err_console = _console(stderr=True)
-    for problem in err.problems:
-        err_console.print(f"error: {_one_line(problem)}")
+    with _unwritable_ok():
+        for problem in err.problems:
+            err_console.print(f"error: {_one_line(problem)}")
     return typer.Exit(EXIT_INVALID)
 
 
@@ -328,6 +338,18 @@ def _check_many(
             check_address(scheduler)
         except GymError as err:
             problems += err.problems
+        else:
+            if scheduler.partition("://")[0] == "inproc":
+                # an in-process scheduler lives in the Python process that made it: a new
+                # gym process can never reach one
+                problems.append(
+                    Problem(
+                        None,
+                        "--scheduler",
+                        f"{scheduler!r}: an inproc:// scheduler is only reachable "
+                        "from the process that started it; give tcp://HOST:PORT",
+                    )
+                )
     if problems:
         raise GymError(problems)
     return DEFAULT_CONFIDENCE if confidence is None else confidence
@@ -899,10 +921,14 @@ def sweep_cmd(
         done = sum(1 for r in stop.rows if r["status"] == "ok")
         where = ""
         if target is not None:
-            # a second Ctrl-C during the write waits for it, then is dropped here
-            with contextlib.suppress(KeyboardInterrupt):
+            # a second Ctrl-C during the write waits for it; a third abandons the write,
+            # and then nothing was written, so the message must not say it was
+            try:
                 sweep.write(stop.rows, target)
-            where = f"; written to {_one_line(target)}"
+            except KeyboardInterrupt:
+                where = f"; not written to {_one_line(target)} (abandoned)"
+            else:
+                where = f"; written to {_one_line(target)}"
         _console(stderr=True).print(
             f"interrupted: {done} of {len(stop.rows)} points finished{where}"
         )
@@ -1034,6 +1060,7 @@ def optimize_cmd(
         target = check_file(output, "-o", suffixes=(".yaml", ".yml"), force=force)
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
+    optimize.check_sets(sets or [])
     s = load_scenario(scenario or default_scenario())
     base = load_design(design, sets) if design is not None else None
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs)

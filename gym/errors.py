@@ -14,9 +14,13 @@ class Problem:
     message: str
 
     def __str__(self) -> str:
-        """One line, whatever the message held."""
-        parts = [p for p in (self.file, self.field) if p]
-        return " ".join(": ".join([*parts, self.message]).split())
+        """One line, whatever the message held. The file and the field are shown as
+        written (a newline or tab as an escape, two spaces as two), since they name
+        something; the message's line breaks and runs of spaces become one space."""
+        from gym.outputs import printable
+
+        parts = [printable(p) for p in (self.file, self.field) if p]
+        return ": ".join([*parts, " ".join(self.message.split())])
 
 
 @dataclass

@@ -347,13 +347,17 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
         raise GymError.single(file, None, "nested too deeply") from None
 
 
-def load_design(path: str | Path, overrides: list[str] | None = None) -> Design:
+def load_design(
+    path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
+) -> Design:
     """Read and validate a design file (designs/*.yaml).
 
     ``overrides`` are ``PATH=VALUE`` what-ifs (``cache.hit_ratio=0.6``), applied to the
     file's contents before validation, so they are checked like the file itself.
+    ``contents``: what :func:`read_yaml` gave for ``path`` already (a sweep builds every
+    point from one reading; reading is most of the cost of a load), not read again.
     """
-    return _load(Design, path, "design", overrides)
+    return _load(Design, path, "design", overrides, contents)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -417,11 +421,25 @@ def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
     out = copy.deepcopy(data) if data is not None else {}
     if not isinstance(out, dict):
         return out  # parse() reports the top-level problem
+    parsed: list[tuple[str, list[str], Any]] = []
     for text in overrides:
         try:
             keys, value = parse_override(text)
         except GymError as err:
             raise GymError([Problem(file, p.field, p.message) for p in err.problems]) from None
+        for earlier, earlier_keys, _ in parsed:
+            # one field set twice (however spelled), or a section and one of its fields:
+            # the later value would silently drop the earlier one
+            common = min(len(keys), len(earlier_keys))
+            if keys[:common] == earlier_keys[:common]:
+                raise GymError.single(
+                    file,
+                    "--set",
+                    f"--set {_echo(earlier)} and --set {_echo(text)} set the same field; "
+                    "give each once",
+                )
+        parsed.append((text, keys, value))
+    for text, keys, value in parsed:
         node = out
         for i, key in enumerate(keys[:-1]):
             child = node.get(key)
@@ -449,9 +467,15 @@ def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
     return problem
 
 
-def _load(model: type[N], path: str | Path, what: str, overrides: list[str] | None = None) -> N:
+def _load(
+    model: type[N],
+    path: str | Path,
+    what: str,
+    overrides: list[str] | None = None,
+    contents: Any = None,
+) -> N:
     """Parse, validate, name after the file if unnamed, and remember the file."""
-    data = read_yaml(path)
+    data = read_yaml(path) if contents is None else contents
     if overrides:
         data = apply_overrides(data, overrides, str(path))
         try:

@@ -133,6 +133,39 @@ class Optimum:
         return out
 
 
+#: The fields the search chooses for every candidate: a base design's values for them are
+#: replaced, so a ``--set`` of one of them would be silently dropped. (The writer's buffer
+#: is replaced too, but a base needs one to state a writer's flush ceiling.)
+SEARCHED = (
+    "frontier.drain_rps",
+    "frontier.buffer",
+    "frontier.back_queues",
+    "fetchers.replicas",
+    "fetchers.rps_per_replica",
+    "cache.hit_ratio",
+    "page_store.rps",
+)
+
+
+def check_sets(sets: list[str]) -> None:
+    """Refuse a ``--set`` on a field the search chooses (or a section holding one): the
+    search would replace it, so it would do nothing. Service times, the crash policy,
+    dedup and the writer's flush ceiling are kept from the base, and may be set."""
+    from gym.loading import parse_override
+
+    for text in sets:
+        path = ".".join(parse_override(text)[0])
+        for chosen in SEARCHED:
+            if path == chosen or chosen.startswith(path + ".") or path.startswith(chosen + "."):
+                raise GymError.single(
+                    None,
+                    "--set",
+                    f"{text}: the optimizer chooses {chosen} for every candidate, "
+                    "so this would be dropped; --set only what the base design keeps "
+                    "(service times, crash policy, dedup, the writer's flush ceiling)",
+                )
+
+
 def unit_design(
     units: dict[str, int], scenario: Scenario, base: Design | None, name: str
 ) -> Design:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gym.errors import GymError
-from gym.loading import load_design, parse_override, whole_number
+from gym.loading import load_design, parse_override, read_yaml, whole_number
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
@@ -25,6 +25,17 @@ from gym.parallel import Executor, Interrupted, Progress, Serial
 MAX_POINTS = 100_000
 #: Simulations a sweep runs unless allowed more (``--max-runs``).
 DEFAULT_MAX_RUNS = 200_000
+
+
+def _same_value(a: Any, b: Any) -> bool:
+    """The same point: equal values of one type, or equal numbers however written (``3``
+    and ``3.0``, ``30000`` and ``3e4``: a count written with nothing after the point is
+    that count). ``true`` is not ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, int | float) and isinstance(b, int | float):
+        return bool(a == b)
+    return type(a) is type(b) and bool(a == b)
 
 
 def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
@@ -61,12 +72,34 @@ def parse_vary(text: str) -> tuple[str, Sequence[Any]]:
     if len(items) > MAX_POINTS:
         raise _bad(text, f"{len(items):,} values; the limit is {MAX_POINTS:,} points")
     values = [parse_override(f"{path}={item.strip()}", "--vary")[1] for item in items]
-    seen: list[Any] = []
+    seen: set[Any] = set()
+    unhashable: list[Any] = []
     for value in values:
-        if any(type(value) is type(v) and value == v for v in seen):
+        key = _value_key(value)
+        if key is None:
+            if any(_same_value(value, v) for v in unhashable):
+                raise _bad(text, f"{_yaml_scalar(value)} is listed twice")
+            unhashable.append(value)
+        elif key in seen:
             raise _bad(text, f"{_yaml_scalar(value)} is listed twice")
-        seen.append(value)
+        else:
+            seen.add(key)
     return path, values
+
+
+def _value_key(value: Any) -> Any:
+    """A key equal for :func:`_same_value` values (numbers compare and hash alike in
+    Python, 3 and 3.0; a bool is kept apart from 1), so duplicates are found in one pass
+    over up to 100,000 values; None for a list or mapping."""
+    if isinstance(value, bool):
+        return ("bool", value)
+    if isinstance(value, int | float):
+        return ("number", value)
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return (type(value).__name__, value)
 
 
 def _bad(text: str, message: str) -> GymError:
@@ -124,18 +157,23 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
     A value the design file itself would refuse (a wrong path, type or range) is an input
     error (GymError) found before anything runs: each value is first tried alone."""
     axes = plan(varies, fixed)
-    for path, values in axes:
-        for value in values:
-            try:
-                load_design(base, [*(fixed or []), f"{path}={_yaml_scalar(value)}"])
-            except GymError as err:
-                raise _point_error(path, value, varies, axes, err) from None
+    # read once: up to 100,000 values and points, each a load of the base with its values
+    contents = read_yaml(base)
+    # The ends of every axis first, then whole axes from the shortest: a bad value is
+    # usually found in milliseconds, not after loading 100,000 good ones.
+    ends = [(path, v) for path, values in axes for v in dict.fromkeys([values[0], values[-1]])]
+    whole = [(path, v) for path, values in sorted(axes, key=lambda a: len(a[1])) for v in values]
+    for path, value in itertools.chain(ends, whole):
+        try:
+            load_design(base, [*(fixed or []), f"{path}={_yaml_scalar(value)}"], contents=contents)
+        except GymError as err:
+            raise _point_error(path, value, varies, axes, err) from None
     points = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         chosen = {path: value for (path, _), value in zip(axes, combo, strict=True)}
         sets = [*(fixed or []), *(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())]
         try:
-            points.append(Point(chosen, load_design(base, sets), None))
+            points.append(Point(chosen, load_design(base, sets, contents=contents), None))
         except GymError as err:
             shown = ", ".join(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())
             raise GymError.single(

@@ -631,3 +631,213 @@ def test_a_closed_pipe_is_not_a_verdict(monkeypatch: Any) -> None:
     monkeypatch.setattr(cli, "_discard_stdout", lambda: None)
     res = runner.invoke(app, ["run", str(REFERENCE)])
     assert res.exit_code == 141 and "Traceback" not in res.output
+
+
+# -- found by the second hostile pass ----------------------------------------------------
+
+
+def test_an_abandoned_save_does_not_claim_the_rows_were_written(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    """A third Ctrl-C abandons saving an interrupted sweep's rows: the message must say
+    they were not written, not "written to rows.csv" for a file that does not exist."""
+    out = tmp_path / "rows.csv"
+
+    def interrupted(*a: Any, **k: Any) -> Any:
+        raise sweep.SweepInterrupted([{"fetchers.replicas": 3, "status": "ok"}])
+
+    def abandoned(rows: Any, path: Path) -> None:
+        raise KeyboardInterrupt  # the third Ctrl-C, during the write
+
+    monkeypatch.setattr(sweep, "run", interrupted)
+    monkeypatch.setattr(sweep, "write", abandoned)
+    res = _invoke("sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4", "-o", str(out))
+    assert res.exit_code == 130, res.output
+    assert not out.exists()
+    assert "written to" not in res.stderr.replace("not written to", ""), res.stderr
+    assert "not written" in res.stderr
+
+
+@pytest.mark.parametrize(
+    "vary", ["fetchers.replicas=3,3.0", "fetchers.replicas=4,4e0", "frontier.drain_rps=30000,3e4"]
+)
+def test_a_number_listed_twice_in_another_spelling_is_refused(vary: str) -> None:
+    """`3` and `3.0` (or `30000` and `3e4`) are the same point: the sweep would run it
+    twice, so the value counts as listed twice, like `3,03` and `0.5,5e-1`."""
+    assert "listed twice" in _error("sweep", str(REFERENCE), "--vary", vary)
+
+
+def test_true_and_one_are_still_different_values() -> None:
+    """The type still matters where it makes a different value: true is not 1."""
+    assert sweep.parse_vary("dedup.content_hash=true,1")[1] == [True, 1]
+
+
+@pytest.mark.parametrize(
+    "sets",
+    [
+        ["fetchers.replicas=4", "fetchers.replicas=5"],
+        ["fetchers.replicas=4", " fetchers . replicas =5"],
+        ["fetchers={replicas: 3, rps_per_replica: 4000}", "fetchers.replicas=5"],
+        ["async_writer.buffer=1000", "async_writer={buffer: 2000}"],
+    ],
+)
+def test_a_field_set_twice_is_refused_not_silently_dropped(sets: list[str]) -> None:
+    """Two --set for one field (however spelled, or a section and one of its fields):
+    the later one would silently drop the earlier, so both commands that take --set refuse
+    it, as a sweep refuses a field varied twice."""
+    args = [a for s in sets for a in ("--set", s)]
+    for command in (["validate"], ["run"], ["estimate"]):
+        assert "set the same field" in _error(*command, str(REFERENCE), *args)
+
+
+def test_different_fields_of_one_section_can_each_be_set() -> None:
+    res = _invoke(
+        "validate",
+        str(REFERENCE),
+        *("--set", "async_writer.buffer=1000", "--set", "async_writer.flush_ceiling=0.5"),
+    )
+    assert res.exit_code == 0, res.output
+
+
+@pytest.mark.parametrize("address", ["inproc://x", "inproc://127.0.0.1/1/2"])
+def test_an_inproc_scheduler_is_refused_before_connecting(address: str, monkeypatch: Any) -> None:
+    """inproc:// names a scheduler inside another Python process, which a new gym process
+    can never reach: refused by the option check, not after an attempt to connect that
+    ends in Dask's "not enough values to unpack"."""
+
+    def no_connect(*a: Any, **k: Any) -> Any:
+        raise AssertionError("must not try to connect")
+
+    monkeypatch.setattr(parallel, "DaskCluster", no_connect)
+    for args in (
+        ["run", str(REFERENCE), "--runs", "2"],
+        ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4"],
+        ["optimize", "--runs", "16"],
+    ):
+        assert "inproc://" in _error(*args, "--scheduler", address)
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    ("args", "status"),
+    [
+        (["validate", "nosuch.yaml"], 2),
+        (["run", str(REFERENCE), "--set", "fetchers.replicas=0"], 2),
+        (["estimate", "--page-kb", "1e300"], 2),
+    ],
+)
+def test_an_unwritable_stderr_keeps_the_exit_status(args: list[str], status: int) -> None:
+    """`gym ... 2>/dev/full`: the error line cannot be written, but the exit status must
+    still say invalid input (2), not Python's 1 for the failed write, which a CI gate
+    reads as FAIL."""
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        res = subprocess.run(
+            [sys.executable, "-m", "gym", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=full,
+            stdin=subprocess.DEVNULL,
+            timeout=120,
+        )
+    assert res.returncode == status
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "fetchers.replicas=1",
+        " cache . hit_ratio =0.5",
+        "frontier.back_queues=5",
+        "page_store.rps=1",
+        "frontier={drain_rps: 1, buffer: 2}",
+    ],
+)
+def test_optimize_refuses_a_set_the_search_would_drop(value: str, monkeypatch: Any) -> None:
+    """`optimize DESIGN --set fetchers.replicas=1`: the search chooses the replicas (and
+    the other unit-aligned figures) of every candidate, so the value was silently dropped;
+    it is refused before anything runs."""
+
+    def ran(*a: Any, **k: Any) -> Any:
+        raise AssertionError("must not search")
+
+    monkeypatch.setattr(optimize, "search", ran)
+    err = _error("optimize", str(REFERENCE), "--runs", "16", "--set", value)
+    assert "--set" in err and "optimizer chooses" in err
+
+
+def test_optimize_takes_a_set_the_base_keeps(monkeypatch: Any) -> None:
+    """What the base keeps (service times, crash policy, dedup, a writer's flush ceiling)
+    may still be set."""
+    seen: dict[str, Any] = {}
+
+    def ran(scenario: Any, **k: Any) -> Any:
+        seen.update(k)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(optimize, "search", ran)
+    res = _invoke(
+        "optimize",
+        str(REFERENCE),
+        "--runs",
+        "16",
+        *("--set", "fetchers.service.mean_ms=100", "--set", "fetchers.on_crash=requeue"),
+        *("--set", "async_writer={buffer: 1, flush_ceiling: 0.5}"),
+    )
+    assert res.exit_code == 130, res.output
+    base = seen["base"]
+    assert base.fetchers.service.mean_ms == 100 and base.async_writer.flush_ceiling == 0.5
+
+
+def test_a_bad_vary_value_is_found_without_loading_every_other_point(
+    monkeypatch: Any,
+) -> None:
+    """`--vary fetchers.replicas=1..100000 --vary frontier.drain_rps=abc` took 14 s (one
+    file read and load per value) before refusing `abc`, and a list of 20,000 values took
+    minutes (a quadratic duplicate check): the base is read once, the ends of every axis
+    and the short axes are tried first, and duplicates are found in one pass."""
+    import time
+
+    reads, loads = [0], [0]
+    real_read, real_load = sweep.read_yaml, sweep.load_design
+
+    def counted_read(*a: Any, **k: Any) -> Any:
+        reads[0] += 1
+        return real_read(*a, **k)
+
+    def counted_load(*a: Any, **k: Any) -> Any:
+        loads[0] += 1
+        return real_load(*a, **k)
+
+    monkeypatch.setattr(sweep, "read_yaml", counted_read)
+    monkeypatch.setattr(sweep, "load_design", counted_load)
+    err = _error(
+        "sweep",
+        str(REFERENCE),
+        "--vary",
+        "fetchers.replicas=1..100000",
+        "--vary",
+        "frontier.drain_rps=abc",
+    )
+    assert "abc" in err and reads[0] == 1 and loads[0] <= 4, (reads, loads)
+    many = ",".join(str(i) for i in range(1, 20_001))
+    start = time.perf_counter()
+    assert len(sweep.parse_vary(f"fetchers.replicas={many}")[1]) == 20_000
+    assert time.perf_counter() - start < 10
+
+
+@pytest.mark.parametrize(
+    ("name", "shown"),
+    [
+        ("bad\nfake.yaml", "bad\\nfake.yaml"),
+        ("my  design.yaml", "my  design.yaml"),
+        ("a\tb.yaml", "a\\tb.yaml"),
+    ],
+)
+def test_a_file_name_in_an_error_is_shown_as_written(name: str, shown: str, tmp_path: Path) -> None:
+    """A path's newline became a space and two spaces one ("bad fake.yaml: file not
+    found"), naming a file that is not the one given: the file is shown as written, its
+    control characters as escapes."""
+    err = _error("validate", str(tmp_path / name))
+    assert f"{tmp_path}/{shown}: file not found" in err, err

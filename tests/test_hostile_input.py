@@ -651,3 +651,23 @@ def test_every_scenario_within_the_bounds_runs(
     sc = scenario(duration_s=duration, base_rps=base, load=load, faults=faults)
     m = gym.simulate(design(), sc).metrics
     assert m.offered == m.served + m.failed + m.in_flight_end + m.skipped
+
+
+def test_the_readme_states_the_estimate_bounds_the_code_applies() -> None:
+    """The README's bounds on `gym estimate` options are the ones enforced: it said
+    --pages-per-s 10^12, --page-kb 10^9, --urls 10^15 and --compression 10^6, while the
+    gym refuses anything over 10^9, 10^6, 10^13 and 10^3."""
+    import re
+
+    from gym.estimate import _RANGES
+
+    readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
+    for key in ("pages_per_s", "page_kb", "urls", "compression"):
+        _, high, option = _RANGES[key]
+        stated = re.search(rf"`{option}` 10\^(\d+)", readme)
+        assert stated, option
+        assert 10 ** int(stated.group(1)) == high, (option, stated.group(0), high)
+        res = CliRunner().invoke(app, ["estimate", option, f"{high:g}"])
+        assert res.exit_code == 0, res.output
+        res = CliRunner().invoke(app, ["estimate", option, f"{high * 10:g}"])
+        assert res.exit_code == 2 and f"{high:g}" in res.stderr, res.output
