@@ -42,6 +42,7 @@ from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, 
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130  # Ctrl-C (or SIGTERM), as shells report Ctrl-C
 EXIT_BROKEN_PIPE = 141  # the reader of stdout went away (`gym run ... | head`), as for SIGPIPE
+EXIT_OUTPUT_ERROR = 74  # stdout cannot be written (full disk, closed): sysexits' EX_IOERR
 
 DebugOpt = Annotated[
     bool,
@@ -60,6 +61,8 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     @functools.wraps(command)
     def wrapper(*args: Any, debug: bool = False, **kwargs: Any) -> None:
         restore = _interrupt_handlers()
+        real_stdout = sys.stdout
+        sys.stdout = _Stdout(real_stdout)
         try:
             try:
                 command(*args, **kwargs)
@@ -67,6 +70,10 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
                 sys.stdout.flush()  # a closed pipe shows here, inside the contract
         except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
             raise
+        except _StdoutError as err:
+            with _unwritable_ok():
+                _console(stderr=True).print(f"cannot write to standard output: {err}")
+            raise typer.Exit(EXIT_OUTPUT_ERROR) from None
         except GymError as err:
             raise _fail_invalid(err) from None
         except KeyboardInterrupt:
@@ -87,6 +94,7 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
                 )
             raise typer.Exit(EXIT_INTERNAL) from None
         finally:
+            sys.stdout = real_stdout
             restore()
 
     sig = inspect.signature(command, eval_str=True)
@@ -99,6 +107,48 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     hints = typing.get_type_hints(command, include_extras=True)
     wrapper.__annotations__ = {**hints, "debug": DebugOpt}
     return wrapper
+
+
+class _StdoutError(Exception):
+    """Standard output cannot be written: not a gym bug, not a broken pipe."""
+
+
+class _Stdout:
+    """sys.stdout, with a failed write (``> /dev/full``; closed with ``>&-``) raised as
+    :class:`_StdoutError`; a broken pipe stays a :class:`BrokenPipeError` (exit 141)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _call(self, name: str, *args: Any) -> Any:
+        if self._stream is None:
+            raise _StdoutError("it is closed")
+        try:
+            return getattr(self._stream, name)(*args)
+        except BrokenPipeError:
+            raise
+        except (OSError, ValueError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise _StdoutError(reason) from None
+
+    def write(self, text: str) -> int:
+        result: int = self._call("write", text)
+        return result
+
+    def flush(self) -> None:
+        self._call("flush")
+
+    def isatty(self) -> bool:
+        return bool(self._stream is not None and self._stream.isatty())
+
+    def fileno(self) -> int:
+        result: int = self._call("fileno")
+        return result
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise _StdoutError("it is closed")
+        return getattr(self._stream, name)
 
 
 def _interrupt_handlers() -> Callable[[], None]:

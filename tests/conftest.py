@@ -50,6 +50,21 @@ def variant(path: Path, **changes: Any) -> Design:
     return Design.model_validate(data)
 
 
+def forbid_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kind of work (a run, a sweep, an optimization) fails loudly, with exit 3: a
+    command that exits 2 under this refused its input before starting any work."""
+    import gym.cli as cli
+    from gym import optimize, sweep
+
+    def ran(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("work started before the input was checked")
+
+    monkeypatch.setattr(cli, "simulate", ran)
+    monkeypatch.setattr(sweep, "run", ran)
+    monkeypatch.setattr(sweep, "load_design", ran)
+    monkeypatch.setattr(optimize, "search", ran)
+
+
 def scenario(**parts: Any) -> Scenario:
     """A quiet, deterministic scenario: 1,000 URLs/s for 10 s, no faults, no SLOs."""
     base: dict[str, Any] = {

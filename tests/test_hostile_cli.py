@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import gym.cli as cli
 from gym import optimize, parallel, sweep
 from gym.cli import app
-from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, forbid_work
 
 runner = CliRunner()
 
@@ -39,18 +39,6 @@ def _error(*args: str) -> str:
     if lines[0].startswith("error: "):
         assert len(lines) == 1, res.stderr
     return lines[-1]
-
-
-def _no_work(monkeypatch: Any) -> None:
-    """Every kind of work fails loudly (exit 3): exit 2 proves the refusal came first."""
-
-    def ran(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("work started before the options were checked")
-
-    monkeypatch.setattr(cli, "simulate", ran)
-    monkeypatch.setattr(sweep, "run", ran)
-    monkeypatch.setattr(sweep, "load_design", ran)
-    monkeypatch.setattr(optimize, "search", ran)
 
 
 def _design(tmp: Path, name: str, file: str = "d.yaml") -> Path:
@@ -172,7 +160,7 @@ def test_runs_honours_or_refuses_every_other_option(monkeypatch: Any) -> None:
     --confidence without --runs are refused; --workers with --scheduler conflict."""
     res = _invoke("run", str(REFERENCE), "--runs", "2", "--tick-ms", "20", "--json")
     assert json.loads(res.stdout)["tick_ms"] == 20
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     assert "--warmup" in _error("run", str(REFERENCE), "--runs", "2", "--warmup", "5")
     assert "tick_ms" in _error("run", str(REFERENCE), "--runs", "2", "--tick-ms", "7")
     for extra in (
@@ -220,7 +208,7 @@ def test_sweep_refuses_bad_vary_before_running(varies: list[str], monkeypatch: A
 
 def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:
     """--vary and --set on the same field (or a section of it): refused."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     for sets in ("fetchers.replicas=2", "fetchers={replicas: 2, rps_per_replica: 4000}"):
         err = _error("sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--set", sets)
         assert "--set" in err
@@ -229,7 +217,7 @@ def test_sweep_vary_conflicting_with_set_is_refused(monkeypatch: Any) -> None:
 def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
     """--force without the output it is about, --confidence with one run per candidate,
     --max-urls with the flow engine: refused, not silently ignored."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     assert "--force" in _error("run", str(REFERENCE), "--force")
     assert "--force" in _error(
         "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--force"
@@ -308,7 +296,7 @@ def test_optimize_refuses_searches_that_cannot_find_anything(
 ) -> None:
     """Too few runs for the confidence, a confidence of 1, a --max-cost over the cost SLO,
     a cost SLO under 4 units: refused before the search."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     assert "--runs 16" in _error("optimize", "--runs", "5")
     assert "--runs 35" in _error("optimize", "--runs", "20", "--confidence", "0.9")
     assert "--confidence" in _error("optimize", "--confidence", "1")
@@ -355,7 +343,7 @@ def test_json_with_every_other_option(tmp_path: Path) -> None:
 def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None:
     """--runs, --workers, --vary ranges and grids, --max-runs and compare's design count:
     refused before anything is loaded or built."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     assert "100,000" in _error("run", str(REFERENCE), "--runs", "1000000")
     assert "100,000" in _error("sweep", str(REFERENCE), "--vary", "x=1..2", "--runs", "200000")
     assert "cores" in _error("run", str(REFERENCE), "--runs", "2", "--workers", "300")
@@ -413,7 +401,7 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
 def test_optimize_search_space_is_computed_not_tried(tmp_path: Path, monkeypatch: Any) -> None:
     """A scenario without a cost SLO and --max-cost 1000: C(1001, 5) designs are refused at
     once with how to allow them."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     s = _scenario(tmp_path, "open", "surge")
     err = _error("optimize", "-s", str(s), "--max-cost", "1000")
     assert "--max-runs" in err and "designs" in err
@@ -467,7 +455,7 @@ def test_many_runs_share_one_copy_of_the_inputs() -> None:
 )
 def test_bad_scheduler_addresses_are_one_line(address: str, monkeypatch: Any) -> None:
     """A scheduler address that is not SCHEME://HOST:PORT: exit 2 before anything runs."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     err = _error(
         "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--scheduler", address
     )
@@ -478,7 +466,7 @@ def test_nothing_listening_or_an_unknown_host_is_reported_at_once(monkeypatch: A
     """A refused connection or a host that does not resolve: exit 2 naming the address
     (found by a plain connection, not after Dask's connection timeout)."""
     pytest.importorskip("distributed")
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again: nothing listens there
@@ -631,6 +619,33 @@ def test_a_closed_pipe_is_not_a_verdict(monkeypatch: Any) -> None:
     monkeypatch.setattr(cli, "_discard_stdout", lambda: None)
     res = runner.invoke(app, ["run", str(REFERENCE)])
     assert res.exit_code == 141 and "Traceback" not in res.output
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize("redirect", ["full", "closed"])
+def test_unwritable_stdout_is_exit_74_not_a_bug(redirect: str) -> None:
+    """`gym run ... > /dev/full` or with stdout closed: the result cannot be printed. Not a
+    verdict (0/1), not a gym bug (3): exit 74 (EX_IOERR) and one line naming stdout. A
+    real process, so the write really fails."""
+    import subprocess
+    import sys
+
+    code = "import sys; from gym.cli import main; sys.argv = ['gym', 'run', sys.argv[1]]; main()"
+    stdout: Any = open("/dev/full", "w") if redirect == "full" else subprocess.DEVNULL  # noqa: SIM115
+    cmd = [sys.executable, "-c", code, str(REFERENCE)]
+    if redirect == "closed":
+        cmd = ["sh", "-c", '"$0" "$@" >&-', *cmd]
+    try:
+        res = subprocess.run(
+            cmd, stdout=stdout, capture_output=False, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    finally:
+        if redirect == "full":
+            stdout.close()
+    assert res.returncode == 74, res.stderr
+    lines = [ln for ln in res.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and lines[0].startswith("cannot write to standard output: "), lines
+    assert "Traceback" not in res.stderr
 
 
 # -- found by the second hostile pass ----------------------------------------------------

@@ -14,26 +14,14 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-import gym.cli as cli
-from gym import optimize, outputs, sweep
+from gym import outputs, sweep
 from gym.cli import app
 from gym.errors import GymError
 from gym.parallel import Serial
-from tests.conftest import REFERENCE, STARTER
+from tests.conftest import REFERENCE, STARTER, forbid_work
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
-
-
-def _no_work(monkeypatch: Any) -> None:
-    """Make every kind of work fail loudly (exit 3), so exit 2 proves it never started."""
-
-    def ran(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError("work started before the output path was checked")
-
-    monkeypatch.setattr(cli, "simulate", ran)
-    monkeypatch.setattr(sweep, "run", ran)
-    monkeypatch.setattr(optimize, "search", ran)
 
 
 def _one_line_error(res: Any) -> str:
@@ -82,7 +70,7 @@ def test_plot_refuses_a_bad_output_before_running(
 ) -> None:
     """gym plot -o BAD: exit 2, one line naming the path, nothing simulated (--force or
     not: a device, FIFO or directory is never replaced)."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     path = _bad_paths(tmp_path)[case]
     for extra in ([], ["--force"]):
         res = runner.invoke(app, ["plot", str(REFERENCE), "-o", str(path), *extra])
@@ -103,7 +91,7 @@ def test_every_file_output_is_checked_first(
 ) -> None:
     """report, sweep and optimize -o: a missing parent under a file, /proc, a directory,
     /dev/full, a wrong extension and an existing file are refused before any work."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     a_file = tmp_path / f"mine{suffix}"
     a_file.write_text("mine")
     a_dir = tmp_path / f"dir{suffix}"
@@ -124,7 +112,7 @@ def test_every_file_output_is_checked_first(
 def test_run_out_is_checked_first(tmp_path: Path, monkeypatch: Any) -> None:
     """gym run --out BAD (a file, under a file, /proc, /dev/full, a FIFO): exit 2 before the
     run, with or without --runs."""
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     a_file = tmp_path / "a-file"
     a_file.write_text("mine")
     fifo = tmp_path / "fifo"
@@ -319,7 +307,7 @@ def test_long_names_are_checked_first_and_written_when_they_fit(
     out = tmp_path / ("b" * 250)
     assert runner.invoke(app, ["run", str(REFERENCE), "--out", str(out)]).exit_code == 0
     assert (out / "summary.json").exists()
-    _no_work(monkeypatch)
+    forbid_work(monkeypatch)
     for args in (
         ["run", str(REFERENCE), "--out", str(tmp_path / ("a" * 300))],
         ["plot", str(REFERENCE), "-o", str(tmp_path / ("a" * 300 + ".png"))],
