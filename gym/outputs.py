@@ -100,6 +100,9 @@ def check_file(
     """
     if str(path) in ("", "."):
         raise _fail(path, option, "give a file name")
+    if path.name.endswith("."):
+        kinds = ", ".join(suffixes)
+        raise _fail(path, option, f"the name ends in a dot; end it in one of {kinds}")
     if not path.suffix and default_suffix is not None:
         given = _lstat(path, option)
         if given is not None and not stat.S_ISREG(given.st_mode):

@@ -50,6 +50,19 @@ def variant(path: Path, **changes: Any) -> Design:
     return Design.model_validate(data)
 
 
+def stop(*procs: Any) -> None:
+    """End helper processes started by a test: terminate, then kill what is still there
+    after 20 s."""
+    import subprocess
+
+    for proc in procs:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
 def forbid_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kind of work (a run, a sweep, an optimization) fails loudly, with exit 3: a
     command that exits 2 under this refused its input before starting any work."""

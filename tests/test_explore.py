@@ -21,7 +21,7 @@ from gym import optimize, sweep
 from gym.cli import app
 from gym.montecarlo import run_many, runs_needed, wilson
 from gym.parallel import LocalPool, Serial
-from tests.conftest import CHAOS, REFERENCE, design, scenario
+from tests.conftest import CHAOS, REFERENCE, design, scenario, stop
 
 runner = CliRunner()
 
@@ -233,12 +233,7 @@ def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Any:
                 time.sleep(0.5)
         yield address
     finally:
-        for proc in (worker, sched):
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop(worker, sched)
 
 
 def test_sweep_on_a_dask_cluster_gives_identical_rows(dask_scheduler: str) -> None:

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 import gym.cli as cli
 from gym import optimize, parallel, sweep
 from gym.cli import app
-from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, forbid_work
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, forbid_work, stop
 
 runner = CliRunner()
 
@@ -556,11 +556,7 @@ def test_a_scheduler_without_workers_is_refused(tmp_path: Path, monkeypatch: Any
         )
         assert "no workers" in err
     finally:
-        sched.terminate()
-        try:
-            sched.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            sched.kill()
+        stop(sched)
 
 
 # -- class 8: the exit-status contract ------------------------------------------------------

@@ -135,6 +135,17 @@ def test_missing_parents_are_created(tmp_path: Path) -> None:
     assert (out / "summary.json").exists()
 
 
+def test_a_name_ending_in_a_dot_is_refused(tmp_path: Path) -> None:
+    """`plot -o keep.` wrote `keep..png`; `sweep -o rows.` has no extension to go by."""
+    forbid = [("plot", "keep."), ("report", "r."), ("sweep", "rows.")]
+    for command, name in forbid:
+        args = [command, str(REFERENCE), "-o", str(tmp_path / name)]
+        if command == "sweep":
+            args += ["--vary", "fetchers.replicas=3,4"]
+        assert "ends in a dot" in _one_line_error(runner.invoke(app, args)), command
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_plot_name_without_extension_gets_png_and_is_not_overwritten(tmp_path: Path) -> None:
     """matplotlib adds .png to -o keep: the check looks at keep.png, so it is not replaced
     without --force; .svg and .pdf are written in their own format."""
