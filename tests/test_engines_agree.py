@@ -12,7 +12,7 @@ from hypothesis import Phase, example, given, settings
 from hypothesis import strategies as st
 
 import gym
-from tests.conftest import CHAOS, REFERENCE, STARTER, variant
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, variant
 
 DESIGNS = {
     "reference": lambda: gym.load_design(REFERENCE),
@@ -20,6 +20,8 @@ DESIGNS = {
     "reference+writer": lambda: variant(REFERENCE, async_writer={"buffer": 60_000}),
     "three-fetchers": lambda: variant(REFERENCE, **{"fetchers.replicas": 3}),
     "starter+requeue": lambda: variant(STARTER, **{"fetchers.on_crash": "requeue"}),
+    "politeness-bound": lambda: gym.load_design(ROOT / "designs" / "politeness-bound.yaml"),
+    "writer-lossless": lambda: gym.load_design(ROOT / "designs" / "writer-lossless.yaml"),
     # Found by the property test below: the request engine's writer flushed 2,900/s after
     # the stall against the flow engine's 3,351/s, because a store write ending "at" a tick
     # (an ulp later, from summed tick lengths) still held its slot.
@@ -145,5 +147,22 @@ def test_engines_agree_with_two_stations_near_capacity() -> None:
             "async_writer": None,
         },
     )
+    sc = gym.load_scenario(CHAOS)
+    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap: a loss station 1.2-2.4x over capacity loses less in the flow engine",
+)
+def test_engines_agree_on_content_dedup() -> None:
+    """The shipped content-dedup design has no cache (hit ratio 0), so every URL meets the
+    resolver (5,000/s, 100 slots of 20 ms) at 1.2-2.4 times its capacity, more in the DNS
+    slowdown. Erlang B(100 slots, 120 Erlangs) is 0.20 where the excess over a per-tick
+    quota is 0.17: the request engine loses 130,445 at the resolver, the flow engine
+    127,023, and availability differs by 0.78 points (0.4221 against 0.4299). The
+    verdict (FAIL) is the same. docs/model.md says why; strict, so the mark must go when
+    the engines are brought closer."""
+    d = gym.load_design(ROOT / "designs" / "content-dedup.yaml")
     sc = gym.load_scenario(CHAOS)
     _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
