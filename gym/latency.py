@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from gym.components.fetchers import fetch_ticks
 from gym.models import Design, Scenario
+from gym.timeline import fetch_ticks
 
 if TYPE_CHECKING:
     from gym.record import RunRecord

@@ -14,16 +14,7 @@ from gym.latency import Samples
 from gym.timeline import Timeline
 
 if TYPE_CHECKING:
-    from gym.components import (
-        AsyncWriter,
-        Cache,
-        Client,
-        Component,
-        FetcherFleet,
-        Frontier,
-        PageStore,
-        Resolver,
-    )
+    from gym.components import Component
 
 IntArray = np.ndarray
 
@@ -120,36 +111,14 @@ class RunRecord:
         timeline: Timeline,
         engine: str,
         seed: int,
-        client: Client,
-        frontier: Frontier,
-        fleet: FetcherFleet,
-        cache: Cache,
-        resolver: Resolver,
-        writer: AsyncWriter | None,
-        store: PageStore,
+        offered: IntArray,
+        components: list[Component],
     ) -> RunRecord:
-        tallies = {
-            "frontier": Tally.of(
-                frontier,
-                limit=frontier.buffer,
-                skipped=frontier.skipped,
-                requeued=frontier.requeued,
-            ),
-            "fetchers": Tally.of(fleet, live=fleet.live, requeued=fleet.requeued),
-            "cache": Tally.of(cache),
-            "resolver": Tally.of(resolver, rate=resolver.rates, writes_saved=resolver.writes_saved),
-        }
-        in_flight = {
-            "frontier": frontier.in_flight(),
-            "fetchers": fleet.in_flight_at_end(),
-        }
-        if writer is not None:
-            tallies["async_writer"] = Tally.of(
-                writer, limit=writer.buffer, held_in=writer.held_in, flushed=writer.flushed
-            )
-            in_flight["async_writer"] = writer.in_flight()
-        tallies["page_store"] = Tally.of(store)
-        record = cls(engine, seed, timeline, client.out.copy(), tallies, in_flight)
+        """The record of a run from its components, in pipeline order: each gives its own
+        tally, and those that can hold work their URLs in flight at the end."""
+        tallies = {c.name: c.tally() for c in components}
+        in_flight = {c.name: c.in_flight_end() for c in components if c.holds_work}
+        record = cls(engine, seed, timeline, offered.copy(), tallies, in_flight)
         record.check_conservation()
         return record
 

@@ -13,10 +13,9 @@ from __future__ import annotations
 
 import math
 
-from gym.components.fetchers import fetch_ticks
 from gym.costing import cache_capacity_rps
 from gym.models import Design, Scenario
-from gym.timeline import VALID_TICKS_MS
+from gym.timeline import VALID_TICKS_MS, fetch_ticks
 
 #: A rounding that changes a figure by more than this fraction is reported.
 TOLERANCE = 0.05

@@ -144,3 +144,9 @@ def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
     if isinstance(fault, StallFault):
         return f"{fault.target} stall"
     return f"{fault.target} slowdown x{fault.factor:g}"
+
+
+def fetch_ticks(mean_ms: float, tick_ms: int) -> int:
+    """A fetch time in whole ticks, at least one: how long the flow engine holds a fetch
+    (:mod:`gym.rounding` warns when this changes it by more than 5%)."""
+    return max(1, math.floor(mean_ms / tick_ms + 0.5))

@@ -22,6 +22,7 @@ import numpy as np
 import simpy
 
 from gym.models import SlowdownFault, StallFault
+from gym.record import Tally
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
@@ -60,6 +61,9 @@ class Component:
     name: str = "component"
     #: Failure causes this component can record.
     causes: tuple[str, ...] = ()
+    #: Whether URLs can still be inside at the end of a run (a queue, a fleet, a buffer);
+    #: the run record lists those in ``in_flight_end``.
+    holds_work: bool = False
 
     def __init__(self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger) -> None:
         self.env = env
@@ -98,6 +102,15 @@ class Component:
     def in_flight(self) -> int:
         """URLs held by this component after the last advanced tick."""
         return int(self.backlog[self.t - 1]) if self.t > 0 else 0
+
+    def in_flight_end(self) -> int:
+        """URLs still inside at the end of the run (the run record's figure)."""
+        return self.in_flight()
+
+    def tally(self) -> Tally:
+        """This component's per-tick counts for the run record (a component with more to
+        report, such as a queue's buffer size, adds it here)."""
+        return Tally.of(self)
 
 
 class RatedComponent(Component):

@@ -10,7 +10,6 @@ go back to the head of the frontier if the design says ``on_crash: requeue``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
 
 import numpy as np
@@ -18,6 +17,8 @@ import simpy
 
 from gym.components.base import Component, IntArray, Ledger, tick_quota
 from gym.models import CrashFault, FetchersConfig
+from gym.record import Tally
+from gym.timeline import fetch_ticks
 
 
 class FetcherFleet(Component):
@@ -25,6 +26,7 @@ class FetcherFleet(Component):
 
     name = "fetchers"
     causes = ("crash_loss",)
+    holds_work = True
 
     def __init__(
         self,
@@ -108,10 +110,9 @@ class FetcherFleet(Component):
         else:
             self.failed["crash_loss"][tick] += lost_total
 
-    def in_flight_at_end(self) -> int:
+    def in_flight_end(self) -> int:
+        """Fetches started and due after the last tick."""
         return int(self._due[self.t :].sum())
 
-
-def fetch_ticks(mean_ms: float, tick_ms: int) -> int:
-    """Fetch time in whole ticks (at least one)."""
-    return max(1, math.floor(mean_ms / tick_ms + 0.5))
+    def tally(self) -> Tally:
+        return Tally.of(self, live=self.live, requeued=self.requeued)

@@ -8,6 +8,7 @@ import simpy
 
 from gym.components.base import Component, IntArray, Ledger, RatedComponent
 from gym.models import FrontierConfig
+from gym.record import Tally
 
 
 class Frontier(RatedComponent):
@@ -22,6 +23,7 @@ class Frontier(RatedComponent):
 
     name = "frontier"
     causes = ("frontier_overflow",)
+    holds_work = True
 
     def __init__(
         self,
@@ -43,6 +45,9 @@ class Frontier(RatedComponent):
         self.false_positive_rate = false_positive_rate
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
         self.skipped = {"seen_url": ledger.zeros(), "bloom_false_positive": ledger.zeros()}
+
+    def tally(self) -> Tally:
+        return Tally.of(self, limit=self.buffer, skipped=self.skipped, requeued=self.requeued)
 
     def requeue(self, tick: int, n: int) -> None:
         """Put ``n`` URLs back at the head of the queue at ``tick`` (a crash's in-flight)."""

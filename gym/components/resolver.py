@@ -6,6 +6,7 @@ import numpy as np
 import simpy
 
 from gym.components.base import Component, Ledger, RatedComponent
+from gym.record import Tally
 
 
 class Resolver(RatedComponent):
@@ -28,6 +29,9 @@ class Resolver(RatedComponent):
         self.upstream = upstream
         self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
         self.writes_saved = ledger.zeros()
+
+    def tally(self) -> Tally:
+        return Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
 
     def _advance(self, t0: int, t1: int) -> None:
         resolved = self._take(self.upstream.out[t0:t1], t0, t1, "resolver")

@@ -17,6 +17,7 @@ import simpy
 
 from gym.components.base import Component, IntArray, Ledger
 from gym.models import AsyncWriterConfig
+from gym.record import Tally
 
 
 class AsyncWriter(Component):
@@ -24,6 +25,7 @@ class AsyncWriter(Component):
 
     name = "async_writer"
     causes = ("writer_overflow",)
+    holds_work = True
 
     def __init__(
         self,
@@ -44,6 +46,9 @@ class AsyncWriter(Component):
 
     def _quota(self, n: int) -> IntArray:
         return np.full(n, self.buffer, dtype=np.int64)
+
+    def tally(self) -> Tally:
+        return Tally.of(self, limit=self.buffer, held_in=self.held_in, flushed=self.flushed)
 
     def _advance(self, t0: int, t1: int) -> None:
         self.store.reserve(t1)

@@ -22,6 +22,7 @@ from gym.components import (
     Frontier,
     Ledger,
     PageStore,
+    RatedComponent,
     Resolver,
 )
 from gym.costing import cache_capacity_rps, politeness
@@ -97,12 +98,8 @@ def run(
     # The timeline: one SimPy process per scenario event, on the component it acts on.
     for stage in scenario.load:
         env.process(client.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
-    targets: dict[str, Cache | Resolver | PageStore | Frontier] = {
-        "frontier": frontier,
-        "cache": cache,
-        "resolver": resolver,
-        "page_store": store,
-    }
+    # Stalls and slowdowns act on a rated component, found by its name.
+    targets = {c.name: c for c in pipeline if isinstance(c, RatedComponent)}
     for fault in scenario.faults:
         start, end = timeline.fault_ticks(fault)
         if isinstance(fault, CrashFault):
@@ -122,13 +119,8 @@ def run(
         timeline=timeline,
         engine="flow",
         seed=seed,
-        client=client,
-        frontier=frontier,
-        fleet=fleet,
-        cache=cache,
-        resolver=resolver,
-        writer=writer,
-        store=store,
+        offered=client.out,
+        components=pipeline[1:],  # the client offers; the rest hold, serve or fail URLs
     )
     record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
     return record
