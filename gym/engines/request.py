@@ -6,7 +6,7 @@ distributions. The frontier is the waiting room in front of the fetch slots (its
 is queueing time); it hands URLs out through a token bucket refilled at ``drain_rps``,
 one tick's worth deep like the flow engine's per-tick quota. With deterministic fetch
 times, starts are also paced at live replicas x ``rps_per_replica`` (a second bucket,
-one token deep), as the flow engine's fetcher quota paces them: otherwise, when a
+5% of a tick's starts deep), as the flow engine's fetcher quota paces them: otherwise, when a
 backlog forms, every free slot would start at once, finish at once one fetch time
 later, and repeat the burst every fetch time, overloading the stations downstream. The
 cache, the resolver and the page store have no queue: a request that finds every slot
@@ -45,6 +45,9 @@ from gym.streams import stream
 from gym.timeline import Timeline
 
 Progress = Callable[[float], None]
+
+#: The fetch-start bucket's depth, as a share of one tick's starts (at least one token).
+PACING_DEPTH = 0.05
 
 
 class Log:
@@ -227,9 +230,12 @@ class Engine:
         # slot to start at once when a backlog forms; those fetches then finish at once,
         # and the burst repeats every fetch time for the rest of the run, overloading the
         # stations downstream. So starts are also paced, as the flow engine's quota paces
-        # them: a token bucket refilled at live replicas x rps_per_replica, one token
-        # deep. One slot (M/D/1) is unchanged: it starts at most one fetch per fetch time
-        # anyway. With random fetch times the replicas are c slots each (an M/G/c
+        # them: a token bucket refilled at live replicas x rps_per_replica, as deep as
+        # 5% of a tick's starts (at least one), so a tick starts at most 1.05 times its
+        # quota, while two URLs arriving within a few microseconds need not wait for each
+        # other (a one-token bucket made a third of the reference's URLs queue, and the
+        # engine 1.4x slower). One slot (M/D/1) is unchanged: it starts at most one fetch
+        # per fetch time anyway. With random fetch times the replicas are c slots each (an M/G/c
         # station), whose own randomness spreads the starts; they are not paced.
         self.paced = f.service.dist == "deterministic"
         mean_s = f.service.mean_ms / 1000.0
@@ -251,12 +257,12 @@ class Engine:
         self.depth = max(1.0, self.drain * timeline.tick_s)
         self.tokens = self.depth
         # The fleet's start rate when paced: live replicas x rps_per_replica (set again
-        # on a crash), one token deep; unpaced, a bucket that never runs dry.
+        # on a crash), 5% of a tick's starts deep; unpaced, a bucket that never runs dry.
         self.start_rate = 0.0
         self.start_depth = math.inf
         if self.paced:
             self.start_rate = f.replicas * f.rps_per_replica
-            self.start_depth = 1.0
+            self.start_depth = max(1.0, PACING_DEPTH * self.start_rate * timeline.tick_s)
         self.start_tokens = self.start_depth
         self.refilled_at = 0.0
         self.wake_pending = False
