@@ -46,14 +46,16 @@ class ErrorBudget:
 
     @property
     def fraction_spent(self) -> float | None:
-        """spent / allowed; above 1 exactly when the availability SLO fails (``allowed``
-        is a float, so at availability == target it can come out 1 + 2e-16: held to 1)."""
+        """spent / allowed: above 1 exactly when the availability SLO fails. ``allowed`` is
+        a float, so at availability == target the ratio can come out a few ulps off 1;
+        only there is it put on the side of 1 the SLO's verdict says. None when nothing
+        is allowed (a target of 1, or nothing finished): see :attr:`over`."""
         if self.allowed <= 0:
             return None
         raw = self.spent / self.allowed
-        if self.over:
-            return raw if raw > 1.0 else math.nextafter(1.0, 2.0)
-        return min(raw, 1.0)
+        if math.isclose(raw, 1.0, rel_tol=1e-12):
+            return math.nextafter(1.0, 2.0) if self.over else 1.0
+        return raw
 
     def to_json(self) -> dict[str, object]:
         def frac(n: int) -> float | None:
@@ -64,6 +66,7 @@ class ErrorBudget:
             "allowed": self.allowed,
             "spent": self.spent,
             "fraction_spent": self.fraction_spent,
+            "over": self.over,
             "by_cause": {
                 c: {"urls": n, "fraction_of_budget": frac(n)} for c, n in self.by_cause.items() if n
             },

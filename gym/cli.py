@@ -1422,7 +1422,7 @@ def _print_budget(r: Result, console: Console) -> None:
     b = r.budget
     if b.target is None or not b.spent:
         return
-    share = format_fraction(b.fraction_spent)
+    share = format_fraction(b.fraction_spent) if b.allowed > 0 else "over: none allowed"
     console.print(
         f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished); {b.spent:,} spent ({share}).",

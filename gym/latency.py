@@ -139,7 +139,10 @@ def estimate_flow(
     out: dict[str, Samples] = {}
     out["frontier"] = _since(start, f_in, f_wait, f_w)
     ticks = np.arange(n)
-    fetch = design.fetchers.service.mean_ms
+    # The fetch as the engine held it: whole ticks (gym.rounding warns when that is not
+    # the design's figure).
+    lag = fetch_ticks(design.fetchers.service.mean_ms, tl.tick_ms)
+    fetch = float(lag * tl.tick_ms)
     lookup = design.cache.service.mean_ms
     store = design.page_store.service.mean_ms
     out["fetchers"] = _since(start, ticks, np.full(n, fetch), c["fetchers"].processed)
@@ -153,7 +156,6 @@ def estimate_flow(
 
     # Per tick j of finishing the fetch: what each way of being served adds to the
     # frontier wait (ms), and how many URLs took it.
-    lag = fetch_ticks(fetch, tl.tick_ms)
     upstream = np.full(n, fetch + lookup)
     resolved = upstream + res_ms
     paths: list[tuple[np.ndarray, np.ndarray]] = [(upstream, c["cache"].served)]

@@ -191,7 +191,8 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
         in_flight_end=sum(record.in_flight_end.values()),
         failed_by_cause={k: failed_by_cause[k] for k in CAUSES},
         skipped_by_cause=record.skipped_by_cause(),
-        duration_s=tl.duration_s,
+        # what was simulated: a duration off the tick grid runs to the tick after it
+        duration_s=tl.n_ticks * tl.tick_ms / 1000,
     )
 
 

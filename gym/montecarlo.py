@@ -19,6 +19,7 @@ import numpy as np
 from gym.models import Design, Scenario
 from gym.parallel import Executor, Progress, Serial
 from gym.scoring import SLO_NAMES
+from gym.simulate import DEFAULT_MAX_URLS
 
 Z95 = 1.959963984540054
 DEFAULT_CONFIDENCE = 0.8
@@ -56,25 +57,7 @@ class Task:
     seed: int
     engine: str = "flow"
     tick_ms: int = 10
-    max_urls: int = 2_000_000
-
-
-def task(
-    design: Design,
-    scenario: Scenario,
-    seed: int,
-    engine: str = "flow",
-    tick_ms: int = 10,
-    max_urls: int = 2_000_000,
-) -> Task:
-    return Task(
-        design.model_dump(mode="json"),
-        scenario.model_dump(mode="json"),
-        seed,
-        engine,
-        tick_ms,
-        max_urls,
-    )
+    max_urls: int = DEFAULT_MAX_URLS
 
 
 def tasks_for(
@@ -83,7 +66,7 @@ def tasks_for(
     seeds: range,
     engine: str = "flow",
     tick_ms: int = 10,
-    max_urls: int = 2_000_000,
+    max_urls: int = DEFAULT_MAX_URLS,
 ) -> list[Task]:
     """One task per seed; the design and scenario are dumped once and shared, so many
     runs cost memory for their seeds only."""
@@ -227,7 +210,7 @@ def run_many(
     executor: Executor | None = None,
     progress: Progress | None = None,
     tick_ms: int = 10,
-    max_urls: int = 2_000_000,
+    max_urls: int = DEFAULT_MAX_URLS,
 ) -> MonteCarloResult:
     """Run seeds ``seed .. seed + runs - 1`` and summarize them (at most :data:`MAX_RUNS`)."""
     if not 1 <= runs <= MAX_RUNS:

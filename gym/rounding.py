@@ -15,7 +15,7 @@ import math
 
 from gym.costing import cache_capacity_rps
 from gym.models import Design, Scenario
-from gym.timeline import VALID_TICKS_MS, fetch_ticks
+from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 
 #: A rounding that changes a figure by more than this fraction is reported.
 TOLERANCE = 0.05
@@ -32,6 +32,12 @@ def warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -
         out += _flushes(design, tick_ms)
     out += _event_times(scenario, tick_ms)
     return out
+
+
+def station_slots(rate: float, mean_ms: float) -> int:
+    """The request engine's concurrent slots for a station: round(rate x mean service
+    time), at least one, so its capacity stays near what the design says."""
+    return max(1, round(rate * mean_ms / 1000.0))
 
 
 def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
@@ -70,7 +76,7 @@ def _slots(design: Design, scenario: Scenario) -> list[str]:
     ]
     for name, field, rate, mean_ms in stations:
         exact = rate * mean_ms / 1000.0
-        slots = max(1, round(exact))
+        slots = station_slots(rate, mean_ms)
         if abs(slots - exact) <= TOLERANCE * exact:
             continue
         if name == "fetchers" and f.service.dist == "deterministic" and slots > exact:
@@ -93,7 +99,7 @@ def _flushes(design: Design, tick_ms: int) -> list[str]:
     if writer is None:
         return []
     mean_ms = store.service.mean_ms
-    slots = max(1, round(store.rps * mean_ms / 1000.0))
+    slots = station_slots(store.rps, mean_ms)
     ceiling = math.floor(writer.flush_ceiling * slots + 1e-9)
     most = ceiling / (max(tick_ms, mean_ms) / 1000.0)  # flushes per second at best
     meant = writer.flush_ceiling * store.rps
@@ -114,7 +120,18 @@ def _largest_tick_at_most(ms: float) -> int:
 
 def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
     """Stages and faults start and end on tick boundaries (the first at or after the
-    time written); a length that changes by more than 5% is reported."""
+    time written); a length that changes by more than 5% is reported, and a run whose
+    duration is not whole ticks (it runs to the next tick, and throughput is counted
+    over that)."""
+    grid = Timeline(scenario, tick_ms)
+    out = []
+    ran = grid.n_ticks * tick_ms / 1000
+    if ran != scenario.duration_s:
+        out.append(
+            f"duration_s: {scenario.duration_s:g} s is not a whole number of {tick_ms} ms "
+            f"ticks; the run lasts {ran:g} s ({_change(ran, scenario.duration_s)}), and "
+            f"throughput is served / {ran:g} s"
+        )
     spans: list[tuple[str, float, float]] = []
     for i, stage in enumerate(scenario.load):
         end = scenario.load[i + 1].at_s if i + 1 < len(scenario.load) else scenario.duration_s
@@ -122,12 +139,11 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
     for i, fault in enumerate(scenario.faults):
         if fault.for_s is not None:
             spans.append((f"faults[{i}].for_s", fault.at_s, fault.at_s + fault.for_s))
-    out = []
     for field, start, end in spans:
         meant = end - start
         if meant <= 0:
             continue
-        t0, t1 = _on_grid(start, tick_ms), _on_grid(end, tick_ms)
+        t0, t1 = (grid.to_tick(t) * tick_ms / 1000 for t in (start, end))
         used = t1 - t0
         if abs(used - meant) > TOLERANCE * meant:
             out.append(
@@ -136,11 +152,6 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
                 f"({_change(used, meant)})"
             )
     return out
-
-
-def _on_grid(t_s: float, tick_ms: int) -> float:
-    """The first tick boundary at or after ``t_s``, as :meth:`Timeline.to_tick` puts it."""
-    return max(0, math.ceil(t_s * 1000 / tick_ms - 1e-9)) * tick_ms / 1000
 
 
 def _change(used: float, meant: float) -> str:

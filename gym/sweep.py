@@ -2,7 +2,9 @@
 
 ``--vary fetchers.replicas=2..6`` (integers, inclusive; ``2..10:2`` steps by 2) or
 ``--vary cache.hit_ratio=0.6,0.8,0.92`` (a list). Each point is the base design with those
-values set, validated like a file; an invalid point becomes a row that says why. Every
+values set, validated like a file: a value or combination the design model refuses is
+refused before anything runs, and a point the scenario's catalog forbids becomes a row
+that says why. Every
 point runs seeds ``seed .. seed + runs - 1``: the same traffic for every point (common
 random numbers), whichever executor runs it.
 """
@@ -21,6 +23,7 @@ from gym.loading import load_design, parse_override, read_yaml, whole_number
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
+from gym.simulate import DEFAULT_MAX_URLS
 
 MAX_POINTS = 100_000
 #: Simulations a sweep runs unless allowed more (``--max-runs``).
@@ -239,7 +242,13 @@ def run(
         if problems:
             errors[i] = "; ".join(f"{q.field}: {q.message}" for q in problems)
             continue
-        tasks += tasks_for(p.design, scenario, range(seed, seed + runs), engine)
+        tasks += tasks_for(
+            p.design,
+            scenario,
+            range(seed, seed + runs),
+            engine,
+            max_urls=max_urls if max_urls is not None else DEFAULT_MAX_URLS,
+        )
         owners += [i] * runs
     if len(tasks) > max_runs:
         raise GymError.single(

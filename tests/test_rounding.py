@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 import gym
@@ -84,3 +86,47 @@ def test_request_engine_writer_flushes_once_per_tick() -> None:
     for tick in (10, 20):
         assert not [w for w in warnings(d, sc, engine="request", tick_ms=tick) if "async" in w]
     assert not [w for w in warnings(d, sc, engine="flow", tick_ms=100) if "async" in w]
+
+
+def test_flow_fetch_latency_is_the_time_the_engine_held() -> None:
+    """14 ms on 10 ms ticks is round(1.4) = 1 tick: the flow engine holds each fetch 10 ms
+    and reports 10 ms (not the design's 14), as its warning says; 1,000 ms ticks hold a
+    250 ms fetch 1,000 ms."""
+    d = variant(REFERENCE, **{"fetchers.service": {"dist": "deterministic", "mean_ms": 14}})
+    r = gym.simulate(d, scenario())
+    assert r.latency["fetchers"].mean == 10.0
+    assert any("14 ms runs as 10 ms" in w for w in r.warnings)
+    coarse = gym.simulate(REFERENCE, scenario(), tick_ms=1000)
+    assert coarse.latency["fetchers"].mean == 1000.0
+
+
+def test_duration_off_the_grid_is_counted_as_run() -> None:
+    """A 10.5 s run on 1,000 ms ticks runs 11 ticks: offered, throughput and the JSON's
+    duration are over 11 s, and the result says so. With deterministic arrivals of
+    1,000/s: 11,000 offered."""
+    sc = scenario(duration_s=10.5)
+    r = gym.simulate(design(), sc, tick_ms=1000)
+    assert r.metrics.offered == 11_000 and r.metrics.duration_s == 11.0
+    assert r.metrics.throughput_rps == r.metrics.served / 11.0
+    assert any(w.startswith("duration_s: 10.5 s") for w in r.warnings)
+    assert gym.simulate(design(), sc, tick_ms=10).warnings == ()
+
+
+def test_sweep_passes_max_urls_to_every_run(monkeypatch: Any) -> None:
+    """`sweep --engine request --max-urls N` allows each run N URLs too (it used the default
+    2,000,000 per run, so a long scenario was refused after the sweep's own check
+    passed)."""
+    from gym import sweep
+
+    seen: list[int] = []
+    real = sweep.tasks_for
+
+    def spy(*a: Any, **k: Any) -> Any:
+        seen.append(k["max_urls"])
+        return real(*a, **k)
+
+    monkeypatch.setattr(sweep, "tasks_for", spy)
+    sc = scenario(duration_s=1)
+    points = sweep.grid(REFERENCE, ["fetchers.replicas=4"])
+    sweep.run(points, sc, runs=1, engine="request", max_urls=10_000_000)
+    assert seen == [10_000_000]

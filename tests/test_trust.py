@@ -249,3 +249,19 @@ def test_budget_at_exactly_the_target_is_not_over() -> None:
     over = ErrorBudget(0.9, (1 - 0.9) * 10, 1, {}, over=True)
     assert over.fraction_spent is not None and over.fraction_spent > 1.0
     assert format_fraction(1.004) == "100.4%" and format_fraction(0.5) == "50%"
+    # Away from 1 the ratio is what it is, whatever the flag says: 2 of 1 allowed is 200%.
+    assert ErrorBudget(0.9, 1.0, 2, {}, over=False).fraction_spent == 2.0
+
+
+def test_budget_with_nothing_allowed_is_over_when_anything_failed() -> None:
+    """A target of 1 allows (1 - 1) x finished = 0 failures: the fraction is undefined
+    (null), but the budget is over (``over`` in JSON) as soon as one URL failed, as the
+    SLO fails."""
+    sc = scenario(
+        slos={"availability": {"min": 1.0}},
+        faults=[{"kind": "stall", "at_s": 2, "for_s": 1, "target": "page_store"}],
+    )
+    r = gym.simulate(design(), sc, seed=0)
+    assert r.metrics.failed > 0 and not r.passed
+    data = r.budget.to_json()
+    assert data["allowed"] == 0 and data["fraction_spent"] is None and data["over"] is True

@@ -41,6 +41,7 @@ from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
+from gym.rounding import station_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
@@ -115,7 +116,7 @@ class LossStation:
 
     def __init__(self, rate: float, service: ServiceTime, rng: np.random.Generator, what: str):
         self.rate = rate
-        self.slots = max(1, round(rate * service.mean_ms / 1000.0))
+        self.slots = station_slots(rate, service.mean_ms)
         self.sample = Sampler(service, rng)
         self.ends: list[float] = []
         self.stalls = 0
@@ -238,8 +239,7 @@ class Engine:
         # per fetch time anyway. With random fetch times the replicas are c slots each (an M/G/c
         # station), whose own randomness spreads the starts; they are not paced.
         self.paced = f.service.dist == "deterministic"
-        mean_s = f.service.mean_ms / 1000.0
-        slots = max(1, round(f.rps_per_replica * mean_s))
+        slots = station_slots(f.rps_per_replica, f.service.mean_ms)
         self.replicas = [Replica(slots) for _ in range(f.replicas)]
         self.free = slots * f.replicas
         self.rr = 0

@@ -150,7 +150,7 @@ def _budget(r: Result) -> str:
     b = r.budget
     if b.target is None:
         return "<p>The scenario has no availability SLO, so no error budget.</p>"
-    share = format_fraction(b.fraction_spent)
+    share = format_fraction(b.fraction_spent) if b.allowed > 0 else "over: none allowed"
     intro = (
         f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished). Spent: {b.spent:,} ({share}).</p>"
