@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import inspect
 import json
@@ -257,10 +258,23 @@ def _unwritable_ok() -> contextlib.AbstractContextManager[None]:
     return contextlib.suppress(OSError, ValueError, AttributeError)
 
 
+#: The Python API's argument names, as the options that set them are typed.
+_OPTION_NAMES = {
+    "tick_ms": "--tick-ms",
+    "warmup_s": "--warmup",
+    "seed": "--seed",
+    "runs": "--runs",
+    "engine": "--engine",
+    "confidence": "--confidence",
+}
+
+
 def _fail_invalid(err: GymError) -> typer.Exit:
     err_console = _console(stderr=True)
     with _unwritable_ok():
         for problem in err.problems:
+            if problem.file is None and problem.field in _OPTION_NAMES:
+                problem = dataclasses.replace(problem, field=_OPTION_NAMES[problem.field])
             err_console.print(f"error: {_one_line(problem)}")
     return typer.Exit(EXIT_INVALID)
 

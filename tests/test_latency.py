@@ -91,7 +91,7 @@ def test_cli_request_engine_json_has_latency() -> None:
 @pytest.mark.parametrize(
     ("args", "words"),
     [
-        (["--warmup", "50"], "warmup_s"),
+        (["--warmup", "50"], "--warmup: 50"),
         (["--engine", "request", "--max-urls", "1000"], "--max-urls"),
     ],
 )
