@@ -297,6 +297,12 @@ def _move_into(src: Path, dst: Path) -> None:
 
 
 def _umask() -> int:
+    """The process's umask, read without changing it where the system allows (Linux's
+    /proc): setting it to read it would race with any other thread creating files."""
+    with contextlib.suppress(OSError, ValueError):
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
     mask = os.umask(0)
     os.umask(mask)
     return mask
