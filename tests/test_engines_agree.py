@@ -40,12 +40,7 @@ DESIGNS = {
 
 @pytest.fixture(scope="module")
 def both_engines() -> dict[str, tuple[gym.Result, gym.Result]]:
-    sc = gym.load_scenario(CHAOS)
-    out = {}
-    for name, make in DESIGNS.items():
-        d = make()
-        out[name] = (gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
-    return out
+    return {name: _both_engines(make()) for name, make in DESIGNS.items()}
 
 
 @pytest.mark.parametrize("name", list(DESIGNS))
@@ -77,6 +72,12 @@ def test_both_engines_fill_the_same_latency_fields(
         assert stats["p50"] <= stats["p95"] <= stats["p99"]
     assert fj["frontier"]["mean"] == pytest.approx(rj["frontier"]["mean"], rel=0.10)
     assert rj["fetchers"]["mean"] == pytest.approx(250.0)
+
+
+def _both_engines(d: gym.Design) -> tuple[gym.Result, gym.Result]:
+    """``d`` under the chaos scenario, seed 0: (flow, request)."""
+    sc = gym.load_scenario(CHAOS)
+    return gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request")
 
 
 def _assert_agree(flow: gym.Result, req: gym.Result) -> None:
@@ -122,8 +123,7 @@ def test_engines_agree_on_random_designs(
             "async_writer": {"buffer": 60_000} if writer else None,
         },
     )
-    sc = gym.load_scenario(CHAOS)
-    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
+    _assert_agree(*_both_engines(d))
 
 
 @pytest.mark.xfail(
@@ -147,8 +147,7 @@ def test_engines_agree_with_two_stations_near_capacity() -> None:
             "async_writer": None,
         },
     )
-    sc = gym.load_scenario(CHAOS)
-    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
+    _assert_agree(*_both_engines(d))
 
 
 @pytest.mark.xfail(
@@ -164,5 +163,4 @@ def test_engines_agree_on_content_dedup() -> None:
     verdict (FAIL) is the same. docs/model.md says why; strict, so the mark must go when
     the engines are brought closer."""
     d = gym.load_design(ROOT / "designs" / "content-dedup.yaml")
-    sc = gym.load_scenario(CHAOS)
-    _assert_agree(gym.simulate(d, sc, seed=0), gym.simulate(d, sc, seed=0, engine="request"))
+    _assert_agree(*_both_engines(d))
