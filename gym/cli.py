@@ -982,31 +982,48 @@ def sweep_cmd(
                 max_urls=url_limit,
             )
     except sweep.SweepInterrupted as stop:
-        done = sum(1 for r in stop.rows if r["status"] == "ok")
+        rows, interrupted = stop.rows, True
+    else:
+        interrupted = False
+    # The rows are printed before the file is written (a write that fails, a full disk or
+    # a third Ctrl-C, then loses nothing); an interrupted sweep prints the points it
+    # finished and marks the others "not run".
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
+    else:
+        _print_sweep(rows, [path for path, _ in axes], s.name, engine, runs, seed, conf, executor)
+    if interrupted:
+        done = sum(1 for r in rows if r["status"] == "ok")
         where = ""
         if target is not None:
             # a second Ctrl-C during the write waits for it; a third abandons the write,
             # and then nothing was written, so the message must not say it was
             try:
-                sweep.write(stop.rows, target)
+                sweep.write(rows, target)
             except KeyboardInterrupt:
                 where = f"; not written to {_one_line(target)} (abandoned)"
             else:
                 where = f"; written to {_one_line(target)}"
-        _console(stderr=True).print(
-            f"interrupted: {done} of {len(stop.rows)} points finished{where}"
-        )
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        _console(stderr=True).print(f"interrupted: {done} of {len(rows)} points finished{where}")
+        raise typer.Exit(EXIT_INTERRUPTED)
+    if target is not None:
+        sweep.write(rows, target)
+        _console(stderr=True).print(f"wrote {len(rows)} rows to {_one_line(target)}")
     any_pass = any(r.get("verdict") == "pass" for r in rows)
-    # The rows are printed before the file is written: a write that fails (a full disk)
-    # then loses nothing.
-    if as_json:
-        sys.stdout.write(json.dumps(rows, indent=2, allow_nan=False) + "\n")
-        if target is not None:
-            sweep.write(rows, target)
-        raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
+    raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
+
+
+def _print_sweep(
+    rows: list[dict[str, Any]],
+    params: list[str],
+    scenario: str | None,
+    engine: str,
+    runs: int,
+    seed: int,
+    conf: float,
+    executor: Executor,
+) -> None:
     console = _wide_console()
-    params = [path for path, _ in axes]
     table = Table(show_edge=False, pad_edge=False)
     slo_cols = [n for n in _slo_names(rows) if n != "cost_units"]
     for col in (*params, "cost", *[_SHORT.get(n, n) for n in slo_cols], "passes", "verdict"):
@@ -1041,14 +1058,10 @@ def sweep_cmd(
         else f"verdict: PASS if the 95% Wilson lower bound of the pass rate >= {conf:g}"
     )
     console.print(
-        f"scenario {_one_line(s.name)}, engine {engine}, {runs} run(s) per point from seed "
+        f"scenario {_one_line(scenario)}, engine {engine}, {runs} run(s) per point from seed "
         f"{seed} ({executor.name}); SLO columns are means, x: failed in every run; {rule}"
     )
     console.print(table)
-    if target is not None:
-        sweep.write(rows, target)
-        console.print(f"wrote {len(rows)} rows to {_one_line(target)}")
-    raise typer.Exit(EXIT_PASS if any_pass else EXIT_FAIL)
 
 
 _SHORT = {"throughput_rps": "throughput/s", "peak_saturation": "peak sat."}

@@ -647,6 +647,38 @@ def test_unwritable_stdout_is_exit_74_not_a_bug(redirect: str) -> None:
 # -- found by the second hostile pass ----------------------------------------------------
 
 
+@pytest.mark.parametrize("as_json", [False, True])
+def test_an_interrupted_sweep_prints_what_it_finished(monkeypatch: Any, as_json: bool) -> None:
+    """Ctrl-C during a sweep without -o: the finished points are printed (table or JSON),
+    the others marked "not run", and the exit status is 130 (they were lost before)."""
+    ok = {
+        "fetchers.replicas": 3,
+        "status": "ok",
+        "cost_units": 7,
+        "throughput_rps_mean": 7000.0,
+        "throughput_rps_pass_rate": 1.0,
+        "runs": 1,
+        "pass_probability": 1.0,
+        "pass_ci_low": 0.2,
+        "pass_ci_high": 1.0,
+        "verdict": "pass",
+    }
+    not_run = {"fetchers.replicas": 4, "status": "not run", "error": "interrupted"}
+
+    def interrupted(*a: Any, **k: Any) -> Any:
+        raise sweep.SweepInterrupted([ok, not_run])
+
+    monkeypatch.setattr(sweep, "run", interrupted)
+    args = ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4"]
+    res = _invoke(*args, *(["--json"] if as_json else []))
+    assert res.exit_code == 130, res.output
+    assert "interrupted: 1 of 2 points finished" in res.stderr
+    if as_json:
+        assert json.loads(res.stdout) == [ok, not_run]
+    else:
+        assert "7,000" in res.stdout and "not run" in res.stdout
+
+
 def test_an_abandoned_save_does_not_claim_the_rows_were_written(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
@@ -655,7 +687,7 @@ def test_an_abandoned_save_does_not_claim_the_rows_were_written(
     out = tmp_path / "rows.csv"
 
     def interrupted(*a: Any, **k: Any) -> Any:
-        raise sweep.SweepInterrupted([{"fetchers.replicas": 3, "status": "ok"}])
+        raise sweep.SweepInterrupted([{"fetchers.replicas": 3, "status": "not run", "error": "-"}])
 
     def abandoned(rows: Any, path: Path) -> None:
         raise KeyboardInterrupt  # the third Ctrl-C, during the write
