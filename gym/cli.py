@@ -37,7 +37,14 @@ from gym.outputs import printable
 from gym.parallel import Executor
 from gym.result import Result
 from gym.scoring import format_measured as _fmt_measured
-from gym.simulate import DEFAULT_MAX_URLS, ENGINES, default_scenario, simulate, validate
+from gym.simulate import (
+    DEFAULT_MAX_URLS,
+    ENGINES,
+    default_scenario,
+    simulate,
+    url_budget,
+    validate,
+)
 
 #: Exit statuses: the table in the README.
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
@@ -572,16 +579,8 @@ def _run_many(
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
     problems = validate(d, s, tick_ms=tick_ms)
-    if engine == "request" and (total := expected_urls(s) * runs) > max_urls:
-        problems.append(
-            Problem(
-                None,
-                "--max-urls",
-                f"{runs} request-engine runs would simulate about {total:,.0f} URLs, more "
-                f"than the limit of {max_urls:,}; allow it with --max-urls "
-                f"{int(total * 1.1)}, or use the flow engine",
-            )
-        )
+    if engine == "request" and (over := url_budget(s, runs, max_urls)) is not None:
+        problems.append(over)
     if problems:
         raise GymError(problems)
     warned = rounding.warnings(d, s, engine=engine, tick_ms=tick_ms)
@@ -744,16 +743,8 @@ def _results(
     s = load_scenario(scenario or default_scenario())
     loaded = [load_design(d, sets) for d in designs]
     problems = [p for d in loaded for p in validate(d, s)]
-    if engine == "request" and (total := expected_urls(s) * len(loaded)) > max_urls:
-        problems.append(
-            Problem(
-                None,
-                "--max-urls",
-                f"{len(loaded)} request-engine runs would simulate about {total:,.0f} URLs, "
-                f"more than the limit of {max_urls:,}; allow it with --max-urls "
-                f"{int(total * 1.1)}, or use the flow engine",
-            )
-        )
+    if engine == "request" and (over := url_budget(s, len(loaded), max_urls)) is not None:
+        problems.append(over)
     if problems:
         raise GymError(problems)
     results = [simulate(d, s, seed=seed, engine=engine, max_urls=max_urls) for d in loaded]
@@ -956,14 +947,8 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = load_scenario(scenario or default_scenario())
-    if engine == "request" and (urls := expected_urls(s) * planned) > url_limit:
-        raise GymError.single(
-            None,
-            "--max-urls",
-            f"the sweep would simulate about {urls:,.0f} URLs with the request engine, more "
-            f"than the limit of {url_limit:,}; allow it with --max-urls {int(urls * 1.1)}, "
-            "or use the flow engine",
-        )
+    if engine == "request" and (over := url_budget(s, planned, url_limit)) is not None:
+        raise GymError([over])
     points = sweep.grid(design, vary, sets)
     executor = _closing(make_executor(workers, scheduler))
     total = sum(runs for p in points if p.design is not None)

@@ -32,6 +32,26 @@ def default_scenario() -> Path:
     return Path(str(resources.files("gym") / "data" / "crawler-chaos.yaml"))
 
 
+def url_budget(
+    scenario: Scenario, runs: int, max_urls: int, *, what: str = "run"
+) -> Problem | None:
+    """The request engine's limit on work, for ``runs`` runs of ``scenario``: a problem
+    when they would simulate more than ``max_urls`` URLs in all (minutes of work), with
+    the ``--max-urls`` that would allow them. ``what`` names the runs ("run", "sweep")."""
+    expected = request.expected_urls(scenario)
+    total = expected * runs
+    if total <= max_urls:
+        return None
+    many = f"{runs:,} request-engine {what}s" if runs > 1 else f"the request-engine {what}"
+    return Problem(
+        scenario._source if runs == 1 else None,
+        "duration_s" if runs == 1 else "--max-urls",
+        f"{many} would simulate about {total:,.0f} URLs, more than the limit of "
+        f"{max_urls:,} (minutes of work); allow it with --max-urls "
+        f"{math.ceil(total * 11 / 10 - 1e-6):d}, or use the flow engine",
+    )
+
+
 def validate(design: Design, scenario: Scenario, *, tick_ms: int = 10) -> list[Problem]:
     """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
     problems = costing.check(design, scenario.catalog, design._source)
@@ -91,16 +111,8 @@ def simulate(
         problems.append(
             Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")
         )
-    if engine == "request" and (expected := request.expected_urls(scenario)) > max_urls:
-        problems.append(
-            Problem(
-                scenario._source,
-                "duration_s",
-                f"the request engine would simulate about {expected:,.0f} URLs, more than "
-                f"the limit of {max_urls:,} (minutes of work); allow it with --max-urls "
-                f"{math.ceil(expected * 1.1):d}, or use the flow engine",
-            )
-        )
+    if engine == "request" and (over := url_budget(scenario, 1, max_urls)) is not None:
+        problems.append(over)
     if problems:
         raise GymError(problems)
     timeline = Timeline(scenario, tick_ms)

@@ -23,7 +23,7 @@ from gym.loading import load_design, parse_override, read_yaml, whole_number
 from gym.models import Design, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
-from gym.simulate import DEFAULT_MAX_URLS
+from gym.simulate import DEFAULT_MAX_URLS, url_budget
 
 MAX_POINTS = 100_000
 #: Simulations a sweep runs unless allowed more (``--max-runs``).
@@ -258,17 +258,9 @@ def run(
             f"{max_runs:,}; allow it with --max-runs {len(tasks)}",
         )
     if engine == "request" and max_urls is not None:
-        from gym.engines.request import expected_urls
-
-        total = expected_urls(scenario) * len(tasks)
-        if total > max_urls:
-            raise GymError.single(
-                None,
-                "--max-urls",
-                f"the sweep would simulate about {total:,.0f} URLs with the request engine, "
-                f"more than the limit of {max_urls:,}; allow it with --max-urls "
-                f"{math.ceil(total * 1.1)}, or use the flow engine",
-            )
+        over = url_budget(scenario, len(tasks), max_urls)
+        if over is not None:
+            raise GymError([over])
     interrupted: Interrupted | None = None
     try:
         results = (executor or Serial()).map(evaluate, tasks, progress)
