@@ -970,6 +970,8 @@ def sweep_cmd(
         rows, interrupted = stop.rows, True
     else:
         interrupted = False
+    notes = sorted({w for r in rows for w in str(r.get("warnings", "")).split(" | ") if w})
+    _warn(notes)
     # The rows are printed before the file is written (a write that fails, a full disk or
     # a third Ctrl-C, then loses nothing); an interrupted sweep prints the points it
     # finished and marks the others "not run".

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym import rounding
 from gym.errors import GymError
 from gym.loading import load_design, parse_override, read_yaml, whole_number
 from gym.models import Design, Scenario
@@ -286,6 +287,9 @@ def run(
         mc = MonteCarloResult(by_point[i], confidence)
         row["status"] = "ok"
         row["cost_units"] = sum(units(p.design, scenario.catalog).values())
+        warned = rounding.warnings(p.design, scenario, engine=engine, tick_ms=10)
+        if warned:  # the engine's grid changed one of this point's figures by over 5%
+            row["warnings"] = " | ".join(warned)
         for s in mc.slos:
             row[f"{s.name}_mean"] = s.mean
             row[f"{s.name}_pass_rate"] = s.pass_rate

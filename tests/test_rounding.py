@@ -130,3 +130,21 @@ def test_sweep_passes_max_urls_to_every_run(monkeypatch: Any) -> None:
     points = sweep.grid(REFERENCE, ["fetchers.replicas=4"])
     sweep.run(points, sc, runs=1, engine="request", max_urls=10_000_000)
     assert seen == [10_000_000]
+
+
+def test_sweep_rows_carry_their_warnings() -> None:
+    """A point whose fetch time the tick grid changes (14 ms runs as 10 ms) says so in its
+    row (``warnings``) and once on stderr; a point it does not change has no such key."""
+    from typer.testing import CliRunner
+
+    from gym import sweep
+    from gym.cli import app
+
+    sc = scenario(duration_s=2)
+    points = sweep.grid(REFERENCE, ["fetchers.service.mean_ms=14,250"])
+    rows = sweep.run(points, sc)
+    assert "14 ms runs as 10 ms" in rows[0]["warnings"] and "warnings" not in rows[1]
+    res = CliRunner().invoke(
+        app, ["sweep", str(REFERENCE), "--vary", "fetchers.service.mean_ms=14,250", "--json"]
+    )
+    assert res.stderr.count("warning: fetchers.service.mean_ms") == 1
