@@ -1232,18 +1232,14 @@ def estimate_cmd(
         if sets and design is None:
             raise GymError.single(None, "--set", "needs a DESIGN to change")
         d = load_design(design, sets) if design is not None else None
-        base = s.base_rps if pages_per_s is None else pages_per_s
-        peak = base * max(stage.multiplier for stage in s.load)
-        hit = d.cache.hit_ratio if d is not None else s.catalog.cache.base_hit_ratio
-        inputs = Inputs(
-            pages_per_s=base,
-            peak_pages_per_s=peak,
+        inputs = Inputs.of(
+            s,
+            d,
+            pages_per_s=pages_per_s,
             page_kb=page_kb,
             compression=compression,
             urls=urls,
             fp_rate=fp,
-            hit_ratio=hit,
-            crawl_delay_s=s.web.crawl_delay_s,
         )
     except GymError as err:
         raise _fail_invalid(err) from None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from gym.errors import GymError, Problem
+from gym.models import Design, Scenario
 
 #: Each input's range (inclusive), and the ``gym estimate`` option that sets it.
 _RANGES: dict[str, tuple[float, float, str]] = {
@@ -54,6 +55,31 @@ class Inputs:
                 )
         if problems:
             raise GymError(problems)
+
+    @classmethod
+    def of(
+        cls,
+        scenario: Scenario,
+        design: Design | None = None,
+        *,
+        pages_per_s: float | None = None,
+        **figures: float,
+    ) -> Inputs:
+        """The inputs a scenario (and optionally a design) give: base load (unless
+        ``pages_per_s``), peak = base x the largest load multiplier, the design's hit ratio
+        (else the catalog's base), the crawl delay; ``figures`` set the rest."""
+        base = scenario.base_rps if pages_per_s is None else pages_per_s
+        return cls(
+            pages_per_s=base,
+            peak_pages_per_s=base * max(stage.multiplier for stage in scenario.load),
+            hit_ratio=(
+                design.cache.hit_ratio
+                if design is not None
+                else scenario.catalog.cache.base_hit_ratio
+            ),
+            crawl_delay_s=scenario.web.crawl_delay_s,
+            **figures,
+        )
 
 
 @dataclass(frozen=True)

@@ -22,16 +22,29 @@ TOLERANCE = 0.05
 
 
 def warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:
-    """One sentence per rounding that changes a service time, a capacity or an event time
-    by more than :data:`TOLERANCE` (event times: by more than 5% of the tick)."""
-    out: list[str] = []
+    """One sentence per rounding that changes a service time, a capacity, the length of a
+    stage or a fault, or the run's duration by more than :data:`TOLERANCE`."""
+    return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
+        scenario_warnings(scenario, tick_ms)
+    )
+
+
+def design_warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:
+    """The roundings of the design's own figures (many designs, one scenario: a sweep
+    asks this per point and :func:`scenario_warnings` once)."""
     if engine == "flow":
-        out += _fetch_ticks(design, tick_ms)
-    else:
-        out += _slots(design, scenario)
-        out += _flushes(design, tick_ms)
-    out += _event_times(scenario, tick_ms)
-    return out
+        return _fetch_ticks(design, tick_ms)
+    return _slots(design, scenario) + _flushes(design, tick_ms)
+
+
+def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
+    """The roundings of the scenario's times: its duration, its stages and faults."""
+    return _event_times(scenario, tick_ms)
+
+
+def flush_slots(flush_ceiling: float, slots: int) -> int:
+    """The store slots the request engine's writer may fill: floor(ceiling x slots)."""
+    return math.floor(flush_ceiling * slots + 1e-9)
 
 
 def station_slots(rate: float, mean_ms: float) -> int:
@@ -100,7 +113,7 @@ def _flushes(design: Design, tick_ms: int) -> list[str]:
         return []
     mean_ms = store.service.mean_ms
     slots = station_slots(store.rps, mean_ms)
-    ceiling = math.floor(writer.flush_ceiling * slots + 1e-9)
+    ceiling = flush_slots(writer.flush_ceiling, slots)
     most = ceiling / (max(tick_ms, mean_ms) / 1000.0)  # flushes per second at best
     meant = writer.flush_ceiling * store.rps
     if most >= meant * (1 - TOLERANCE):

@@ -270,6 +270,7 @@ def run(
     by_point: dict[int, list[dict[str, Any]]] = {}
     for owner, res in zip(owners, results, strict=False):
         by_point.setdefault(owner, []).append(res)
+    grid_notes = rounding.scenario_warnings(scenario, 10)  # the same for every point
     rows = []
     for i, p in enumerate(points):
         row: dict[str, Any] = dict(p.values)
@@ -287,7 +288,8 @@ def run(
         mc = MonteCarloResult(by_point[i], confidence)
         row["status"] = "ok"
         row["cost_units"] = sum(units(p.design, scenario.catalog).values())
-        warned = rounding.warnings(p.design, scenario, engine=engine, tick_ms=10)
+        warned = rounding.design_warnings(p.design, scenario, engine=engine, tick_ms=10)
+        warned += grid_notes
         if warned:  # the engine's grid changed one of this point's figures by over 5%
             row["warnings"] = " | ".join(warned)
         for s in mc.slos:

@@ -41,7 +41,7 @@ from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
-from gym.rounding import station_slots
+from gym.rounding import flush_slots, station_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
@@ -614,7 +614,7 @@ class Engine:
     def flusher(self) -> Generator[simpy.Event, Any, None]:
         """Each tick, send held writes into the store slots left below the ceiling."""
         assert self.design.async_writer is not None
-        ceiling = math.floor(self.design.async_writer.flush_ceiling * self.store.slots + 1e-9)
+        ceiling = flush_slots(self.design.async_writer.flush_ceiling, self.store.slots)
         log = self.logs["async_writer"]
         while True:
             if not self.held:
