@@ -12,6 +12,9 @@ with the figure, so a result is never silently about a different design.
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
 
 from gym.costing import cache_capacity_rps
 from gym.models import Design, Scenario
@@ -40,6 +43,26 @@ def design_warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms:
 def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
     """The roundings of the scenario's times: its duration, its stages and faults."""
     return _event_times(scenario, tick_ms)
+
+
+#: The request engine's fetch-start bucket (deterministic fetch times), as a share of one
+#: tick's starts, at least one token: no window of w seconds starts more than
+#: rate x w + that depth fetches (:func:`paced_most`).
+PACING_DEPTH = 0.05
+
+
+def start_depth(rate_per_s: Any, tick_ms: int) -> Any:
+    """The request engine's fetch-start bucket depth at ``rate_per_s``: PACING_DEPTH of a
+    tick's starts, at least one token (numbers or numpy arrays)."""
+    return np.maximum(1.0, PACING_DEPTH * rate_per_s * tick_ms / 1000.0)
+
+
+def paced_most(rate_per_s: Any, depth: Any, window_s: Any) -> Any:
+    """The most URLs a paced stream can bring in any window of ``window_s`` (open at its
+    start: a service that ends as another begins has freed its slot): a token bucket at
+    ``rate_per_s`` holding ``depth`` tokens starts at most floor(depth + rate x window) in
+    it; evenly spaced arrivals are a bucket one token deep (numbers or numpy arrays)."""
+    return np.floor(depth + rate_per_s * window_s - 1e-9)
 
 
 def flush_slots(flush_ceiling: float, slots: int) -> int:

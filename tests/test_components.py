@@ -129,7 +129,10 @@ def test_stall_with_random_hits_fails_the_misses_in_the_stall(seed: int) -> None
 
 def test_resolver_slowdown_divides_capacity() -> None:
     """Hit ratio 0, 2,000 URLs/s all need DNS; a x3 slowdown of a 5,000/s resolver leaves
-    5,000/3/s: 1,666 per second resolve (quota floor), the rest fail, for 3 s."""
+    5,000/3/s of capacity (1,666 + 1,667 + 1,667 with the carry). Its 100 slots now hold each
+    lookup 60 ms: evenly spaced arrivals offer 120 Erlangs, and 1 - 100/120 of them fail,
+    1,000 in 3 s, less a few while lookups started before the slowdown still end on time
+    (tests/test_erlang.py has the Poisson case)."""
     d = design(cache={"hit_ratio": 0.0})
     sc = scenario(
         base_rps=2_000,
@@ -137,8 +140,10 @@ def test_resolver_slowdown_divides_capacity() -> None:
     )
     r = gym.simulate(d, sc, seed=0)
     resolver = r.metrics.components["resolver"]
-    assert resolver.capacity[4:7].sum() == 5_000  # 1,666 + 1,667 + 1,667 with the carry
-    assert r.metrics.failed_by_cause["resolver_overload"] == 3 * 2_000 - 5_000
+    assert resolver.capacity[4:7].sum() == 5_000
+    lost = r.metrics.record.components["resolver"].failed["resolver_overload"]
+    assert lost[:400].sum() == 0 and lost[700 + 6 :].sum() == 0  # only in the slowdown
+    assert 990 <= lost.sum() <= 1_000
 
 
 @pytest.mark.parametrize("seed", range(5))

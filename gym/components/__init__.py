@@ -1,6 +1,6 @@
 """Pipeline components, one module each, all of one shape (see ``base``)."""
 
-from gym.components.base import Component, Ledger, RatedComponent, tick_quota
+from gym.components.base import Component, Ledger, LossStation, RatedComponent, tick_quota
 from gym.components.cache import Cache
 from gym.components.client import Client
 from gym.components.fetchers import FetcherFleet
@@ -17,6 +17,7 @@ __all__ = [
     "FetcherFleet",
     "Frontier",
     "Ledger",
+    "LossStation",
     "PageStore",
     "RatedComponent",
     "Resolver",

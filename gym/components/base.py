@@ -21,8 +21,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import simpy
 
-from gym.models import SlowdownFault, StallFault
+from gym import erlang
+from gym.models import ServiceTime, SlowdownFault, StallFault
 from gym.record import Tally
+from gym.rounding import paced_most, station_slots
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
@@ -37,6 +39,13 @@ class Ledger:
 
     def zeros(self, extra: int = 0) -> IntArray:
         return np.zeros(self.n_ticks + extra, dtype=np.int64)
+
+
+def thinned(dispersion: IntArray, kept: float) -> IntArray:
+    """The dispersion of a stream after each URL is kept with chance ``kept`` (a cache hit
+    taking a URL out, a body found stored): variance kept^2 I n + kept (1 - kept) n over a
+    mean of kept n, so I' = kept I + 1 - kept; thinning makes any stream more Poisson."""
+    return kept * dispersion + (1.0 - kept)
 
 
 def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[IntArray, float]:
@@ -75,6 +84,19 @@ class Component:
         self.out = ledger.zeros()  # passed on downstream this tick
         self.served = ledger.zeros()  # finished here, successfully, this tick
         self.backlog = ledger.zeros()  # held at the end of this tick
+        # How irregular the stream sent on in each tick is: the variance of its counts over
+        # short windows per URL (1 for Poisson, 0 for a paced stream). Erlang loss at the
+        # stations downstream depends on it (:func:`gym.erlang.erlang_b_peaked`).
+        self.dispersion = np.ones(ledger.n_ticks)
+        # The URLs expected to be sent on in each tick given the pipeline's state: the
+        # counts without the chance in Poisson arrivals and cache hits. A loss station's
+        # offered load is built from it; Erlang's formula brings the chance back, once.
+        self.expected = np.zeros(ledger.n_ticks)
+        # The rate of the token bucket that paced this stream, if one did (inf if none): no
+        # window of w seconds holds more than about pace x w of its URLs, so a station with
+        # more slots than that never turns one away (gym.rounding.paced_most).
+        self.pace = np.full(ledger.n_ticks, np.inf)
+        self.depth = np.ones(ledger.n_ticks)  # the bucket's tokens: a burst it allows
         self.failed = {cause: ledger.zeros() for cause in self.causes}
         self.t = 0  # ticks advanced so far
         self._reserved = 0  # ticks whose capacity is fixed already
@@ -171,5 +193,133 @@ class RatedComponent(Component):
         self.arrived[t0:t1] = arriving
         self.processed[t0:t1] = taken
         self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, lost, 0)
+        self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)
+        return taken
+
+
+class LossStation(RatedComponent):
+    """A station with concurrent slots and no waiting room (cache, resolver, store).
+
+    It has ``slots = round(rate x mean service time)`` (at least one), as in the request
+    engine. Each tick a fraction B(slots, a) of the arrivals find every slot busy and fail
+    (``<what>_overload``; all of them fail as ``<what>_unavailable`` while it is stalled),
+    with B Erlang's loss formula and ``a`` the tick's modified offered load
+    (:mod:`gym.erlang`): the arrivals of this tick and the ones before it still in service,
+    a slowdown stretching the services that start under it. The expected loss is counted in
+    whole URLs, the fraction carried to the next tick. ``capacity`` stays rate x tick: the
+    figure saturation is measured against.
+    """
+
+    #: Whether what reaches it was already admitted by the one sending it (the async writer
+    #: sends the store only what it can take): then it takes every arrival up to capacity.
+    gated = False
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        rate: float,
+        service: ServiceTime,
+    ) -> None:
+        super().__init__(env, rng, ledger, rate)
+        self.service = service
+        self.slots = station_slots(rate, service.mean_ms)
+        self.factors = np.ones(ledger.n_ticks)  # the slowdown in force each tick
+        self.kappa = erlang.peakedness_factor(service)
+        self.fixed_time = service.dist == "deterministic"
+        self.upstream: Component | None = None  # what sends it work, set by the engine
+        self._kernels: dict[float, np.ndarray] = {}
+        self._memory = 0  # ticks the longest kernel reaches back
+        self._lost_carry = 0.0
+
+    def _quota(self, n: int) -> IntArray:
+        factor = 1.0
+        for f in self._slowdowns:
+            factor *= f
+        self.factors[self._reserved : self._reserved + n] = factor
+        if factor not in self._kernels:
+            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms)
+            self._kernels[factor] = kernel
+            self._memory = max(self._memory, len(kernel))
+        return super()._quota(n)
+
+    def _never_full(self, pace: np.ndarray, depth: np.ndarray, factors: np.ndarray) -> np.ndarray:
+        """Ticks in which a paced stream cannot fill the slots: with fixed service times a
+        slot holds the requests begun in the last service time, at most
+        :func:`~gym.rounding.paced_most` of them at the fastest pace, deepest bucket and
+        longest slowdown in the station's memory. (Erlang's formula cannot know that a
+        stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
+        a write away.)"""
+        n = len(pace)
+        if not self.fixed_time or not np.isfinite(pace).any():
+            return np.zeros(n, dtype=bool)
+        fastest, deepest, longest = pace.copy(), depth.copy(), factors.copy()
+        for d in range(1, min(n, self._memory)):
+            fastest[d:] = np.maximum(fastest[d:], pace[:-d])
+            deepest[d:] = np.maximum(deepest[d:], depth[:-d])
+            longest[d:] = np.maximum(longest[d:], factors[:-d])
+        window = self.service.mean_ms / 1000.0 * longest
+        with np.errstate(invalid="ignore"):
+            most = paced_most(fastest, deepest, window)
+        never: np.ndarray = np.isfinite(most) & (self.slots >= most)
+        return never
+
+    def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
+        """Whether the slots exceed any load these arrivals can offer by so much that Erlang
+        loss is below 1e-30 (a smoother stream only loses less): most ticks of a design
+        with headroom."""
+        if not len(offered):
+            return True
+        most = float(offered.max()) * self.service.mean_ms * float(factors.max())
+        most /= self.ledger.tick_ms
+        return bool(self.slots > most + erlang.WIDTH * (most**0.5 + 1.0) + 1.0)
+
+    def _take(self, arriving: IntArray, t0: int, t1: int, what: str) -> IntArray:
+        """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record it."""
+        if self.gated:
+            return super()._take(arriving, t0, t1, what)
+        upstream = self.upstream
+        assert upstream is not None
+        self.arrived[t0:t1] = arriving
+        down = self.rates[t0:t1] == 0
+        lo = max(0, t0 - self._memory)
+        up = self.rates[lo:t1] > 0
+        mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
+        factors = self.factors[lo:t1]
+        self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
+        if self.fixed_time:
+            self.pace[t0:t1] = upstream.pace[t0:t1]
+            self.depth[t0:t1] = upstream.depth[t0:t1]
+        never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
+        never = never[t0 - lo :]
+        if never.all() or self._roomy(
+            np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors
+        ):
+            taken: IntArray = np.where(down, 0, arriving)
+            self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
+            self.processed[t0:t1] = taken
+            self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
+            self.failed[f"{what}_overload"][t0:t1] = 0
+            return taken
+        load = erlang.offered_load(mean, factors, self._kernels)
+        # The stream's dispersion, weighted as the load is, and the occupancy's peakedness.
+        irregular = erlang.offered_load(mean * upstream.dispersion[lo:t1], factors, self._kernels)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dispersion = np.where(load > 0, irregular / load, 1.0)[t0 - lo :]
+        peakedness = 1.0 + (dispersion - 1.0) * self.kappa
+        loss = np.zeros(t1 - t0)
+        ask = (arriving > 0) & ~down & ~never
+        loss[ask] = erlang.erlang_b_peaked(self.slots, load[t0 - lo :][ask], peakedness[ask])
+        expected = arriving * loss
+        cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
+        lost = np.diff(cum, prepend=0.0).astype(np.int64)
+        if len(cum):
+            carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
+            self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
+        taken = np.where(down, 0, arriving - lost)
+        self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
+        self.processed[t0:t1] = taken
+        self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
         self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)
         return taken

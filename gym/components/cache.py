@@ -5,11 +5,12 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, RatedComponent
+from gym.components.base import Component, Ledger, LossStation, thinned
+from gym.models import ServiceTime
 
 
-class Cache(RatedComponent):
-    """Looks up at most its capacity per tick (the rest fail: ``cache_overload``, or
+class Cache(LossStation):
+    """Looks up what finds a free slot (Erlang loss; the rest fail: ``cache_overload``, or
     ``cache_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
 
     name = "cache"
@@ -22,14 +23,17 @@ class Cache(RatedComponent):
         ledger: Ledger,
         hit_ratio: float,
         lookups_rps: float,
+        service: ServiceTime,
         upstream: Component,
     ) -> None:
-        super().__init__(env, rng, ledger, lookups_rps)
+        super().__init__(env, rng, ledger, lookups_rps, service)
         self.hit_ratio = hit_ratio
-        self.upstream = upstream
+        self.upstream: Component = upstream
 
     def _advance(self, t0: int, t1: int) -> None:
         looked_up = self._take(self.upstream.out[t0:t1], t0, t1, "cache")
         hits = self.rng.binomial(looked_up, self.hit_ratio)
         self.served[t0:t1] = hits
         self.out[t0:t1] = looked_up - hits
+        self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.hit_ratio)
+        self.expected[t0:t1] *= 1.0 - self.hit_ratio

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Generator
 
 import numpy as np
@@ -13,7 +14,8 @@ from gym.timeline import Timeline
 
 
 class Client(Component):
-    """Offers URLs: Poisson per tick (or exactly rate x tick) at the current stage's rate."""
+    """Offers URLs: Poisson per tick (or exactly rate x tick, evenly spaced) at the current
+    stage's rate."""
 
     name = "client"
 
@@ -23,6 +25,8 @@ class Client(Component):
         super().__init__(env, rng, ledger)
         self.base_rps = scenario.base_rps
         self.poisson = scenario.arrivals == "poisson"
+        if not self.poisson:
+            self.dispersion[:] = 0.0  # evenly spaced within each tick
         self.multiplier = 1.0
         self._carry = 0.0
 
@@ -33,9 +37,15 @@ class Client(Component):
     def _advance(self, t0: int, t1: int) -> None:
         n = t1 - t0
         if self.poisson:
-            offered = self.rng.poisson(self.rate * self.ledger.tick_ms / 1000.0, size=n)
+            mean = self.rate * self.ledger.tick_ms / 1000.0
+            offered = self.rng.poisson(mean, size=n)
+            self.expected[t0:t1] = mean
         else:
             offered, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
+            self.expected[t0:t1] = offered
+            # Evenly spaced: no two closer than a tick over its largest count.
+            per_tick = math.ceil(self.rate * self.ledger.tick_ms / 1000.0 - 1e-9)
+            self.pace[t0:t1] = per_tick * 1000.0 / self.ledger.tick_ms
         self.arrived[t0:t1] = offered
         self.processed[t0:t1] = offered
         self.out[t0:t1] = offered

@@ -18,6 +18,7 @@ import simpy
 from gym.components.base import Component, IntArray, Ledger, tick_quota
 from gym.models import CrashFault, FetchersConfig
 from gym.record import Tally
+from gym.rounding import start_depth
 from gym.timeline import fetch_ticks
 
 
@@ -45,6 +46,9 @@ class FetcherFleet(Component):
         self.live = ledger.zeros()  # live replicas during each tick
         self.requeued = ledger.zeros()  # in-flight fetches sent back to the frontier
         self._due = ledger.zeros(self.fetch_ticks)  # fetches finishing in each tick
+        # A fixed fetch time shifts the start stream as it is; random ones scatter it over
+        # many ticks, which leaves it about as irregular as Poisson.
+        self.fixed_time = config.service.dist == "deterministic"
         self._carry = 0.0
 
     @property
@@ -66,6 +70,23 @@ class FetcherFleet(Component):
         self._due[t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
         done = self._due[t0:t1]
         self.out[t0:t1] = done
+        first = max(t0, self.fetch_ticks)  # the first tick whose fetches started in the run
+        if t1 > first:
+            lag = self.fetch_ticks
+            began = self.processed[first - lag : t1 - lag]
+            survived = np.where(began > 0, done[first - t0 :] / np.maximum(began, 1), 1.0)
+            self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
+            if self.fixed_time:
+                self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
+                # Starts are paced by live replicas x rps_per_replica (the request engine's
+                # start bucket); a fixed fetch time keeps the spacing.
+                # An evenly spaced stream slower than the bucket passes it unchanged.
+                began_at = slice(first - lag, t1 - lag)
+                bucket = self.live[began_at] * self.rps_per_replica
+                slower = self.upstream.pace[began_at] <= bucket
+                self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
+                tokens = start_depth(bucket, self.ledger.tick_ms)
+                self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
         before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         change = starts - done - self.failed["crash_loss"][t0:t1] - self.requeued[t0:t1]
         self.backlog[t0:t1] = before + np.cumsum(change)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, IntArray, Ledger, RatedComponent
+from gym.components.base import Component, IntArray, Ledger, RatedComponent, thinned
 from gym.models import FrontierConfig
 from gym.record import Tally
 
@@ -66,6 +66,10 @@ class Frontier(RatedComponent):
             wrong = self.rng.binomial(arrived, self.false_positive_rate)
             self.skipped["bloom_false_positive"][t0:t1] = wrong
             arrived = arrived - wrong
+        kept = (1.0 - self.seen_fraction) * (1.0 - self.false_positive_rate)
+        self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
+        self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
+        self.pace[t0:t1] = self.upstream.pace[t0:t1]
         limit = np.minimum(self.capacity[t0:t1], self.fleet.capacity[t0:t1])
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
@@ -81,6 +85,14 @@ class Frontier(RatedComponent):
         self.out[t0:t1] = dispatched
         self.failed["frontier_overflow"][t0:t1] = overflow
         self.backlog[t0:t1] = held
+        # With URLs waiting, hand-outs follow the rate, evenly spaced (both engines pace
+        # them): a regular stream, whose counts are what is expected.
+        paced = (held > 0) | (dispatched >= limit)
+        self.dispersion[t0:t1][paced] = 0.0
+        waited = np.concatenate(([queue], held[:-1])) > 0
+        known = paced | waited | (requeued > 0)
+        self.expected[t0:t1][known] = dispatched[known]
+        self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
 
 
 def _queue(

@@ -5,13 +5,15 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, RatedComponent
+from gym.components.base import Component, Ledger, LossStation, thinned
+from gym.models import ResolverConfig
 from gym.record import Tally
 
 
-class Resolver(RatedComponent):
-    """Resolves at most its capacity per tick; lookups beyond it fail (``resolver_overload``,
-    or ``resolver_unavailable`` while stalled). A slowdown by f divides capacity by f."""
+class Resolver(LossStation):
+    """Resolves what finds a free slot (Erlang loss); the rest fail (``resolver_overload``,
+    or ``resolver_unavailable`` while stalled). A slowdown by f stretches lookups f times,
+    dividing capacity by f."""
 
     name = "resolver"
     causes = ("resolver_overload", "resolver_unavailable")
@@ -21,12 +23,12 @@ class Resolver(RatedComponent):
         env: simpy.Environment,
         rng: np.random.Generator,
         ledger: Ledger,
-        rps: float,
+        config: ResolverConfig,
         upstream: Component,
         duplicate_bodies: float = 0.0,
     ) -> None:
-        super().__init__(env, rng, ledger, rps)
-        self.upstream = upstream
+        super().__init__(env, rng, ledger, config.rps, config.service)
+        self.upstream: Component = upstream
         self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
         self.writes_saved = ledger.zeros()
 
@@ -41,4 +43,6 @@ class Resolver(RatedComponent):
             self.served[t0:t1] = same
             self.writes_saved[t0:t1] = same
             resolved = resolved - same
+            self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.duplicate_bodies)
+            self.expected[t0:t1] *= 1.0 - self.duplicate_bodies
         self.out[t0:t1] = resolved

@@ -5,13 +5,14 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, RatedComponent
+from gym.components.base import Ledger, LossStation
 from gym.models import PageStoreConfig
 
 
-class PageStore(RatedComponent):
-    """Writes at most its capacity per tick; the rest fail (``store_overload``, or
-    ``store_unavailable`` while stalled). A written page is served."""
+class PageStore(LossStation):
+    """Writes what finds a free slot (Erlang loss); the rest fail (``store_overload``, or
+    ``store_unavailable`` while stalled). A written page is served. Behind the async writer
+    it takes every write sent: the writer sends only what it has room for."""
 
     name = "page_store"
     causes = ("store_overload", "store_unavailable")
@@ -23,8 +24,7 @@ class PageStore(RatedComponent):
         ledger: Ledger,
         config: PageStoreConfig,
     ) -> None:
-        super().__init__(env, rng, ledger, config.rps)
-        self.upstream: Component | None = None  # the resolver or the async writer
+        super().__init__(env, rng, ledger, config.rps, config.service)
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None

@@ -69,12 +69,11 @@ def run(
         ledger,
         design.cache.hit_ratio,
         cache_capacity_rps(design, scenario.catalog),
+        design.cache.service,
         fleet,
     )
     duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
-    resolver = Resolver(
-        env, stream(seed, "resolver"), ledger, scenario.resolver.rps, cache, duplicates
-    )
+    resolver = Resolver(env, stream(seed, "resolver"), ledger, scenario.resolver, cache, duplicates)
     store = PageStore(env, stream(seed, "page_store"), ledger, design.page_store)
     writer: AsyncWriter | None = None
     if design.async_writer is not None:
@@ -82,6 +81,7 @@ def run(
             env, stream(seed, "async_writer"), ledger, design.async_writer, resolver, store
         )
         store.upstream = writer
+        store.gated = True
     else:
         store.upstream = resolver
     pipeline: list[Component] = [client, frontier, fleet, cache, resolver]

@@ -41,14 +41,11 @@ from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
-from gym.rounding import flush_slots, station_slots
+from gym.rounding import flush_slots, start_depth, station_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
 Progress = Callable[[float], None]
-
-#: The fetch-start bucket's depth, as a share of one tick's starts (at least one token).
-PACING_DEPTH = 0.05
 
 
 class Log:
@@ -202,6 +199,7 @@ class Engine:
         self.writer_buffer = design.async_writer.buffer if design.async_writer else 0
         self.offered = arrival_counts(scenario, timeline, stream(seed, "client"))
         self.rng_times = stream(seed, "arrival_times")
+        self.even = scenario.arrivals == "deterministic"
 
         n = self.n
         self.logs = {
@@ -262,7 +260,7 @@ class Engine:
         self.start_depth = math.inf
         if self.paced:
             self.start_rate = f.replicas * f.rps_per_replica
-            self.start_depth = max(1.0, PACING_DEPTH * self.start_rate * timeline.tick_s)
+            self.start_depth = float(start_depth(self.start_rate, timeline.tick_ms))
         self.start_tokens = self.start_depth
         self.refilled_at = 0.0
         self.wake_pending = False
@@ -583,7 +581,10 @@ class Engine:
         for k, count in enumerate(counts):
             if count:
                 base = k * tick_s
-                offsets = np.sort(self.rng_times.random(count)) * tick_s
+                if self.even:  # deterministic arrivals: evenly spaced within the tick
+                    offsets = (np.arange(count) + 0.5) * (tick_s / count)
+                else:
+                    offsets = np.sort(self.rng_times.random(count)) * tick_s
                 now = env.now
                 for off in offsets.tolist():
                     simpy.Timeout(env, max(0.0, base + off - now)).callbacks.append(arrive)
