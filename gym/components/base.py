@@ -88,6 +88,10 @@ class Component:
         # short windows per URL (1 for Poisson, 0 for a paced stream). Erlang loss at the
         # stations downstream depends on it (:func:`gym.erlang.erlang_b_peaked`).
         self.dispersion = np.ones(ledger.n_ticks)
+        # The spread (standard deviation, s) of the random times the stream's URLs went
+        # through since it was last paced (a fetch, a lookup): it scatters a paced stream
+        # toward Poisson over windows shorter than it (gym.erlang.jittered).
+        self.jitter = np.zeros(ledger.n_ticks)
         # The URLs expected to be sent on in each tick given the pipeline's state: the
         # counts without the chance in Poisson arrivals and cache hits. A loss station's
         # offered load is built from it; Erlang's formula brings the chance back, once.
@@ -97,6 +101,9 @@ class Component:
         # more slots than that never turns one away (gym.rounding.paced_most).
         self.pace = np.full(ledger.n_ticks, np.inf)
         self.depth = np.ones(ledger.n_ticks)  # the bucket's tokens: a burst it allows
+        # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,
+        # or a whole number of evenly spaced arrivals per tick): D/D/c loss applies.
+        self.periodic = np.zeros(ledger.n_ticks, dtype=bool)
         self.failed = {cause: ledger.zeros() for cause in self.causes}
         self.t = 0  # ticks advanced so far
         self._reserved = 0  # ticks whose capacity is fixed already
@@ -230,6 +237,8 @@ class LossStation(RatedComponent):
         self.fixed_time = service.dist == "deterministic"
         self.upstream: Component | None = None  # what sends it work, set by the engine
         self._kernels: dict[float, np.ndarray] = {}
+        self._holding: dict[float, np.ndarray] = {}
+        self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
         self._memory = 0  # ticks the longest kernel reaches back
         self._lost_carry = 0.0
 
@@ -239,9 +248,12 @@ class LossStation(RatedComponent):
             factor *= f
         self.factors[self._reserved : self._reserved + n] = factor
         if factor not in self._kernels:
-            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms)
+            longest = self.ledger.n_ticks + 1
+            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms, longest)
             self._kernels[factor] = kernel
-            self._memory = max(self._memory, len(kernel))
+            holding = erlang.holding_kernel(self.service, factor, self.ledger.tick_ms, longest)
+            self._holding[factor] = holding
+            self._memory = max(self._memory, len(kernel), len(holding))
         return super()._quota(n)
 
     def _never_full(self, pace: np.ndarray, depth: np.ndarray, factors: np.ndarray) -> np.ndarray:
@@ -264,6 +276,33 @@ class LossStation(RatedComponent):
             most = paced_most(fastest, deepest, window)
         never: np.ndarray = np.isfinite(most) & (self.slots >= most)
         return never
+
+    def _within_slots(self, admitted: np.ndarray, t0: int, t1: int, lo: int) -> np.ndarray:
+        """The share of each tick's expected admissions ``admitted`` the slots can hold: a
+        station never holds more requests at the end of a tick than it has slots (what
+        earlier ticks' requests still hold plus this tick's). Erlang's formula on a smoothed
+        load does not see a station fill up: 100 slots of 10-minute writes fill in the first
+        seconds of 50/s and take nothing more, where B(100, load) lets a third of the next
+        20 s through. Reckoned on expected counts: at a steady load Erlang's carried load
+        is below the slots, and the cut is for the fill-up alone."""
+        history = self._admitted[lo:t1].copy()
+        history[t0 - lo :] = admitted
+        factors = self.factors[lo:t1]
+        held = erlang.offered_load(history, factors, self._holding)
+        slots = self.slots * (1.0 + 1e-9)
+        share = np.ones(t1 - t0)
+        if not (held[t0 - lo :] > slots).any():
+            return share
+        for i in range(t0 - lo, t1 - lo):
+            if held[i] <= slots or history[i] <= 0:
+                continue
+            kernel = self._holding[float(factors[i])]
+            cut = min(history[i], (held[i] - slots) / max(float(kernel[0]), 1e-12))
+            share[i - (t0 - lo)] = 1.0 - cut / history[i]
+            history[i] -= cut
+            reach = min(len(kernel), len(held) - i)
+            held[i : i + reach] -= cut * kernel[:reach]
+        return share
 
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
@@ -288,9 +327,12 @@ class LossStation(RatedComponent):
         mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
         factors = self.factors[lo:t1]
         self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
+        own = self.service.cv_value * self.service.mean_ms / 1000.0 * self.factors[t0:t1]
+        self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
         if self.fixed_time:
             self.pace[t0:t1] = upstream.pace[t0:t1]
             self.depth[t0:t1] = upstream.depth[t0:t1]
+            self.periodic[t0:t1] = upstream.periodic[t0:t1]
         never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
         never = never[t0 - lo :]
         if never.all() or self._roomy(
@@ -298,6 +340,7 @@ class LossStation(RatedComponent):
         ):
             taken: IntArray = np.where(down, 0, arriving)
             self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
+            self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
             self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
             self.failed[f"{what}_overload"][t0:t1] = 0
@@ -307,18 +350,40 @@ class LossStation(RatedComponent):
         irregular = erlang.offered_load(mean * upstream.dispersion[lo:t1], factors, self._kernels)
         with np.errstate(invalid="ignore", divide="ignore"):
             dispersion = np.where(load > 0, irregular / load, 1.0)[t0 - lo :]
+        # A paced stream scattered by random times on the way looks more Poisson over the
+        # window a slot is held.
+        window = self.service.mean_ms / 1000.0 * self.factors[t0:t1]
+        dispersion += (1.0 - dispersion) * erlang.jittered(window, upstream.jitter[t0:t1])
         peakedness = 1.0 + (dispersion - 1.0) * self.kappa
         loss = np.zeros(t1 - t0)
         ask = (arriving > 0) & ~down & ~never
-        loss[ask] = erlang.erlang_b_peaked(self.slots, load[t0 - lo :][ask], peakedness[ask])
+        regular = np.full(t1 - t0, np.nan)
+        periodic = upstream.periodic[lo:t1]
+        if periodic[t0 - lo :].any():
+            # A periodic stream's load from its period, smooth where counts of 0, 1 and 2
+            # per tick scatter it (the same memory of the services begun before).
+            per_tick = upstream.pace[lo:t1] * self.ledger.tick_ms / 1000.0
+            steady = np.where(up & periodic, per_tick, mean)
+            smooth = erlang.offered_load(steady, factors, self._kernels)[t0 - lo :]
+            regular = np.where(periodic[t0 - lo :], smooth, np.nan)
+        loss[ask] = erlang.erlang_b_peaked(
+            self.slots, load[t0 - lo :][ask], peakedness[ask], regular[ask]
+        )
         expected = arriving * loss
         cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
         lost = np.diff(cum, prepend=0.0).astype(np.int64)
         if len(cum):
             carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
             self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
+        admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
+        share = self._within_slots(admitted, t0, t1, lo)
+        self._admitted[t0:t1] = admitted * share
         taken = np.where(down, 0, arriving - lost)
-        self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
+        if (share < 1.0).any():
+            kept = np.floor(taken * share + 0.5).astype(np.int64)
+            lost += taken - kept
+            taken = kept
+        self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
         self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
         self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)

@@ -25,8 +25,6 @@ class Client(Component):
         super().__init__(env, rng, ledger)
         self.base_rps = scenario.base_rps
         self.poisson = scenario.arrivals == "poisson"
-        if not self.poisson:
-            self.dispersion[:] = 0.0  # evenly spaced within each tick
         self.multiplier = 1.0
         self._carry = 0.0
 
@@ -46,6 +44,12 @@ class Client(Component):
             # Evenly spaced: no two closer than a tick over its largest count.
             per_tick = math.ceil(self.rate * self.ledger.tick_ms / 1000.0 - 1e-9)
             self.pace[t0:t1] = per_tick * 1000.0 / self.ledger.tick_ms
+            mean = self.rate * self.ledger.tick_ms / 1000.0
+            self.periodic[t0:t1] = abs(per_tick - mean) < 1e-9
+            # Counts of n and n + 1 (a share p of ticks get the extra one): variance
+            # p (1 - p) over a mean of n + p; 0 for a whole number per tick.
+            p = mean - math.floor(mean + 1e-9) if mean > 0 else 0.0
+            self.dispersion[t0:t1] = p * (1.0 - p) / mean if mean > 0 else 0.0
         self.arrived[t0:t1] = offered
         self.processed[t0:t1] = offered
         self.out[t0:t1] = offered

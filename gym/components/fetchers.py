@@ -46,9 +46,10 @@ class FetcherFleet(Component):
         self.live = ledger.zeros()  # live replicas during each tick
         self.requeued = ledger.zeros()  # in-flight fetches sent back to the frontier
         self._due = ledger.zeros(self.fetch_ticks)  # fetches finishing in each tick
-        # A fixed fetch time shifts the start stream as it is; random ones scatter it over
-        # many ticks, which leaves it about as irregular as Poisson.
+        # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
+        # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
+        self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
         self._carry = 0.0
 
     @property
@@ -76,8 +77,9 @@ class FetcherFleet(Component):
             began = self.processed[first - lag : t1 - lag]
             survived = np.where(began > 0, done[first - t0 :] / np.maximum(began, 1), 1.0)
             self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
+            self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
+            self.jitter[first:t1] = self.spread
             if self.fixed_time:
-                self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
                 # Starts are paced by live replicas x rps_per_replica (the request engine's
                 # start bucket); a fixed fetch time keeps the spacing.
                 # An evenly spaced stream slower than the bucket passes it unchanged.
@@ -87,6 +89,12 @@ class FetcherFleet(Component):
                 self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
                 tokens = start_depth(bucket, self.ledger.tick_ms)
                 self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
+                # Strictly periodic: a periodic stream passed unchanged, or the bucket's own
+                # rate where URLs waited for it all tick.
+                bound = getattr(self.upstream, "fleet_bound", np.zeros(0, dtype=bool))
+                by_bucket = bound[began_at] if len(bound) else np.zeros(t1 - first, dtype=bool)
+                passed = slower & self.upstream.periodic[began_at]
+                self.periodic[first:t1] = passed | (by_bucket & ~slower)
         before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         change = starts - done - self.failed["crash_loss"][t0:t1] - self.requeued[t0:t1]
         self.backlog[t0:t1] = before + np.cumsum(change)

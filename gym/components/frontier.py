@@ -44,6 +44,8 @@ class Frontier(RatedComponent):
         self.seen_fraction = seen_fraction
         self.false_positive_rate = false_positive_rate
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
+        # Ticks that ended with URLs waiting and the fleet's start quota used up.
+        self.fleet_bound = np.zeros(ledger.n_ticks, dtype=bool)
         self.skipped = {"seen_url": ledger.zeros(), "bloom_false_positive": ledger.zeros()}
 
     def tally(self) -> Tally:
@@ -70,6 +72,8 @@ class Frontier(RatedComponent):
         self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
         self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
         self.pace[t0:t1] = self.upstream.pace[t0:t1]
+        self.periodic[t0:t1] = self.upstream.periodic[t0:t1] & (kept == 1.0)
+        self.fleet_bound[t0:t1] = False
         limit = np.minimum(self.capacity[t0:t1], self.fleet.capacity[t0:t1])
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
@@ -93,6 +97,10 @@ class Frontier(RatedComponent):
         known = paced | waited | (requeued > 0)
         self.expected[t0:t1][known] = dispatched[known]
         self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
+        self.periodic[t0:t1][waited | (requeued > 0)] = False
+        # URLs left waiting while the fleet's quota was the limit: its bucket spaces them.
+        fleet_quota = self.fleet.capacity[t0:t1]
+        self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
 
 
 def _queue(
