@@ -272,8 +272,9 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
         )
     if cause in ("resolver_overload", "resolver_unavailable"):
         return (
-            "Every cache miss needs a fresh DNS lookup and the resolver has no queue: lookups "
-            f"beyond its capacity fail. At hit ratio {design.cache.hit_ratio:g}, "
+            "Every cache miss needs a fresh DNS lookup and the resolver has no queue: a lookup "
+            "that finds all its slots busy fails, some already below its capacity (Erlang "
+            f"loss). At hit ratio {design.cache.hit_ratio:g}, "
             f"{1 - design.cache.hit_ratio:.0%} of fetches are misses; a higher hit ratio sends "
             "it fewer."
         )
@@ -284,14 +285,17 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
                 " An async_writer with a buffer of at least "
                 f"{_worst_outage_loss(m, cause):,} writes would hold them and flush them later."
             )
-        return "Every cache miss needs a page-store write; writes it cannot take fail." + hint
+        return (
+            "Every cache miss needs a page-store write and the store has no queue: a write that "
+            "finds all its slots busy, or the store down, fails." + hint
+        )
     if cause == "writer_overflow":
         assert design.async_writer is not None
         return (
             f"The async writer's {design.async_writer.buffer:,}-write buffer filled while the "
             "page store could not take the writes."
         )
-    return "Lookups beyond the cache's capacity fail."
+    return "The cache has no queue: a lookup that finds all its slots busy fails."
 
 
 def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
@@ -314,7 +318,7 @@ def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
         arrived, capacity = c[component].arrived, c[component].capacity
         text = f" ({rate(arrived)} arrived, capacity {rate(capacity)}"
         if arrived[t0:t1].sum() <= capacity[t0:t1].sum():
-            text += "; arrivals are random, and some ticks brought more than a tick's capacity"
+            text += "; below capacity, bursts of random arrivals still find every slot busy"
         return text + ")"
     return ""
 

@@ -36,8 +36,8 @@ def design_warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms:
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
     if engine == "flow":
-        return _fetch_ticks(design, tick_ms)
-    return _slots(design, scenario) + _flushes(design, tick_ms)
+        return _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
+    return _slots(design, scenario, engine) + _flushes(design, tick_ms)
 
 
 def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
@@ -45,7 +45,11 @@ def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
     return _event_times(scenario, tick_ms)
 
 
-#: The request engine's fetch-start bucket (deterministic fetch times), as a share of one
+#: Fetch times less variable than this (coefficient of variation) have their starts paced
+#: in the request engine: nearly fixed times stay in step and would start in bursts.
+PACED_BELOW_CV = 0.5
+
+#: The request engine's fetch-start bucket (paced fetch starts), as a share of one
 #: tick's starts, at least one token: no window of w seconds starts more than
 #: rate x w + that depth fetches (:func:`paced_most`).
 PACING_DEPTH = 0.05
@@ -96,7 +100,10 @@ def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
     ]
 
 
-def _slots(design: Design, scenario: Scenario) -> list[str]:
+def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
+    """Stations whose round(rate x service time) slots move their capacity: in the request
+    engine every station; in the flow engine the loss stations (cache, resolver, and the
+    store unless the async writer meters its writes), whose Erlang loss uses the slots."""
     out = []
     f = design.fetchers
     stations = [
@@ -110,18 +117,22 @@ def _slots(design: Design, scenario: Scenario) -> list[str]:
         ("resolver", "resolver.rps", scenario.resolver.rps, scenario.resolver.service.mean_ms),
         ("page_store", "page_store.rps", design.page_store.rps, design.page_store.service.mean_ms),
     ]
+    if engine == "flow":
+        skip = {"fetchers"} | ({"page_store"} if design.async_writer is not None else set())
+        stations = [s for s in stations if s[0] not in skip]
+    who = "the request engine gives" if engine == "request" else "both engines give"
     for name, field, rate, mean_ms in stations:
         exact = rate * mean_ms / 1000.0
         slots = station_slots(rate, mean_ms)
         if abs(slots - exact) <= TOLERANCE * exact:
             continue
-        if name == "fetchers" and f.service.dist == "deterministic" and slots > exact:
+        if name == "fetchers" and f.service.cv_value < PACED_BELOW_CV and slots > exact:
             # Starts are paced at rps_per_replica (see the request engine), so extra slots
             # add no capacity; fewer slots than exact still cut it.
             continue
         capacity = slots / (mean_ms / 1000.0)
         out.append(
-            f"{field}: the request engine gives {name} round({rate:g}/s x {mean_ms:g} ms) = "
+            f"{field}: {who} {name} round({rate:g}/s x {mean_ms:g} ms) = "
             f"{slots} concurrent slot{'s' if slots != 1 else ''} ({exact:.2f} exactly), so "
             f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
         )

@@ -41,14 +41,11 @@ from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
-from gym.rounding import flush_slots, start_depth, station_slots
+from gym.rounding import PACED_BELOW_CV, flush_slots, start_depth, station_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
 Progress = Callable[[float], None]
-
-#: Fetch times less variable than this (coefficient of variation) have their starts paced.
-PACED_BELOW_CV = 0.5
 
 
 class Log:

@@ -84,7 +84,13 @@ Fault = Annotated[CrashFault | StallFault | SlowdownFault, Field(discriminator="
 class ResolverConfig(InputModel):
     """The external DNS resolver (costs no units)."""
 
-    rps: Rate = Field(5_000, description="Lookups/s the resolver answers; beyond it they fail.")
+    rps: Rate = Field(
+        5_000,
+        description=(
+            "Lookups/s the resolver answers (slots = rps x lookup time); a lookup that finds "
+            "every slot busy fails."
+        ),
+    )
     service: ServiceTime = Field(
         default_factory=lambda: ServiceTime(mean_ms=20.0),
         description=(
@@ -179,7 +185,7 @@ class Scenario(InputModel):
         "poisson",
         description=(
             "poisson: random arrivals per tick from the seeded generator; deterministic: "
-            "exactly rate x tick per tick (for hand-checkable studies)."
+            "exactly rate x tick per tick, evenly spaced (for hand-checkable studies)."
         ),
     )
     load: list[LoadStage] = Field(
