@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from gym.costing import cache_capacity_rps
+from gym.erlang import mean_held
 from gym.models import Design, Scenario
 from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 
@@ -141,28 +142,33 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
 
 def _flushes(design: Design, tick_ms: int) -> list[str]:
     """The request engine's writer fills the store's free slots below the ceiling once per
-    tick; with a tick longer than a write, slots freed within the tick wait for the next."""
+    tick; slots freed within the tick wait for the next (all of them with a tick longer
+    than a fixed write, 39% with exponential 20 ms writes on 10 ms ticks)."""
     writer, store = design.async_writer, design.page_store
     if writer is None:
         return []
-    mean_ms = store.service.mean_ms
-    slots = station_slots(store.rps, mean_ms)
+    slots = station_slots(store.rps, store.service.mean_ms)
     ceiling = flush_slots(writer.flush_ceiling, slots)
-    most = ceiling / (max(tick_ms, mean_ms) / 1000.0)  # flushes per second at best
     meant = writer.flush_ceiling * store.rps
+    most = _drain(design, ceiling, tick_ms)
     if most >= meant * (1 - TOLERANCE):
         return []
+    fine = [t for t in VALID_TICKS_MS if _drain(design, ceiling, t) >= meant * (1 - TOLERANCE)]
+    hint = f"use --tick-ms {max(fine)} or less" if fine else "no tick is short enough"
     return [
         f"async_writer: the request engine flushes held writes once per {tick_ms} ms tick, "
         f"into at most {ceiling} of the store's {slots} slots, so it drains at most "
         f"{most:,.0f}/s, not flush_ceiling x page_store.rps = {meant:,.0f}/s "
-        f"({_change(most, meant)}; use --tick-ms {_largest_tick_at_most(mean_ms)} or less)"
+        f"({_change(most, meant)}; {hint})"
     ]
 
 
-def _largest_tick_at_most(ms: float) -> int:
-    fitting = [t for t in VALID_TICKS_MS if t <= ms]
-    return max(fitting) if fitting else min(VALID_TICKS_MS)
+def _drain(design: Design, ceiling: int, tick_ms: int) -> float:
+    """Flushes per second at best: each tick the ceiling's slots are filled, and those that
+    free within the tick (a share E[min(S, tick)] / E[S] of them) wait for the next one."""
+    service = design.page_store.service
+    tick_s = tick_ms / 1000.0
+    return ceiling * (mean_held(service, tick_s) / (service.mean_ms / 1000.0)) / tick_s
 
 
 def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
