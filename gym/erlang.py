@@ -66,7 +66,9 @@ def erlang_b_peaked(
         fluid = np.where(lattice > 0, np.maximum(1.0 - slots / np.ceil(lattice - 1e-9), 0.0), 0.0)
     smooth = given < Z_MIN
     share = np.clip(given, 0.0, None) / Z_MIN
-    loss: np.ndarray = np.where(smooth, fluid + share * (b - fluid), b)
+    with np.errstate(invalid="ignore"):  # the branch not taken may hold inf - inf
+        blended = fluid + share * (b - fluid)
+    loss: np.ndarray = np.where(smooth, blended, b)
     return loss
 
 

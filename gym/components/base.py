@@ -306,7 +306,7 @@ class LossStation(RatedComponent):
 
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
-        loss is below 1e-30 (a smoother stream only loses less): most ticks of a design
+        loss is below about 1e-12 (a smoother stream only loses less): most ticks of a design
         with headroom."""
         if not len(offered):
             return True
@@ -356,7 +356,9 @@ class LossStation(RatedComponent):
         dispersion += (1.0 - dispersion) * erlang.jittered(window, upstream.jitter[t0:t1])
         peakedness = 1.0 + (dispersion - 1.0) * self.kappa
         loss = np.zeros(t1 - t0)
-        ask = (arriving > 0) & ~down & ~never
+        # Every tick with traffic expected, not only those with arrivals: the expected
+        # admissions below must carry the loss on an empty tick too.
+        ask = ((arriving > 0) | (upstream.expected[t0:t1] > 0)) & ~down & ~never
         regular = np.full(t1 - t0, np.nan)
         periodic = upstream.periodic[lo:t1]
         if periodic[t0 - lo :].any():

@@ -91,7 +91,7 @@ class Frontier(RatedComponent):
         self.backlog[t0:t1] = held
         # With URLs waiting, hand-outs follow the rate, evenly spaced (both engines pace
         # them): a regular stream, whose counts are what is expected.
-        paced = (held > 0) | (dispatched >= limit)
+        paced = held > 0  # as the pass-through above sees it, so chunks change nothing
         self.dispersion[t0:t1][paced] = 0.0
         waited = np.concatenate(([queue], held[:-1])) > 0
         known = paced | waited | (requeued > 0)
