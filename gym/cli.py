@@ -426,6 +426,14 @@ def _check_many(
     return DEFAULT_CONFIDENCE if confidence is None else confidence
 
 
+def _file_name(value: str | Path) -> Path:
+    """An output file's path as typed: one ending in a slash names a directory, which
+    Path() would silently turn into a file of that name (``-o x.html/`` wrote x.html)."""
+    if isinstance(value, str) and value.endswith(("/", os.sep)) and value.strip("/" + os.sep):
+        raise typer.BadParameter(f"{value!r} ends in a slash (a directory); give a file name")
+    return Path(value)
+
+
 def _force_needs(force: bool, output: Path | None, option: str) -> None:
     if force and output is None:
         raise GymError.single(None, "--force", f"applies only with {option}; leave it out")
@@ -835,6 +843,7 @@ def plot_cmd(
             "-o",
             "--output",
             help="Image file to write: .png, .svg or .pdf (no extension: .png is added).",
+            parser=_file_name,
         ),
     ],
     scenario: ScenarioOpt = None,
@@ -864,7 +873,10 @@ def plot_cmd(
 def report_cmd(
     design: DesignArg,
     output: Annotated[
-        Path, typer.Option("-o", "--output", help="HTML file to write (.html or .htm).")
+        Path,
+        typer.Option(
+            "-o", "--output", help="HTML file to write (.html or .htm).", parser=_file_name
+        ),
     ],
     scenario: ScenarioOpt = None,
     seed: SeedOpt = 0,
@@ -914,6 +926,7 @@ def sweep_cmd(
             "--output",
             help="Also write the rows to a .csv or .parquet file.",
             show_default=False,
+            parser=_file_name,
         ),
     ] = None,
     force: ForceOpt = False,
@@ -1097,6 +1110,7 @@ def optimize_cmd(
             "--output",
             help="Write the design to this YAML file (.yaml or .yml).",
             show_default=False,
+            parser=_file_name,
         ),
     ] = None,
     force: ForceOpt = False,

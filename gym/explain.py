@@ -15,7 +15,7 @@ from gym.costing import Politeness, politeness
 from gym.metrics import Metrics
 from gym.models import Design, Scenario
 from gym.record import RunRecord
-from gym.scoring import SLOCheck
+from gym.scoring import SLOCheck, per_second
 
 #: Which component records each cause, and how a person says it.
 CAUSE_COMPONENT: dict[str, str] = {
@@ -95,7 +95,8 @@ def _slo(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
     if chk.name == "throughput_rps":
         offered_rps = m.offered / m.duration_s
         text = (
-            f"throughput {chk.measured:,.0f}/s is below {chk.target:,.0f}/s: of {m.offered:,} "
+            f"throughput {per_second(chk.measured or 0.0)}/s is below {per_second(chk.target)}/s: "
+            f"of {m.offered:,} "
             f"URLs offered in {m.duration_s:g} s, {m.served:,} were served, {m.failed:,} failed"
             f"{top} and {m.in_flight_end:,} were still in flight at the end."
         )
@@ -155,8 +156,8 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
             details.append(f"async_writer: buffer {value:.0%} full at t={t:g}s ({when})")
         else:
             line = (
-                f"{name}: {value:.2f} at t={t:g}s, demand {cw.demand[w]:,.0f} vs capacity "
-                f"{cw.capacity[w]:,} URLs in that second ({when})"
+                f"{name}: {value:.2f} at t={t:g}s, demand {_urls(cw.demand[w])} vs capacity "
+                f"{_urls(cw.rated[w])} URLs in that second ({when})"
             )
             if name == "frontier" and polite.bound:
                 line += "; " + _politeness_words(polite)
@@ -296,6 +297,12 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
             "page store could not take the writes."
         )
     return "The cache has no queue: a lookup that finds all its slots busy fails."
+
+
+def _urls(x: float) -> str:
+    """A count of URLs in a window: whole above 10, two figures below (a station slower
+    than one URL a second has 0.17 in a window, not 0)."""
+    return f"{x:,.0f}" if x >= 10 or x == 0 else f"{x:.2g}"
 
 
 def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:

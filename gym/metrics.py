@@ -17,6 +17,7 @@ A window in which a component's capacity is 0 is an outage, not a saturation fig
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,15 +36,16 @@ class ComponentWindows:
 
     name: str
     demand: FloatArray  # URLs in the window (docs/specification.md section 3)
-    capacity: IntArray  # URLs it could take in the window (a buffer's size for the writer)
+    capacity: IntArray  # whole URLs it could take in the window (a buffer's size for the writer)
+    rated: FloatArray  # rate x seconds in the window: what saturation is measured against
     arrived: IntArray  # URLs that actually reached it
     processed: IntArray  # URLs it took
     served: IntArray  # URLs finished here
     failed: dict[str, IntArray]  # by cause
     backlog: IntArray  # held at the end of the window
-    saturation: FloatArray  # demand / capacity; NaN in an outage
-    outage: np.ndarray  # bool: capacity 0 in the whole window
-    utilization: FloatArray  # processed / capacity; NaN in an outage
+    saturation: FloatArray  # demand / rated; NaN in an outage
+    outage: np.ndarray  # bool: rate 0 (stalled, every replica down) in the whole window
+    utilization: FloatArray  # processed / rated; NaN in an outage
 
     @property
     def failed_total(self) -> IntArray:
@@ -139,7 +141,9 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     wlast = win.last
     offered_w = wsum(record.offered)
     c = record.components
-    cap = {name: wsum(t.capacity) for name, t in c.items() if name != "async_writer"}
+    # Capacity is the rate in force x time: a station slower than one URL per tick takes
+    # none in most ticks and is not down in them (the whole-URL quota stays in ``capacity``).
+    cap = {name: _rated(t, wsum, tl.tick_s) for name, t in c.items() if name != "async_writer"}
 
     # The demand chain (see the module docstring).
     demand: dict[str, FloatArray] = {}
@@ -159,14 +163,15 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
         if name == "async_writer":
             windows[name] = _writer_windows(tally, win)
             continue
-        capacity = cap[name]
-        outage = capacity == 0
-        safe = np.where(outage, 1, capacity)
+        rated = cap[name]
+        outage = rated <= 0
+        safe = np.where(outage, 1.0, rated)
         processed = wsum(tally.processed)
         windows[name] = ComponentWindows(
             name=name,
             demand=demand[name],
-            capacity=capacity,
+            capacity=wsum(tally.capacity),
+            rated=rated,
             arrived=wsum(tally.arrived),
             processed=processed,
             served=wsum(tally.served),
@@ -217,6 +222,14 @@ class _Windows:
         return out
 
 
+def _rated(tally: Tally, wsum: Callable[[np.ndarray], np.ndarray], tick_s: float) -> FloatArray:
+    """Rate x seconds per window; from the whole-URL capacity where no rate was recorded."""
+    if tally.rate is None:
+        return np.asarray(wsum(tally.capacity), dtype=np.float64)
+    rated: FloatArray = np.asarray(wsum(tally.rate), dtype=np.float64) * tick_s
+    return rated
+
+
 def _writer_windows(tally: Tally, win: _Windows) -> ComponentWindows:
     wsum, wlast = win.sum, win.last
     assert tally.limit is not None
@@ -227,6 +240,7 @@ def _writer_windows(tally: Tally, win: _Windows) -> ComponentWindows:
         name=tally.name,
         demand=wsum(tally.extra["held_in"]).astype(float),
         capacity=capacity,
+        rated=capacity.astype(float),
         arrived=wsum(tally.arrived),
         processed=wsum(tally.processed),
         served=wsum(tally.served),

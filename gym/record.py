@@ -50,6 +50,10 @@ class Tally:
     extra: dict[str, IntArray] = field(default_factory=dict)
     limit: int | None = None  # a buffer's size, for queues
     skipped: dict[str, IntArray] = field(default_factory=dict)  # dedup: not failed, not served
+    #: Capacity per second in force each tick (0 while stalled or every replica is down);
+    #: ``capacity`` is its whole URLs per tick. Saturation is measured against the rate, so
+    #: a station slower than one URL a tick is not "down" in the ticks it takes none.
+    rate: np.ndarray | None = None
 
     @classmethod
     def of(
@@ -71,6 +75,7 @@ class Tally:
             extra=dict(extra),
             limit=limit,
             skipped=dict(skipped or {}),
+            rate=c.rates,
         )
 
 

@@ -72,7 +72,13 @@ def format_measured(name: str, value: float | None) -> str:
         return f"{value:.2f}"
     if name == "cost_units":
         return f"{value:g}"
-    return f"{value:,.0f}"
+    return per_second(value)
+
+
+def per_second(value: float) -> str:
+    """A rate as tables and sentences print it: whole above 100, three figures below
+    (0.167/s, not 0/s)."""
+    return f"{value:,.0f}" if abs(value) >= 100 or value == 0 else f"{value:.3g}"
 
 
 def verdict(checks: list[SLOCheck]) -> str:

@@ -152,24 +152,122 @@ def test_json_has_every_key_of_the_contract(chaos_results: dict[str, Any]) -> No
     assert j["verdict"] == "fail" and j["engine"] == "flow"
 
 
-@pytest.mark.parametrize("path", [REFERENCE, STARTER])
-def test_advancing_in_big_steps_equals_advancing_tick_by_tick(path: Any) -> None:
-    """Components advance over whole intervals between events. Adding an event at every
-    tick (a load stage repeating the current multiplier) forces a tick-by-tick advance;
-    every per-tick count must come out the same."""
-    sc = gym.load_scenario(CHAOS)
-    stages = []
-    for i, stage in enumerate(sc.load):
-        end = sc.load[i + 1].at_s if i + 1 < len(sc.load) else sc.duration_s
-        for k in range(round(stage.at_s * 100), round(end * 100)):
-            stages.append({"at_s": k / 100, "multiplier": stage.multiplier})
-    fine = sc.model_copy(update={"load": [type(sc.load[0])(**s) for s in stages]})
-    coarse_rec = gym.simulate(path, sc, seed=2).metrics.record
-    fine_rec = gym.simulate(path, fine, seed=2).metrics.record
-    assert (coarse_rec.offered == fine_rec.offered).all()
-    for name, tally in coarse_rec.components.items():
-        other = fine_rec.components[name]
-        for field in ("capacity", "arrived", "processed", "out", "served", "backlog"):
-            assert (getattr(tally, field) == getattr(other, field)).all(), (name, field)
-        for cause, counts in tally.failed.items():
-            assert (counts == other.failed[cause]).all(), (name, cause)
+#: Every array a flow component keeps per tick: the counts in the run record and the
+#: stream descriptors a loss station downstream builds its Erlang loss from.
+FLOW_ARRAYS = (
+    "capacity", "rates", "arrived", "processed", "out", "served", "backlog",
+    "dispersion", "jitter", "expected", "pace", "depth", "periodic",
+)  # fmt: skip
+
+_SURGE_AND_FAULTS: dict[str, Any] = {
+    "load": [
+        {"at_s": 0, "multiplier": 1.0},
+        {"at_s": 2, "multiplier": 2.5},
+        {"at_s": 5, "multiplier": 0.2},  # the frontier empties
+        {"at_s": 7, "multiplier": 1.5},
+    ],
+    "faults": [
+        {"kind": "crash", "at_s": 3, "for_s": 2, "target": "fetchers", "replicas": 2},
+        {"kind": "slowdown", "at_s": 2.5, "for_s": 3, "target": "resolver", "factor": 3},
+        {"kind": "slowdown", "at_s": 6, "for_s": 1.5, "target": "page_store", "factor": 2},
+        {"kind": "stall", "at_s": 8, "for_s": 0.5, "target": "cache"},
+        {"kind": "slowdown", "at_s": 4, "for_s": 2, "target": "frontier", "factor": 2},
+    ],
+    "resolver": {"rps": 2_000},
+}
+
+STRIDE_CASES: dict[str, tuple[Any, Any]] = {
+    # Poisson arrivals on the shipped designs and the chaos scenario.
+    "reference": (REFERENCE, CHAOS),
+    "starter": (STARTER, CHAOS),
+    # Evenly spaced arrivals, a backed-up and then empty frontier, every kind of fault,
+    # fixed fetch and write times: periodic streams and the burst bound.
+    "deterministic": (
+        lambda: design(
+            frontier={"drain_rps": 6_000, "buffer": 20_000},
+            fetchers={"replicas": 3, "rps_per_replica": 1_000, "on_crash": "requeue"},
+            cache={"hit_ratio": 0.5},
+            page_store={"rps": 1_500},
+        ),
+        lambda: scenario(base_rps=2_000, duration_s=10, **_SURGE_AND_FAULTS),
+    ),
+    # Random fetch and write times (jitter), a long write service and the async writer.
+    "random-times-writer": (
+        lambda: design(
+            frontier={"drain_rps": 6_000, "buffer": 20_000},
+            fetchers={
+                "replicas": 3,
+                "rps_per_replica": 1_000,
+                "service": {"dist": "lognormal", "mean_ms": 200, "cv": 0.3},
+            },
+            cache={"hit_ratio": 0.3},
+            page_store={"rps": 1_200, "service": {"dist": "exponential", "mean_ms": 300}},
+            async_writer={"buffer": 3_000},
+        ),
+        lambda: scenario(base_rps=2_000, arrivals="poisson", **_SURGE_AND_FAULTS),
+    ),
+    # The station filling up: writes far longer than the run.
+    "fill-up": (
+        lambda: design(
+            cache={"hit_ratio": 0.0},
+            frontier={"drain_rps": 100_000, "buffer": 10**7},
+            page_store={"rps": 1 / 6, "service": {"mean_ms": 600_000}},
+        ),
+        lambda: scenario(duration_s=10, base_rps=50, arrivals="poisson"),
+    ),
+}
+
+
+def _flow_arrays(
+    monkeypatch: pytest.MonkeyPatch, d: Any, sc: Any, step: int | None
+) -> dict[str, dict[str, np.ndarray]]:
+    """Every per-tick array of every flow component after one run, by component."""
+    from gym.engines import flow
+    from gym.timeline import Timeline
+
+    seen: list[Any] = []
+    collect = flow.RunRecord.collect
+
+    def spy(**kwargs: Any) -> Any:
+        seen.extend(kwargs["components"])
+        return collect(**kwargs)
+
+    monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
+    flow.run(d, sc, seed=3, timeline=Timeline(sc, 10), step=step)
+    monkeypatch.undo()
+    arrays = {}
+    for c in seen:
+        got = {f: np.array(getattr(c, f)) for f in FLOW_ARRAYS}
+        got |= {f"failed {cause}": np.array(v) for cause, v in c.failed.items()}
+        if hasattr(c, "_admitted"):
+            got["expected admissions"] = np.array(c._admitted)
+        arrays[c.name] = got
+    return arrays
+
+
+@pytest.mark.parametrize("case", list(STRIDE_CASES))
+def test_advancing_in_big_steps_equals_advancing_tick_by_tick(
+    case: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Components advance over whole intervals between events; ``step=1`` also advances
+    them every tick. Every per-tick array of every component, the counts and the stream
+    descriptors (dispersion, jitter, expected counts, pace, bucket depth, periodicity) and
+    a loss station's expected admissions, must come out the same: counts exactly, floats
+    to 1e-9 (a convolution over a longer history adds in another order, or by the FFT:
+    7e-15 apart on 21 expected URLs)."""
+    d, sc = STRIDE_CASES[case]
+    d = gym.load_design(d) if not callable(d) else d()
+    sc = gym.load_scenario(sc) if not callable(sc) else sc()
+    coarse = _flow_arrays(monkeypatch, d, sc, None)
+    fine = _flow_arrays(monkeypatch, d, sc, 1)
+    assert coarse.keys() == fine.keys()
+    for name, arrays in coarse.items():
+        for field, a in arrays.items():
+            b = fine[name][field]
+            if a.dtype.kind == "f":
+                assert np.allclose(a, b, rtol=1e-9, atol=1e-9, equal_nan=True), (name, field)
+            else:
+                assert np.array_equal(a, b), (name, field)
+    # The run did something: URLs were lost somewhere.
+    lost = [v.sum() for c in coarse.values() for k, v in c.items() if k.startswith("failed")]
+    assert sum(lost) > 0

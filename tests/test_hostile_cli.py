@@ -884,3 +884,29 @@ def test_a_file_name_in_an_error_is_shown_as_written(name: str, shown: str, tmp_
     control characters as escapes."""
     err = _error("validate", str(tmp_path / name))
     assert f"{tmp_path}/{shown}: file not found" in err, err
+
+
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("report", "x.html/"),
+        ("plot", "fig.png/"),
+        ("sweep", "rows.csv/"),
+        ("optimize", "best.yaml/"),
+    ],
+)
+def test_a_file_output_ending_in_a_slash_is_refused(
+    command: str, name: str, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """``-o x.html/`` names a directory; Path() drops the slash, and the report used to be
+    written to a file called x.html. Refused before any work, nothing written."""
+    monkeypatch.chdir(tmp_path)
+    args = {
+        "report": ["report", str(REFERENCE)],
+        "plot": ["plot", str(REFERENCE)],
+        "sweep": ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4"],
+        "optimize": ["optimize", "--scenario", str(CHAOS)],
+    }[command]
+    message = _error(*args, "-o", name)
+    assert name in message and "slash" in message
+    assert list(tmp_path.iterdir()) == []

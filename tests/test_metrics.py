@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import gym
 from tests.conftest import design, scenario
@@ -36,6 +37,34 @@ def test_stalled_store_is_an_outage_not_a_saturation() -> None:
     assert store.outage.tolist() == [False] * 2 + [True] * 3 + [False] * 5
     assert np.isnan(store.saturation[2:5]).all()
     assert m.outages() == [("page_store", 2.0, 5.0)]
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_a_store_slower_than_a_url_a_window_is_not_down(engine: str) -> None:
+    """A page store of 0.25 writes/s takes one whole URL every 4 s, so three windows in four
+    have no whole URL of capacity; it is not stalled in them. Saturation is demand over
+    rate x time: 1,000 URLs/s x (1 - hit 0.9) over 0.25 = 400 in every window, no outage."""
+    d = design(
+        cache={"hit_ratio": 0.9},
+        page_store={"rps": 0.25, "service": {"mean_ms": 4_000}},
+        frontier={"drain_rps": 100_000, "buffer": 1_000_000},
+    )
+    sc = scenario(arrivals="deterministic")
+    m = gym.simulate(d, sc, seed=0, engine=engine).metrics
+    store = m.components["page_store"]
+    assert (store.capacity == 0).sum() >= 6  # whole URLs: 1 in every fourth window
+    assert not store.outage.any() and m.outages() == []
+    assert store.rated.tolist() == [0.25] * 10
+    assert store.saturation[1:] == pytest.approx(100 / 0.25)
+
+
+def test_small_rates_print_with_three_figures() -> None:
+    """A throughput of 1/6 per second prints as 0.167, not 0; whole numbers from 100 up."""
+    from gym.scoring import format_measured
+
+    assert format_measured("throughput_rps", 1 / 6) == "0.167"
+    assert format_measured("throughput_rps", 12_345.6) == "12,346"
+    assert format_measured("throughput_rps", 0.0) == "0"
 
 
 def test_throughput_and_availability_by_hand() -> None:

@@ -30,7 +30,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gym
-from gym.models import Design, Scenario
+from gym.costing import cache_capacity_rps
+from gym.erlang import holding_kernel, offered_load
+from gym.models import Design, Scenario, ServiceTime
+from gym.rounding import station_slots
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,8 +122,8 @@ def _within_capacity(r: gym.Result) -> None:
     """Flow engine: no queue or fleet takes more than its capacity in any tick, no queue
     holds more than its buffer. A loss station (Erlang loss on slots) may take more than
     rate x tick in a tick, as a station with free slots does, but never more than arrived,
-    and nothing while stalled; behind the async writer the store takes no more than the
-    writer may send."""
+    nothing while stalled, and it never holds more than its slots at the end of a tick;
+    behind the async writer the store takes no more than the writer may send."""
     c = r.metrics.record.components
     assert (c["frontier"].out <= np.minimum(c["frontier"].capacity, c["fetchers"].capacity)).all()
     assert (c["frontier"].backlog <= c["frontier"].limit).all()
@@ -132,6 +135,33 @@ def _within_capacity(r: gym.Result) -> None:
         assert (c["page_store"].processed <= c["page_store"].capacity).all()
         assert (c["async_writer"].backlog <= c["async_writer"].limit).all()
         assert (c["async_writer"].out <= c["page_store"].capacity).all()
+    for name, rate, service in _loss_stations(r):
+        held = _slots_held(c[name], rate, service, r.metrics.record.timeline.tick_ms)
+        slots = station_slots(rate, service.mean_ms)
+        assert held.max(initial=0.0) <= slots + 1e-6, (name, float(held.max()), slots)
+
+
+def _loss_stations(r: gym.Result) -> list[tuple[str, float, ServiceTime]]:
+    """The flow engine's Erlang loss stations: name, design rate, service time."""
+    d, sc = r.design, r.scenario
+    stations = [
+        ("cache", cache_capacity_rps(d, sc.catalog), d.cache.service),
+        ("resolver", sc.resolver.rps, sc.resolver.service),
+    ]
+    if d.async_writer is None:  # behind the writer the store takes what it is sent
+        stations.append(("page_store", d.page_store.rps, d.page_store.service))
+    return stations
+
+
+def _slots_held(tally: Any, rate: float, service: ServiceTime, tick_ms: int) -> np.ndarray:
+    """The slots a station's takes hold at the end of each tick: each tick's takes times
+    the chance a request begun in it still holds its slot d ticks later
+    (gym.erlang.holding_kernel), its service stretched by the slowdown in force then."""
+    factors = np.round(np.where(tally.rate > 0, rate / np.maximum(tally.rate, 1e-300), 1.0), 9)
+    n = len(factors)
+    kernels = {float(f): holding_kernel(service, float(f), tick_ms, n + 1) for f in set(factors)}
+    held: np.ndarray = offered_load(tally.processed.astype(float), factors, kernels)
+    return held
 
 
 @FAST

@@ -265,3 +265,36 @@ def test_budget_with_nothing_allowed_is_over_when_anything_failed() -> None:
     assert r.metrics.failed > 0 and not r.passed
     data = r.budget.to_json()
     assert data["allowed"] == 0 and data["fraction_spent"] is None and data["over"] is True
+
+
+def test_request_start_bucket_shrinks_with_the_fleet() -> None:
+    """Paced starts come from a bucket 5% of a tick's starts deep. 4 x 4,000/s start 160
+    per 10 ms tick (8 tokens deep); once 3 replicas crash at t=2 s the live one starts 40
+    per tick, so the bucket holds max(1, 0.05 x 40) = 2. A light load (2,000/s) lets it
+    fill, then a 10x surge at t=4 s backs the frontier up: no tick starts more than 40 + 2
+    (before the bucket kept its pre-crash depth, 40 + 8)."""
+    d = gym.Design.model_validate(
+        {
+            "name": "shrinking-bucket",
+            "frontier": {"drain_rps": 100_000, "buffer": 1_000_000},
+            "fetchers": {"replicas": 4, "rps_per_replica": 4_000},
+            "cache": {"hit_ratio": 0.99},
+            "page_store": {"rps": 100_000},
+        }
+    )
+    sc = gym.Scenario.model_validate(
+        {
+            "name": "crash-then-surge",
+            "duration_s": 6,
+            "base_rps": 2_000,
+            "load": [{"at_s": 0, "multiplier": 1}, {"at_s": 4, "multiplier": 10}],
+            "faults": [{"kind": "crash", "at_s": 2, "target": "fetchers", "replicas": 3}],
+            "resolver": {"rps": 100_000},
+            "web": {"hosts": 10_000_000, "crawl_delay_s": 1},
+        }
+    )
+    fleet = gym.simulate(d, sc, seed=0, engine="request").metrics.record.components["fetchers"]
+    after = slice(200, None)  # 10 ms ticks from t=2 s
+    assert fleet.capacity[after].max() == 40
+    assert fleet.processed[400:].max() >= 40  # backed up after the surge
+    assert fleet.processed[after].max() <= 40 + 2

@@ -15,6 +15,7 @@ component that suffers them.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 
@@ -46,6 +47,24 @@ def thinned(dispersion: IntArray, kept: float) -> IntArray:
     taking a URL out, a body found stored): variance kept^2 I n + kept (1 - kept) n over a
     mean of kept n, so I' = kept I + 1 - kept; thinning makes any stream more Poisson."""
     return kept * dispersion + (1.0 - kept)
+
+
+def running_max(x: np.ndarray, width: int) -> np.ndarray:
+    """out[i] = max(x[i - width + 1 .. i]) (fewer at the start): by doubling, O(n log width)
+    vectorized. The maximum over a power-of-two window p is built from two of p/2; any
+    width is covered by two overlapping windows of the largest p <= width."""
+    out = np.asarray(x, dtype=np.float64).copy()
+    if width <= 1 or len(out) <= 1:
+        return out
+    span = 1
+    while span * 2 <= width:
+        shifted = out[:-span]
+        out[span:] = np.maximum(out[span:], shifted)
+        span *= 2
+    rest = width - span
+    if rest > 0:
+        out[rest:] = np.maximum(out[rest:], out[:-rest].copy())
+    return out
 
 
 def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[IntArray, float]:
@@ -84,6 +103,7 @@ class Component:
         self.out = ledger.zeros()  # passed on downstream this tick
         self.served = ledger.zeros()  # finished here, successfully, this tick
         self.backlog = ledger.zeros()  # held at the end of this tick
+        self.rates = np.zeros(ledger.n_ticks)  # capacity per second in force each tick
         # How irregular the stream sent on in each tick is: the variance of its counts over
         # short windows per URL (1 for Poisson, 0 for a paced stream). Erlang loss at the
         # stations downstream depends on it (:func:`gym.erlang.erlang_b_peaked`).
@@ -150,7 +170,6 @@ class RatedComponent(Component):
     ) -> None:
         super().__init__(env, rng, ledger)
         self.base_rate = rate
-        self.rates = np.zeros(ledger.n_ticks)  # capacity per second in force each tick
         self._stalls = 0
         self._slowdowns: list[float] = []
         self._carry = 0.0
@@ -241,6 +260,7 @@ class LossStation(RatedComponent):
         self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
         self._memory = 0  # ticks the longest kernel reaches back
         self._lost_carry = 0.0
+        self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
 
     def _quota(self, n: int) -> IntArray:
         factor = 1.0
@@ -266,11 +286,10 @@ class LossStation(RatedComponent):
         n = len(pace)
         if not self.fixed_time or not np.isfinite(pace).any():
             return np.zeros(n, dtype=bool)
-        fastest, deepest, longest = pace.copy(), depth.copy(), factors.copy()
-        for d in range(1, min(n, self._memory)):
-            fastest[d:] = np.maximum(fastest[d:], pace[:-d])
-            deepest[d:] = np.maximum(deepest[d:], depth[:-d])
-            longest[d:] = np.maximum(longest[d:], factors[:-d])
+        reach = max(1, min(n, self._memory))
+        fastest = running_max(pace, reach)
+        deepest = running_max(depth, reach)
+        longest = running_max(factors, reach)
         window = self.service.mean_ms / 1000.0 * longest
         with np.errstate(invalid="ignore"):
             most = paced_most(fastest, deepest, window)
@@ -303,6 +322,80 @@ class LossStation(RatedComponent):
             reach = min(len(kernel), len(held) - i)
             held[i : i + reach] -= cut * kernel[:reach]
         return share
+
+    def _hold(
+        self, taken: IntArray, lost: IntArray, full: np.ndarray, t0: int, t1: int, lo: int
+    ) -> tuple[IntArray, IntArray]:
+        """The ledger of the requests really taken: the slots they hold at the end of each
+        tick (each tick's takes weighted by the holding kernel) never exceed ``slots``.
+
+        Where the expected load fills the station (``full``: the fill-up
+        :meth:`_within_slots` finds, which Erlang's formula does not see) a tick takes what
+        its arrivals need of the free slots, and the rest are turned away. Elsewhere the
+        loss is Erlang's on the expected load, spread over the ticks in proportion to their
+        arrivals; a tick whose random count overfills the slots has its excess turned away
+        too. That excess is a loss Erlang's average already counts, so it is owed back:
+        later ticks turn away that many fewer where the slots have room for them. The
+        totals stay Erlang's, and the station holds at most its slots (with fixed services
+        longer than a tick, exactly: 100 slots filled by 50 writes/s take exactly 100)."""
+        off = t0 - lo
+        factors = self.factors[lo:t1]
+        history = self.processed[lo:t1].astype(np.float64)
+        # A full tick's takes are decided below, from the room the others leave.
+        history[off:] = np.where(full, 0, taken)
+        held_now = erlang.offered_load(history, factors, self._holding)
+        slots = float(self.slots)
+        over = (held_now[off:] > slots + 1e-9) & (taken > 0)
+        if not over.any() and not full.any() and self._owed == 0:
+            return taken, lost
+        visit = np.flatnonzero(over | full | (taken > 0) | (lost > 0)).tolist()
+        n = len(held_now)
+        kernels = {f: k[: min(len(k), n)] for f, k in self._holding.items()}
+        short = max(len(k) for k in kernels.values()) <= 64
+        # Short kernels (services of a few ticks) are updated in plain Python, which beats
+        # numpy's per-call cost; long ones (a fill-up over minutes) with numpy slices.
+        held: list[float] | np.ndarray = held_now.tolist() if short else held_now
+        lists = {f: k.tolist() for f, k in kernels.items()} if short else {}
+        taken_l, lost_l, full_l, over_l = (
+            taken.tolist(),
+            lost.tolist(),
+            full.tolist(),
+            over.tolist(),
+        )
+        factor_l = factors[off:].tolist()
+        owed, stirred = self._owed, False  # stirred: room given back may overfill later
+        for i in visit:
+            if not (full_l[i] or over_l[i] or stirred or owed):
+                continue
+            j = off + i
+            kernel = kernels[factor_l[i]]
+            first = max(float(kernel[0]), 1e-12)
+            free = math.floor((slots - float(held[j])) / first + 1e-9)  # takes it has room for
+            if full_l[i]:
+                lost_l[i] += taken_l[i]
+                taken_l[i] = 0
+                change = max(0, min(free, lost_l[i]))
+            elif free < 0 and taken_l[i] > 0:
+                change = max(-taken_l[i], free)
+                owed -= change
+            elif owed > 0 and lost_l[i] > 0 and free > 0:
+                change = min(owed, lost_l[i], free)
+                owed -= change
+            else:
+                continue
+            if change:
+                stirred = stirred or change > 0
+                taken_l[i] += change
+                lost_l[i] -= change
+                reach = min(len(kernel), n - j)
+                if short:
+                    row = lists[factor_l[i]]
+                    for d in range(reach):
+                        held[j + d] += change * row[d]
+                else:
+                    held[j : j + reach] += change * kernel[:reach]
+        self._owed = owed
+        return np.array(taken_l, dtype=np.int64), np.array(lost_l, dtype=np.int64)
 
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
@@ -381,10 +474,7 @@ class LossStation(RatedComponent):
         share = self._within_slots(admitted, t0, t1, lo)
         self._admitted[t0:t1] = admitted * share
         taken = np.where(down, 0, arriving - lost)
-        if (share < 1.0).any():
-            kept = np.floor(taken * share + 0.5).astype(np.int64)
-            lost += taken - kept
-            taken = kept
+        taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
         self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
         self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)

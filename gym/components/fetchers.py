@@ -61,6 +61,7 @@ class FetcherFleet(Component):
             self.up * self.rps_per_replica, self.ledger.tick_ms, n, self._carry
         )
         self.live[self._reserved : self._reserved + n] = self.up
+        self.rates[self._reserved : self._reserved + n] = self.up * self.rps_per_replica
         return quota
 
     def _advance(self, t0: int, t1: int) -> None:

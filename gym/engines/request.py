@@ -76,7 +76,9 @@ class Log:
         a[-1] += counts[self.n]
         return a
 
-    def tally(self, capacity: np.ndarray, limit: int | None = None) -> Tally:
+    def tally(
+        self, capacity: np.ndarray, limit: int | None = None, rate: np.ndarray | None = None
+    ) -> Tally:
         arrays = {
             k: self._array(getattr(self, k)) for k in ("arrived", "processed", "out", "served")
         }
@@ -98,6 +100,7 @@ class Log:
             extra=extra,
             limit=limit,
             skipped=skipped,
+            rate=rate,
             **arrays,
         )
 
@@ -667,6 +670,10 @@ class Engine:
         if self.paced:
             self._refill()  # the tokens earned at the old start rate
             self.start_rate = rate
+            # The bucket is as deep as 5% of a tick's starts at the live replicas' rate,
+            # as the flow engine's burst bound assumes.
+            self.start_depth = float(start_depth(rate, self.timeline.tick_ms))
+            self.start_tokens = min(self.start_tokens, self.start_depth)
         self.live_log.append((tick, live))
         self.rate_log["fetchers"].append((tick, rate))
 
@@ -725,6 +732,13 @@ class Engine:
                 gc.enable()
         return self._record()
 
+    def _rates(self, name: str) -> np.ndarray:
+        """Capacity per second in force each tick, from the rate log."""
+        rates = np.zeros(self.n)
+        for (t0, rate), (t1, _) in itertools.pairwise(self.rate_log[name] + [(self.n, 0.0)]):
+            rates[t0:t1] = rate
+        return rates
+
     def _capacity(self, name: str) -> np.ndarray:
         out = np.zeros(self.n, dtype=np.int64)
         changes = self.rate_log[name] + [(self.n, 0.0)]
@@ -737,10 +751,12 @@ class Engine:
     def _record(self) -> RunRecord:
         logs = self.logs
         tallies = {
-            "frontier": logs["frontier"].tally(self._capacity("frontier"), limit=self.buffer),
-            "fetchers": logs["fetchers"].tally(self._capacity("fetchers")),
-            "cache": logs["cache"].tally(self._capacity("cache")),
-            "resolver": logs["resolver"].tally(self._capacity("resolver")),
+            name: logs[name].tally(
+                self._capacity(name),
+                limit=self.buffer if name == "frontier" else None,
+                rate=self._rates(name),
+            )
+            for name in ("frontier", "fetchers", "cache", "resolver")
         }
         live = np.zeros(self.n, dtype=np.int64)
         for (t0, count), (t1, _) in zip(
@@ -748,17 +764,15 @@ class Engine:
         ):
             live[t0:t1] = count
         tallies["fetchers"].extra["live"] = live
-        rates = np.zeros(self.n)
-        changes = self.rate_log["resolver"] + [(self.n, 0.0)]
-        for (t0, rate), (t1, _) in itertools.pairwise(changes):
-            rates[t0:t1] = rate
-        tallies["resolver"].extra["rate"] = rates
+        tallies["resolver"].extra["rate"] = self._rates("resolver")
         if "async_writer" in logs:
             buffer = self.design.async_writer.buffer  # type: ignore[union-attr]
             tallies["async_writer"] = logs["async_writer"].tally(
                 np.full(self.n, buffer, dtype=np.int64), limit=buffer
             )
-        tallies["page_store"] = logs["page_store"].tally(self._capacity("page_store"))
+        tallies["page_store"] = logs["page_store"].tally(
+            self._capacity("page_store"), rate=self._rates("page_store")
+        )
         in_flight = {name: int(t.backlog[-1]) for name, t in tallies.items()}
         record = RunRecord("request", 0, self.timeline, self.offered, tallies, in_flight)
         record.latency = {
