@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gym.explain import CAUSE_COMPONENT
 from gym.metrics import Metrics
 from gym.timeline import Event, matters_to
 
@@ -94,7 +93,7 @@ def compute(metrics: Metrics, availability_target: float | None) -> ErrorBudget:
     for cause, total in metrics.failed_by_cause.items():
         if not total:
             continue
-        component = CAUSE_COMPONENT[cause]
+        component = rec.component_of(cause)
         counts = rec.components[component].failed[cause]
         for seg in tl.segments():
             t0, t1 = tl.to_tick(seg.start_s), min(tl.to_tick(seg.end_s), tl.n_ticks)

@@ -26,12 +26,13 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from gym import costing, rounding
+from gym import costing, metrics, rounding
 from gym.budget import format_fraction
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
 from gym.explain import Explanation
 from gym.loading import dump_yaml, load_design, load_scenario
+from gym.models import Design
 from gym.montecarlo import DEFAULT_CONFIDENCE, MAX_RUNS
 from gym.outputs import printable
 from gym.parallel import Executor
@@ -1141,6 +1142,10 @@ def optimize_cmd(
     optimize.check_sets(sets or [])
     s = load_scenario(scenario or default_scenario())
     base = load_design(design, sets) if design is not None else None
+    if base is not None and not isinstance(base, Design):
+        raise GymError.single(
+            str(design), None, "optimize searches crawler designs only, so far (this is a graph)"
+        )
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs)
     executor = _closing(make_executor(workers, scheduler))
     with _count_progress(0, "searching") as report:
@@ -1246,6 +1251,10 @@ def estimate_cmd(
         if sets and design is None:
             raise GymError.single(None, "--set", "needs a DESIGN to change")
         d = load_design(design, sets) if design is not None else None
+        if d is not None and not isinstance(d, Design):
+            raise GymError.single(
+                str(design), None, "estimate reads crawler designs only (this is a graph)"
+            )
         inputs = Inputs.of(
             s,
             d,
@@ -1314,7 +1323,11 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt =
             raise GymError(problems)
     except GymError as err:
         raise _fail_invalid(err) from None
-    units = costing.units(d, s.catalog)
+    units = (
+        costing.units(d, s.catalog)
+        if isinstance(d, Design)
+        else metrics.graph_units(metrics.system_topology(d, s), s.catalog)
+    )
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
     console = _console()
     console.print(
@@ -1390,14 +1403,15 @@ def _print_result(r: Result, console: Console) -> None:
         f"{m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )
-    policy = (
-        "fail (cause crash_loss)"
-        if r.design.fetchers.on_crash == "fail"
-        else "go back to the frontier"
-    )
-    console.print(f"Fetches in flight on a crashed replica: {policy}")
+    if isinstance(r.design, Design):
+        policy = (
+            "fail (cause crash_loss)"
+            if r.design.fetchers.on_crash == "fail"
+            else "go back to the frontier"
+        )
+        console.print(f"Fetches in flight on a crashed replica: {policy}")
     dd = r.dedup()
-    if m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]:
+    if dd and (m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]):
         parts = [
             f"{dd['seen_set']} seen set for {dd['seen_set_urls']:,.0f} URLs: "
             f"{dd['seen_set_memory_GB']:,.1f} GB"

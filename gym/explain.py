@@ -13,7 +13,7 @@ import numpy as np
 
 from gym.costing import Politeness, politeness
 from gym.metrics import Metrics
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.record import RunRecord
 from gym.scoring import SLOCheck, per_second
 
@@ -65,13 +65,19 @@ class Explanation:
 
 
 def explain(
-    metrics: Metrics, checks: list[SLOCheck], design: Design, scenario: Scenario
+    metrics: Metrics, checks: list[SLOCheck], design: Design | GraphDesign, scenario: Scenario
 ) -> list[Explanation]:
     """Explanations for every failed SLO, then every failure cause, then every outage."""
-    polite = politeness(design, scenario)
+    crawler = isinstance(design, Design)
+    polite = politeness(design, scenario) if isinstance(design, Design) else None
     out = [_slo(metrics, chk, polite) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
-    out += [_cause(metrics, cause, design, polite) for _, cause in causes]
+    for _, cause in causes:
+        if isinstance(design, Design) and polite is not None:
+            out.append(_cause(metrics, cause, design, polite))
+        else:
+            out.append(_node_cause(metrics, cause))
+    assert crawler or polite is None
     tl = metrics.record.timeline
     for component, start, end in metrics.outages():
         event = tl.describe_at(start, component)
@@ -90,7 +96,12 @@ def explain(
 # -- SLO headlines ------------------------------------------------------------------------
 
 
-def _slo(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
+def _words(cause: str) -> str:
+    """A cause as a sentence says it: the crawler's words, else the name spaced out."""
+    return CAUSE_WORDS.get(cause) or cause.replace("_", " ")
+
+
+def _slo(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
     top = _top_causes(m)
     if chk.name == "throughput_rps":
         offered_rps = m.offered / m.duration_s
@@ -136,10 +147,10 @@ def _top_causes(m: Metrics) -> str:
     causes = sorted(((n, c) for c, n in m.failed_by_cause.items() if n > 0), reverse=True)
     if not causes:
         return ""
-    return " (" + ", ".join(f"{CAUSE_WORDS[c]} {n:,}" for n, c in causes[:3]) + ")"
+    return " (" + ", ".join(f"{_words(c)} {n:,}" for n, c in causes[:3]) + ")"
 
 
-def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
+def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
     tl = m.record.timeline
     over = []
     for name, cw in m.components.items():
@@ -152,14 +163,14 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness) -> Explanation:
         cw = m.components[name]
         t = float(m.window_s[w])
         when = tl.describe_at(t, name)
-        if name == "async_writer":
-            details.append(f"async_writer: buffer {value:.0%} full at t={t:g}s ({when})")
+        if cw.fill:
+            details.append(f"{name}: buffer {value:.0%} full at t={t:g}s ({when})")
         else:
             line = (
                 f"{name}: {value:.2f} at t={t:g}s, demand {_urls(cw.demand[w])} vs capacity "
                 f"{_urls(cw.rated[w])} URLs in that second ({when})"
             )
-            if name == "frontier" and polite.bound:
+            if name == "frontier" and polite is not None and polite.bound:
                 line += "; " + _politeness_words(polite)
             details.append(line)
     value, name, w = over[0]
@@ -220,7 +231,7 @@ def _cause(m: Metrics, cause: str, design: Design, polite: Politeness) -> Explan
     if rest:
         details.append(f"other times: {rest:,}")
     text = (
-        f"{CAUSE_WORDS[cause]}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
+        f"{_words(cause)}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
         f"{_why(m, cause, design)}"
     )
     if cause == "frontier_overflow" and polite.bound:
@@ -228,6 +239,47 @@ def _cause(m: Metrics, cause: str, design: Design, polite: Politeness) -> Explan
     return Explanation(
         "cause",
         text,
+        details=tuple(details),
+        component=component,
+        cause=cause,
+        at_s=worst.start_s,
+        event=worst.name,
+        urls=total,
+    )
+
+
+#: Why a node of a graph design loses URLs, by the end of the cause's name.
+_NODE_WHY: dict[str, str] = {
+    "overflow": "Its buffer was full: more arrived than it could hand on or hold.",
+    "overload": (
+        "Every slot was busy: it has rate x service time slots and no waiting room (Erlang "
+        "loss), so requests beyond them fail."
+    ),
+    "unavailable": "It was stalled (capacity 0): everything that reached it failed.",
+    "crash_loss": "Work in flight on crashed replicas was lost.",
+}
+
+
+def _node_cause(m: Metrics, cause: str) -> Explanation:
+    """A failure cause of a graph design's node, phase by phase."""
+    rec = m.record
+    component = rec.component_of(cause)
+    counts = rec.components[component].failed[cause]
+    total = int(counts.sum())
+    first_s = int(np.argmax(counts > 0)) * rec.timeline.tick_s
+    phases = _phases(rec, counts, component)
+    worst = max(phases, key=lambda p: p.urls)
+    listed = [p for p in phases if p.urls > 0]
+    shown = sorted(sorted(listed, key=lambda p: -p.urls)[:_MAX_PHASES], key=lambda p: p.start_s)
+    details = [f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}" for p in shown]
+    rest = total - sum(p.urls for p in shown)
+    if rest:
+        details.append(f"other times: {rest:,}")
+    why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
+    text = f"{_words(cause)}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
+    return Explanation(
+        "cause",
+        text.strip(),
         details=tuple(details),
         component=component,
         cause=cause,

@@ -23,10 +23,10 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from gym.errors import GymError, Problem
-from gym.models import Design, FieldError, Scenario
+from gym.models import Design, FieldError, GraphDesign, Scenario
 
 M = TypeVar("M", bound=BaseModel)
-N = TypeVar("N", Design, Scenario)
+N = TypeVar("N", Design, GraphDesign, Scenario)
 
 MAX_FILE_BYTES = 1 << 20
 MAX_VALUES = 10_000
@@ -349,15 +349,19 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
 
 def load_design(
     path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
-) -> Design:
-    """Read and validate a design file (designs/*.yaml).
+) -> Design | GraphDesign:
+    """Read and validate a design file (designs/*.yaml): the crawler's sections, or a
+    ``graph`` of nodes and edges (:class:`~gym.models.GraphDesign`).
 
     ``overrides`` are ``PATH=VALUE`` what-ifs (``cache.hit_ratio=0.6``), applied to the
     file's contents before validation, so they are checked like the file itself.
     ``contents``: what :func:`read_yaml` gave for ``path`` already (a sweep builds every
     point from one reading; reading is most of the cost of a load), not read again.
     """
-    return _load(Design, path, "design", overrides, contents)
+    data = read_yaml(path) if contents is None else contents
+    if isinstance(data, dict) and "graph" in data:
+        return _load(GraphDesign, path, "design", overrides, data)
+    return _load(Design, path, "design", overrides, data)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -513,6 +517,13 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
         return Problem(file, field, f"unknown key{hint}")
     if kind == "missing":
         return Problem(file, field, "is required but missing")
+    if kind in ("union_tag_invalid", "union_tag_not_found") and "nodes" in loc:
+        from gym.kinds import REGISTRY
+
+        kinds = ", ".join(REGISTRY)
+        said = f"{ctx.get('tag')!r} is not a node kind; expected" if ctx.get("tag") else "is "
+        said += f"required: one of {kinds}" if not ctx.get("tag") else f" {kinds}"
+        return Problem(file, _join_loc((*loc, "kind")), said)
     if kind == "union_tag_invalid":
         return Problem(
             file,
@@ -537,10 +548,15 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
-    """Drop the discriminator tag pydantic puts in a fault's path: faults.1.crash.at_s."""
+    """Drop the discriminator tag pydantic puts in a fault's path (faults.1.crash.at_s) and
+    in a graph node's (graph.nodes.db.store.rps)."""
+    from gym.kinds import REGISTRY
+
     out: list[Any] = []
     for i, part in enumerate(loc):
         if i > 0 and isinstance(loc[i - 1], int) and part in _FAULT_KINDS:
+            continue
+        if i > 1 and loc[i - 2] == "nodes" and part in REGISTRY:
             continue
         out.append(part)
     return tuple(out)
@@ -583,7 +599,7 @@ def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> list[str]:
     if isinstance(current, list):
         return sorted({k for m in current for k in m.model_fields})
     if isinstance(current, type) and issubclass(current, BaseModel):
-        return list(current.model_fields)
+        return [info.alias or name for name, info in current.model_fields.items()]
     return []
 
 

@@ -22,9 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gym import costing
-from gym.models import Design, Scenario
-from gym.record import CAUSES, RunRecord, Tally
+from gym import costing, crawler, kinds
+from gym.models import Catalog, Design, GraphDesign, Scenario
+from gym.models.graph import topology as graph_topology
+from gym.record import RunRecord, Tally
+from gym.topology import Topology
 
 FloatArray = np.ndarray
 IntArray = np.ndarray
@@ -46,6 +48,7 @@ class ComponentWindows:
     saturation: FloatArray  # demand / rated; NaN in an outage
     outage: np.ndarray  # bool: rate 0 (stalled, every replica down) in the whole window
     utilization: FloatArray  # processed / rated; NaN in an outage
+    fill: bool = False  # saturation is how full its buffer got (a write buffer)
 
     @property
     def failed_total(self) -> IntArray:
@@ -133,7 +136,7 @@ class Metrics:
         return spans
 
 
-def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
+def compute(record: RunRecord, design: Design | GraphDesign, scenario: Scenario) -> Metrics:
     """Aggregate a run record into windows and totals."""
     tl = record.timeline
     win = _Windows(tl.n_ticks, tl.ticks_per_window)
@@ -143,24 +146,13 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
     c = record.components
     # Capacity is the rate in force x time: a station slower than one URL per tick takes
     # none in most ticks and is not down in them (the whole-URL quota stays in ``capacity``).
-    cap = {name: _rated(t, wsum, tl.tick_s) for name, t in c.items() if name != "async_writer"}
-
-    # The demand chain (see the module docstring).
-    demand: dict[str, FloatArray] = {}
-    # The frontier's demand is what passes the seen set (all offered URLs without dedup).
-    skipped_w = sum((wsum(a) for a in c["frontier"].skipped.values()), np.zeros_like(offered_w))
-    demand["frontier"] = (offered_w - skipped_w).astype(float)
-    demand["fetchers"] = np.minimum(demand["frontier"], cap["frontier"])
-    demand["cache"] = np.minimum(demand["fetchers"], cap["fetchers"])
-    demand["resolver"] = np.minimum(demand["cache"], cap["cache"]) * (1.0 - design.cache.hit_ratio)
-    passed_on = np.minimum(demand["resolver"], cap["resolver"])
-    flushed = wsum(c["async_writer"].extra["flushed"]) if "async_writer" in c else 0
-    dup = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
-    demand["page_store"] = passed_on * (1.0 - dup) + flushed
+    cap = {name: _rated(t, wsum, tl.tick_s) for name, t in c.items()}
+    graph = system_topology(design, scenario)
+    demand = _demand(graph, c, offered_w, cap, wsum)
 
     windows: dict[str, ComponentWindows] = {}
     for name, tally in c.items():
-        if name == "async_writer":
+        if kinds.kind(graph.node(name).kind).fill_saturation:
             windows[name] = _writer_windows(tally, win)
             continue
         rated = cap[name]
@@ -181,7 +173,7 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
             outage=outage,
             utilization=np.where(outage, np.nan, processed / safe),
         )
-    ordered = {n: windows[n] for n in costing.COMPONENTS if n in windows}
+    ordered = {n: windows[n] for n in graph.order() if n in windows}
 
     failed_by_cause = record.failed_by_cause()
     return Metrics(
@@ -189,12 +181,14 @@ def compute(record: RunRecord, design: Design, scenario: Scenario) -> Metrics:
         window_s=win.starts * tl.tick_s,
         offered_w=offered_w,
         components=ordered,
-        units=costing.units(design, scenario.catalog),
+        units=costing.units(design, scenario.catalog)
+        if isinstance(design, Design)
+        else graph_units(graph, scenario.catalog),
         offered=int(record.offered.sum()),
         served=record.served_total,
         failed=sum(failed_by_cause.values()),
         in_flight_end=sum(record.in_flight_end.values()),
-        failed_by_cause={k: failed_by_cause[k] for k in CAUSES},
+        failed_by_cause={k: failed_by_cause[k] for k in record.causes},
         skipped_by_cause=record.skipped_by_cause(),
         # what was simulated: a duration off the tick grid runs to the tick after it
         duration_s=tl.n_ticks * tl.tick_ms / 1000,
@@ -220,6 +214,64 @@ class _Windows:
     def max(self, a: IntArray) -> IntArray:
         out: IntArray = np.maximum.reduceat(a[: self.n_ticks], self.starts)
         return out
+
+
+def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topology:
+    """The topology a design runs: the crawler's built-in graph, or the design's own."""
+    if isinstance(design, Design):
+        return crawler.topology(design, scenario)
+    return graph_topology(design)
+
+
+def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
+    """Units per node of a graph design (its kinds' rules), sources left out."""
+    out = {}
+    for node in graph.nodes:
+        k = kinds.kind(node.kind)
+        if not k.source:
+            out[node.name] = k.units(node.params, catalog)
+    return out
+
+
+def _demand(
+    graph: Topology,
+    tallies: dict[str, Tally],
+    offered_w: IntArray,
+    cap: dict[str, FloatArray],
+    wsum: Callable[[np.ndarray], np.ndarray],
+) -> dict[str, FloatArray]:
+    """Each node's demand per window, propagated along the edges (the module docstring):
+    what reaches it when every node upstream passes on at most its own capacity, times
+    the share it passes on (a cache's misses), plus a write buffer's flushes; less what
+    the node itself skips (URLs its seen set drops at the door)."""
+    passed: dict[str, FloatArray] = {}
+    demand: dict[str, FloatArray] = {}
+    for name in graph.order():
+        node = graph.node(name)
+        k = kinds.kind(node.kind)
+        if k.source:
+            passed[name] = offered_w  # every source's offer, in the run's total
+            continue
+        incoming = [
+            passed[e.source] * e.share if e.share != 1.0 else passed[e.source]
+            for e in graph.inputs(name)
+        ]
+        total = incoming[0]
+        for more in incoming[1:]:
+            total = total + more
+        tally = tallies[name]
+        if tally.skipped:
+            skipped = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
+            total = total - skipped
+        demand[name] = np.asarray(total).astype(float)
+        sent = np.minimum(demand[name], cap[name]) if k.capped else demand[name]
+        share = k.passes(node.params)
+        if share != 1.0:
+            sent = sent * share
+        if "flushed" in tally.extra:
+            sent = sent + wsum(tally.extra["flushed"])
+        passed[name] = sent
+    return demand
 
 
 def _rated(tally: Tally, wsum: Callable[[np.ndarray], np.ndarray], tick_s: float) -> FloatArray:
@@ -249,4 +301,5 @@ def _writer_windows(tally: Tally, win: _Windows) -> ComponentWindows:
         saturation=fill,
         outage=np.zeros(n, dtype=bool),
         utilization=fill,
+        fill=True,
     )

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.parallel import Executor, Progress, Serial
 from gym.scoring import SLO_NAMES
 from gym.simulate import DEFAULT_MAX_URLS
@@ -61,7 +61,7 @@ class Task:
 
 
 def tasks_for(
-    design: Design,
+    design: Design | GraphDesign,
     scenario: Scenario,
     seeds: range,
     engine: str = "flow",
@@ -70,7 +70,8 @@ def tasks_for(
 ) -> list[Task]:
     """One task per seed; the design and scenario are dumped once and shared, so many
     runs cost memory for their seeds only."""
-    d, s = design.model_dump(mode="json"), scenario.model_dump(mode="json")
+    d = design.model_dump(mode="json", by_alias=True)
+    s = scenario.model_dump(mode="json")
     return [Task(d, s, seed, engine, tick_ms, max_urls) for seed in seeds]
 
 
@@ -78,7 +79,8 @@ def evaluate(t: Task) -> dict[str, Any]:
     """Run one task; returns what aggregation needs (picklable, small)."""
     from gym.simulate import simulate
 
-    design = Design.model_validate(t.design)
+    model = GraphDesign if "graph" in t.design else Design
+    design = model.model_validate(t.design)
     scenario = Scenario.model_validate(t.scenario)
     r = simulate(
         design, scenario, seed=t.seed, engine=t.engine, tick_ms=t.tick_ms, max_urls=t.max_urls
@@ -200,7 +202,7 @@ def summarize(runs: list[dict[str, Any]]) -> list[SLOStats]:
 
 
 def run_many(
-    design: Design,
+    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     runs: int,

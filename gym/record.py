@@ -90,23 +90,30 @@ class RunRecord:
     components: dict[str, Tally]
     in_flight_end: dict[str, int]
     latency: dict[str, Samples] = field(default_factory=dict)  # per component, end_to_end
+    #: Every failure cause the system can record, in its order (the crawler's always list
+    #: the writer's, with or without one).
+    causes: tuple[str, ...] = CAUSES
 
     @property
     def served_total(self) -> int:
         return int(sum(int(t.served.sum()) for t in self.components.values()))
 
+    def component_of(self, cause: str) -> str:
+        """The component that records ``cause``."""
+        return next(name for name, t in self.components.items() if cause in t.failed)
+
     def skipped_by_cause(self) -> dict[str, int]:
         return self._totals(SKIP_CAUSES, "skipped")
 
     def failed_by_cause(self) -> dict[str, int]:
-        return self._totals(CAUSES, "failed")
+        return self._totals(self.causes, "failed")
 
     def _totals(self, causes: tuple[str, ...], kind: str) -> dict[str, int]:
         """Run totals of every cause of ``kind`` ("failed" or "skipped"), 0 where none."""
         totals = dict.fromkeys(causes, 0)
         for tally in self.components.values():
             for cause, counts in getattr(tally, kind).items():
-                totals[cause] += int(counts.sum())
+                totals[cause] = totals.get(cause, 0) + int(counts.sum())
         return totals
 
     @classmethod
@@ -118,12 +125,13 @@ class RunRecord:
         seed: int,
         offered: IntArray,
         components: list[Component],
+        causes: tuple[str, ...] = CAUSES,
     ) -> RunRecord:
         """The record of a run from its components, in pipeline order: each gives its own
         tally, and those that can hold work their URLs in flight at the end."""
         tallies = {c.name: c.tally() for c in components}
         in_flight = {c.name: c.in_flight_end() for c in components if c.holds_work}
-        record = cls(engine, seed, timeline, offered.copy(), tallies, in_flight)
+        record = cls(engine, seed, timeline, offered.copy(), tallies, in_flight, causes=causes)
         record.check_conservation()
         return record
 

@@ -17,8 +17,7 @@ from gym.budget import ErrorBudget
 from gym.explain import Explanation
 from gym.latency import LatencyStats
 from gym.metrics import Metrics
-from gym.models import Design, Scenario
-from gym.record import CAUSES
+from gym.models import Design, GraphDesign, Scenario
 from gym.scoring import SLOCheck
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
 class Result:
     """One design, one scenario, one seed, one engine: what happened and how it scored."""
 
-    design: Design
+    design: Design | GraphDesign
     scenario: Scenario
     engine: str
     seed: int
@@ -54,10 +53,13 @@ class Result:
                 out[name] = stats
         return out
 
-    def dedup(self) -> dict[str, Any]:
-        """What deduplication did and cost: seen-set memory, coverage lost, writes saved."""
+    def dedup(self) -> dict[str, Any] | None:
+        """What deduplication did and cost: seen-set memory, coverage lost, writes saved
+        (the crawler's; None for a graph design)."""
         import math
 
+        if not isinstance(self.design, Design):
+            return None
         d, w = self.design.dedup, self.scenario.dedup
         rec = self.metrics.record
         if d.seen_set == "bloom":
@@ -126,7 +128,9 @@ class Result:
             "skipped_by_cause": dict(m.skipped_by_cause),
             "dedup": self.dedup(),
             "in_flight_end_by_component": dict(m.record.in_flight_end),
-            "fetchers_on_crash": self.design.fetchers.on_crash,
+            "fetchers_on_crash": (
+                self.design.fetchers.on_crash if isinstance(self.design, Design) else None
+            ),
             "components": components,
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
             "latency_ms": {name: s.to_json() for name, s in self.latency.items()},
@@ -160,7 +164,7 @@ class Result:
                 "served": cw.served,
                 "failed": cw.failed_total,
             }
-            for cause in CAUSES:
+            for cause in m.record.causes:
                 columns[f"failed_{cause}"] = cw.failed.get(cause, np.zeros(n, dtype=np.int64))
             columns["backlog"] = cw.backlog
             samples = m.record.latency.get(name)

@@ -18,16 +18,21 @@ import numpy as np
 
 from gym.costing import cache_capacity_rps
 from gym.erlang import mean_held
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 
 #: A rounding that changes a figure by more than this fraction is reported.
 TOLERANCE = 0.05
 
 
-def warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:
+def warnings(
+    design: Design | GraphDesign, scenario: Scenario, *, engine: str, tick_ms: int
+) -> list[str]:
     """One sentence per rounding that changes a service time, a capacity, the length of a
-    stage or a fault, or the run's duration by more than :data:`TOLERANCE`."""
+    stage or a fault, or the run's duration by more than :data:`TOLERANCE` (for a graph
+    design, the scenario's alone so far)."""
+    if isinstance(design, GraphDesign):
+        return scenario_warnings(scenario, tick_ms)
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )

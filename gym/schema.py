@@ -19,9 +19,11 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 
 KINDS: dict[str, type[BaseModel]] = {"design": Design, "scenario": Scenario}
+#: Other forms a file kind can take (a design given as a graph), in the same schema.
+ALTERNATIVES: dict[str, tuple[type[BaseModel], ...]] = {"design": (GraphDesign,)}
 
 #: Units, by field name (the descriptions say more).
 UNITS = {
@@ -57,7 +59,17 @@ UNITS = {
 def json_schema(kind: str) -> dict[str, Any]:
     """The JSON Schema of a design or a scenario file."""
     model = KINDS[kind]
-    schema = model.model_json_schema()
+    others = ALTERNATIVES.get(kind, ())
+    if others:
+        from pydantic import TypeAdapter
+
+        forms: Any = typing.Union[(model, *others)]
+        schema = TypeAdapter(forms).json_schema()
+        schema["description"] = " Or: ".join(
+            (m.__doc__ or m.__name__).strip().splitlines()[0] for m in (model, *others)
+        )
+    else:
+        schema = model.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = f"crawler SLO gym {kind}"
     return schema
@@ -76,7 +88,7 @@ def field_rows(
     defaults actually used (the fetch time's 250 ms, not "required")."""
     rows = []
     for name, info in model.model_fields.items():
-        path = f"{prefix}{name}"
+        path = f"{prefix}{info.alias or name}"
         nested = _models(info.annotation)
         default = _default(info)
         if defaults is not None:
@@ -100,9 +112,9 @@ def field_rows(
                 tag = typing.get_args(kind_field.annotation)[0] if kind_field else sub.__name__
                 label = f"(kind: {tag})"
             given = child_default if isinstance(child_default, sub) else None
-            rows += field_rows(
-                sub, f"{path}{'[]' if _is_list(info.annotation) else ''}{label}.", given
-            )
+            inside = "[]" if _is_list(info.annotation) else ""
+            inside = ".<name>" if _is_dict(info.annotation) else inside
+            rows += field_rows(sub, f"{path}{inside}{label}.", given)
     return rows
 
 
@@ -123,6 +135,20 @@ def docs_text(kind: str) -> str:
     for path, type_name, unit, rng, default, desc in field_rows(model):
         cells = [f"`{path}`", type_name, unit, rng, default, desc.replace("|", "/")]
         lines.append("| " + " | ".join(c.replace("\n", " ") for c in cells) + " |")
+    for other in ALTERNATIVES.get(kind, ()):
+        lines += [
+            "",
+            f"## Or: {(other.__doc__ or other.__name__).strip().splitlines()[0]}",
+            "",
+            "A graph of nodes of the kinds in docs/architecture.md, and the edges between "
+            "them (`designs/systems/`).",
+            "",
+            "| field | type | unit | range | default | meaning |",
+            "|---|---|---|---|---|---|",
+        ]
+        for path, type_name, unit, rng, default, desc in field_rows(other):
+            cells = [f"`{path}`", type_name, unit, rng, default, desc.replace("|", "/")]
+            lines.append("| " + " | ".join(c.replace("\n", " ") for c in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
@@ -140,11 +166,17 @@ def _flatten(tp: Any) -> list[Any]:
         return _flatten(typing.get_args(tp)[0])
     if origin in (typing.Union, types.UnionType, list):
         return [x for arg in typing.get_args(tp) for x in _flatten(arg)]
+    if origin is dict:
+        return _flatten(typing.get_args(tp)[1])
     return [tp]
 
 
 def _is_list(tp: Any) -> bool:
     return typing.get_origin(tp) is list
+
+
+def _is_dict(tp: Any) -> bool:
+    return typing.get_origin(tp) is dict
 
 
 def _type_name(tp: Any) -> str:
@@ -159,6 +191,8 @@ def _type_name(tp: Any) -> str:
         else:
             names.append(getattr(arg, "__name__", str(arg)))
     text = " or ".join(dict.fromkeys(names))
+    if _is_dict(tp):
+        return f"mapping of names to {text}"
     return f"list of {text}" if _is_list(tp) else text
 
 

@@ -10,8 +10,10 @@ from pathlib import Path
 from gym import budget, costing, explain, metrics, rounding, scoring
 from gym.engines import flow, request
 from gym.errors import GymError, Problem
+from gym.kinds.cache import CacheNode
+from gym.kinds.fleet import FleetNode
 from gym.loading import load_design, load_scenario
-from gym.models import Design, Scenario
+from gym.models import CrashFault, Design, GraphDesign, Scenario
 from gym.record import RunRecord
 from gym.result import Result
 from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
@@ -52,9 +54,23 @@ def url_budget(
     )
 
 
-def validate(design: Design, scenario: Scenario, *, tick_ms: int = 10) -> list[Problem]:
+def validate(
+    design: Design | GraphDesign, scenario: Scenario, *, tick_ms: int = 10, engine: str = "flow"
+) -> list[Problem]:
     """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
-    problems = costing.check(design, scenario.catalog, design._source)
+    if isinstance(design, GraphDesign):
+        problems = graph_check(design, scenario, engine)
+    else:
+        problems = costing.check(design, scenario.catalog, design._source)
+        if scenario.system != "crawler":
+            problems.append(
+                Problem(
+                    scenario._source,
+                    "system",
+                    f"the scenario is for graph designs (system: {scenario.system}) and "
+                    f"{design.name or 'this design'} is a crawler design",
+                )
+            )
     if tick_ms not in VALID_TICKS_MS:
         problems.append(
             Problem(None, "tick_ms", f"{tick_ms} must be a whole number of ms dividing 1000")
@@ -73,8 +89,75 @@ def validate(design: Design, scenario: Scenario, *, tick_ms: int = 10) -> list[P
     return problems
 
 
+def graph_check(design: GraphDesign, scenario: Scenario, engine: str) -> list[Problem]:
+    """What stops a graph design from running under ``scenario``: the scenario must be
+    for graph designs, its faults must hit nodes that can suffer them, the catalog must
+    allow what each node asks, and only the flow engine runs graphs so far."""
+    file = design._source
+    problems: list[Problem] = []
+    if scenario.system != "graph":
+        problems.append(
+            Problem(
+                scenario._source,
+                "system",
+                f"{design.name or 'the design'} is a graph design; its scenario needs "
+                "system: graph (faults then name its nodes)",
+            )
+        )
+    if engine != "flow":
+        problems.append(
+            Problem(
+                None,
+                "engine",
+                f"the {engine} engine runs crawler designs only, so far; run graph designs "
+                "with the flow engine",
+            )
+        )
+    nodes = design.graph.nodes
+    catalog = scenario.catalog
+    for name, spec in nodes.items():
+        if (
+            isinstance(spec, FleetNode)
+            and spec.rps_per_replica > catalog.fetchers.max_rps_per_replica
+        ):
+            problems.append(
+                Problem(
+                    file,
+                    f"graph.nodes.{name}.rps_per_replica",
+                    f"{spec.rps_per_replica:g} is more than one replica can give (the catalog "
+                    f"allows at most {catalog.fetchers.max_rps_per_replica:g}/s); add replicas",
+                )
+            )
+        if isinstance(spec, CacheNode) and costing.cache_units(spec.hit_ratio, catalog) is None:
+            problems.append(
+                Problem(
+                    file,
+                    f"graph.nodes.{name}.hit_ratio",
+                    f"{spec.hit_ratio:g} cannot be reached: the first cache unit reaches "
+                    f"{catalog.cache.base_hit_ratio:g} and each further unit halves the misses",
+                )
+            )
+    rated = ("queue", "cache", "service", "store")
+    faults = scenario.faults if scenario.system == "graph" else []  # else: the line above
+    for i, fault in enumerate(faults):
+        spec = nodes.get(fault.target)
+        wanted = ("fleet",) if isinstance(fault, CrashFault) else rated
+        if spec is None or getattr(spec, "kind") not in wanted:  # noqa: B009
+            can = [n for n, s in nodes.items() if getattr(s, "kind") in wanted]  # noqa: B009
+            what = {"crash": "crash", "stall": "stall", "slowdown": "slow down"}[fault.kind]
+            problems.append(
+                Problem(
+                    scenario._source,
+                    f"faults[{i}].target",
+                    f"{fault.target!r} is not a node of {design.name or 'the design'} that can "
+                    f"{what}; " + (f"choose {', '.join(can)}" if can else "it has none"),
+                )
+            )
+    return problems
+
+
 def simulate(
-    design: Design | str | Path,
+    design: Design | GraphDesign | str | Path,
     scenario: Scenario | str | Path | None = None,
     *,
     seed: int = 0,
@@ -94,7 +177,7 @@ def simulate(
     minutes); ``progress`` is called with the simulated time as a long run goes.
     Raises :class:`gym.GymError` for anything invalid.
     """
-    if not isinstance(design, Design):
+    if not isinstance(design, Design | GraphDesign):
         design = load_design(design)
     if scenario is None:
         scenario = default_scenario()
@@ -106,7 +189,7 @@ def simulate(
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
-    problems = validate(design, scenario, tick_ms=tick_ms)
+    problems = validate(design, scenario, tick_ms=tick_ms, engine=engine)
     if not 0 <= warmup_s < scenario.duration_s:
         problems.append(
             Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")

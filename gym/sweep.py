@@ -21,7 +21,7 @@ from typing import Any
 from gym import rounding
 from gym.errors import GymError
 from gym.loading import load_design, parse_override, read_yaml, whole_number
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
 from gym.simulate import DEFAULT_MAX_URLS, url_budget
@@ -151,7 +151,7 @@ class Point:
     """One grid point: the values set, and the design they give (or why not)."""
 
     values: dict[str, Any]
-    design: Design | None
+    design: Design | GraphDesign | None
     error: str | None
 
 
@@ -163,6 +163,10 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
     axes = plan(varies, fixed)
     # read once: up to 100,000 values and points, each a load of the base with its values
     contents = read_yaml(base)
+    if isinstance(contents, dict) and "graph" in contents:
+        raise GymError.single(
+            str(base), None, "sweep varies crawler designs only, so far (this is a graph)"
+        )
     # The ends of every axis first, then whole axes from the shortest: a bad value is
     # usually found in milliseconds, not after loading 100,000 good ones.
     ends = [(path, v) for path, values in axes for v in dict.fromkeys([values[0], values[-1]])]
@@ -284,7 +288,7 @@ def run(
             )
             rows.append(row)
             continue
-        assert p.design is not None
+        assert isinstance(p.design, Design)
         mc = MonteCarloResult(by_point[i], confidence)
         row["status"] = "ok"
         row["cost_units"] = sum(units(p.design, scenario.catalog).values())

@@ -140,7 +140,7 @@ def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
         return fault.label
     if isinstance(fault, CrashFault):
         n = fault.replicas
-        return f"fetchers crash ({n} replica{'s' if n != 1 else ''} down)"
+        return f"{fault.target} crash ({n} replica{'s' if n != 1 else ''} down)"
     if isinstance(fault, StallFault):
         return f"{fault.target} stall"
     return f"{fault.target} slowdown x{fault.factor:g}"

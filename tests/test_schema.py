@@ -12,7 +12,7 @@ from gym import schema
 from gym.cli import app
 from tests.conftest import ROOT
 
-SHIPPED = sorted((ROOT / "designs").glob("*.yaml")) + sorted((ROOT / "scenarios").glob("*.yaml"))
+SHIPPED = sorted((ROOT / "designs").rglob("*.yaml")) + sorted((ROOT / "scenarios").rglob("*.yaml"))
 
 
 @pytest.mark.parametrize("kind", ["design", "scenario"])
@@ -25,17 +25,20 @@ def test_committed_schema_and_docs_are_current(kind: str) -> None:
 @pytest.mark.parametrize("path", SHIPPED, ids=[p.name for p in SHIPPED])
 def test_shipped_files_name_and_pass_their_schema(path: Path) -> None:
     """Every shipped file points editors at its schema and validates against it."""
-    kind = "design" if path.parent.name == "designs" else "scenario"
+    top = path.relative_to(ROOT).parts[0]
+    kind = "design" if top == "designs" else "scenario"
+    up = "../" * (len(path.relative_to(ROOT).parts) - 1)
     first = path.read_text().splitlines()[0]
-    assert first == f"# yaml-language-server: $schema=../schemas/{kind}.schema.json"
+    assert first == f"# yaml-language-server: $schema={up}schemas/{kind}.schema.json"
     jsonschema.validate(yaml.safe_load(path.read_text()), schema.json_schema(kind))
 
 
 def test_schema_documents_every_field() -> None:
     """Every field in the docs has a description (the models require one)."""
     for kind in ("design", "scenario"):
-        for row in schema.field_rows(schema.KINDS[kind]):
-            assert row[5], f"{kind}: {row[0]} has no description"
+        for model in (schema.KINDS[kind], *schema.ALTERNATIVES.get(kind, ())):
+            for row in schema.field_rows(model):
+                assert row[5], f"{kind}: {row[0]} has no description"
 
 
 def test_schema_command_refuses_foreign_files(tmp_path: Path) -> None:

@@ -128,6 +128,15 @@ class Component:
         self.t = 0  # ticks advanced so far
         self._reserved = 0  # ticks whose capacity is fixed already
 
+    def named(self, name: str, causes: tuple[str, ...]) -> Component:
+        """This component as node ``name`` of a topology, recording ``causes`` (the same
+        causes as its class, in its order, under the node's names). Before any advance."""
+        assert self.t == 0 and len(causes) == len(self.causes)
+        self.name = name
+        self.causes = causes
+        self.failed = {cause: self.ledger.zeros() for cause in causes}
+        return self
+
     # -- the contract -------------------------------------------------------------------
     def advance(self, t1: int) -> None:
         """Move URLs over ticks [self.t, t1)."""
@@ -209,17 +218,19 @@ class RatedComponent(Component):
         self.ledger.sync(end)
         self._slowdowns.remove(fault.factor)
 
-    def _take(self, arriving: IntArray, t0: int, t1: int, what: str) -> IntArray:
+    def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take what capacity allows of ``arriving`` over ticks [t0, t1) and record it; the
-        rest fail as ``<what>_unavailable`` where capacity was 0, else ``<what>_overload``."""
+        rest fail as unavailable (its second cause) where capacity was 0, else as overload
+        (its first)."""
         cap = self.capacity[t0:t1]
         taken: IntArray = np.minimum(arriving, cap)
         lost = arriving - taken
         down = cap == 0
         self.arrived[t0:t1] = arriving
         self.processed[t0:t1] = taken
-        self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, lost, 0)
-        self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)
+        overload, unavailable = self.causes[:2]
+        self.failed[unavailable][t0:t1] = np.where(down, lost, 0)
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
         return taken
 
 
@@ -228,7 +239,8 @@ class LossStation(RatedComponent):
 
     It has ``slots = round(rate x mean service time)`` (at least one), as in the request
     engine. Each tick a fraction B(slots, a) of the arrivals find every slot busy and fail
-    (``<what>_overload``; all of them fail as ``<what>_unavailable`` while it is stalled),
+    (its first cause, ``cache_overload`` say; all of them fail as its second,
+    ``cache_unavailable``, while it is stalled),
     with B Erlang's loss formula and ``a`` the tick's modified offered load
     (:mod:`gym.erlang`): the arrivals of this tick and the ones before it still in service,
     a slowdown stretching the services that start under it. The expected loss is counted in
@@ -407,10 +419,11 @@ class LossStation(RatedComponent):
         most /= self.ledger.tick_ms
         return bool(self.slots > most + erlang.WIDTH * (most**0.5 + 1.0) + 1.0)
 
-    def _take(self, arriving: IntArray, t0: int, t1: int, what: str) -> IntArray:
+    def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record it."""
         if self.gated:
-            return super()._take(arriving, t0, t1, what)
+            return super()._take(arriving, t0, t1)
+        overload, unavailable = self.causes[:2]
         upstream = self.upstream
         assert upstream is not None
         self.arrived[t0:t1] = arriving
@@ -435,8 +448,8 @@ class LossStation(RatedComponent):
             self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
             self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
-            self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
-            self.failed[f"{what}_overload"][t0:t1] = 0
+            self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
+            self.failed[overload][t0:t1] = 0
             return taken
         load = erlang.offered_load(mean, factors, self._kernels)
         # The stream's dispersion, weighted as the load is, and the occupancy's peakedness.
@@ -477,6 +490,6 @@ class LossStation(RatedComponent):
         taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
         self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
-        self.failed[f"{what}_unavailable"][t0:t1] = np.where(down, arriving, 0)
-        self.failed[f"{what}_overload"][t0:t1] = np.where(down, 0, lost)
+        self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
         return taken

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, LossStation, thinned
+from gym.components.base import Ledger, LossStation, thinned
 from gym.models import ServiceTime
 
 
@@ -24,14 +24,13 @@ class Cache(LossStation):
         hit_ratio: float,
         lookups_rps: float,
         service: ServiceTime,
-        upstream: Component,
     ) -> None:
         super().__init__(env, rng, ledger, lookups_rps, service)
         self.hit_ratio = hit_ratio
-        self.upstream: Component = upstream
 
     def _advance(self, t0: int, t1: int) -> None:
-        looked_up = self._take(self.upstream.out[t0:t1], t0, t1, "cache")
+        assert self.upstream is not None
+        looked_up = self._take(self.upstream.out[t0:t1], t0, t1)
         hits = self.rng.binomial(looked_up, self.hit_ratio)
         self.served[t0:t1] = hits
         self.out[t0:t1] = looked_up - hits

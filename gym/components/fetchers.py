@@ -97,7 +97,7 @@ class FetcherFleet(Component):
                 passed = slower & self.upstream.periodic[began_at]
                 self.periodic[first:t1] = passed | (by_bucket & ~slower)
         before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
-        change = starts - done - self.failed["crash_loss"][t0:t1] - self.requeued[t0:t1]
+        change = starts - done - self.failed[self.causes[0]][t0:t1] - self.requeued[t0:t1]
         self.backlog[t0:t1] = before + np.cumsum(change)
 
     def crash(
@@ -138,7 +138,7 @@ class FetcherFleet(Component):
             assert frontier is not None and hasattr(frontier, "requeue")
             frontier.requeue(tick, lost_total)
         else:
-            self.failed["crash_loss"][tick] += lost_total
+            self.failed[self.causes[0]][tick] += lost_total
 
     def in_flight_end(self) -> int:
         """Fetches started and due after the last tick."""

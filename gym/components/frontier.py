@@ -7,7 +7,6 @@ import numpy as np
 import simpy
 
 from gym.components.base import Component, IntArray, Ledger, RatedComponent, thinned
-from gym.models import FrontierConfig
 from gym.record import Tally
 
 
@@ -30,17 +29,17 @@ class Frontier(RatedComponent):
         env: simpy.Environment,
         rng: np.random.Generator,
         ledger: Ledger,
-        config: FrontierConfig,
-        upstream: Component,
-        fleet: Component,
-        rate: float | None = None,
+        buffer: int,
+        rate: float,
         seen_fraction: float = 0.0,
         false_positive_rate: float = 0.0,
     ) -> None:
-        super().__init__(env, rng, ledger, config.drain_rps if rate is None else rate)
-        self.buffer = config.buffer
-        self.upstream = upstream
-        self.fleet = fleet
+        super().__init__(env, rng, ledger, rate)
+        self.buffer = buffer
+        self.upstream: Component | None = None  # what feeds it, set by the engine
+        # The fleet it hands out to, if it feeds one: it never hands out more than the
+        # live replicas can start (set by the engine).
+        self.fleet: Component | None = None
         self.seen_fraction = seen_fraction
         self.false_positive_rate = false_positive_rate
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
@@ -56,7 +55,12 @@ class Frontier(RatedComponent):
         self.requeued[tick] += n
 
     def _advance(self, t0: int, t1: int) -> None:
-        self.fleet.reserve(t1)
+        assert self.upstream is not None
+        if self.fleet is not None:
+            self.fleet.reserve(t1)
+            fleet_quota = self.fleet.capacity[t0:t1]
+        else:
+            fleet_quota = self.capacity[t0:t1]
         offered = self.upstream.out[t0:t1]
         self.arrived[t0:t1] = offered
         arrived = offered
@@ -74,7 +78,7 @@ class Frontier(RatedComponent):
         self.pace[t0:t1] = self.upstream.pace[t0:t1]
         self.periodic[t0:t1] = self.upstream.periodic[t0:t1] & (kept == 1.0)
         self.fleet_bound[t0:t1] = False
-        limit = np.minimum(self.capacity[t0:t1], self.fleet.capacity[t0:t1])
+        limit = np.minimum(self.capacity[t0:t1], fleet_quota)
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
         if queue == 0 and not requeued.any() and bool((arrived <= limit).all()):
@@ -87,7 +91,7 @@ class Frontier(RatedComponent):
         )
         self.processed[t0:t1] = dispatched
         self.out[t0:t1] = dispatched
-        self.failed["frontier_overflow"][t0:t1] = overflow
+        self.failed[self.causes[0]][t0:t1] = overflow
         self.backlog[t0:t1] = held
         # With URLs waiting, hand-outs follow the rate, evenly spaced (both engines pace
         # them): a regular stream, whose counts are what is expected.
@@ -99,8 +103,8 @@ class Frontier(RatedComponent):
         self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
         self.periodic[t0:t1][waited | (requeued > 0)] = False
         # URLs left waiting while the fleet's quota was the limit: its bucket spaces them.
-        fleet_quota = self.fleet.capacity[t0:t1]
-        self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
+        if self.fleet is not None:
+            self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
 
 
 def _queue(

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import simpy
 
-from gym.components.base import Component, Ledger, LossStation, thinned
-from gym.models import ResolverConfig
+from gym.components.base import Ledger, LossStation, thinned
+from gym.models import ServiceTime
 from gym.record import Tally
 
 
@@ -23,12 +23,11 @@ class Resolver(LossStation):
         env: simpy.Environment,
         rng: np.random.Generator,
         ledger: Ledger,
-        config: ResolverConfig,
-        upstream: Component,
+        rate: float,
+        service: ServiceTime,
         duplicate_bodies: float = 0.0,
     ) -> None:
-        super().__init__(env, rng, ledger, config.rps, config.service)
-        self.upstream: Component = upstream
+        super().__init__(env, rng, ledger, rate, service)
         self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
         self.writes_saved = ledger.zeros()
 
@@ -36,7 +35,8 @@ class Resolver(LossStation):
         return Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
 
     def _advance(self, t0: int, t1: int) -> None:
-        resolved = self._take(self.upstream.out[t0:t1], t0, t1, "resolver")
+        assert self.upstream is not None
+        resolved = self._take(self.upstream.out[t0:t1], t0, t1)
         if self.duplicate_bodies > 0:
             # Content hashing: a body already stored needs no write; the page is done.
             same = self.rng.binomial(resolved, self.duplicate_bodies)

@@ -28,4 +28,4 @@ class PageStore(LossStation):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        self.served[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1, "store")
+        self.served[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1)

@@ -33,14 +33,13 @@ class AsyncWriter(Component):
         rng: np.random.Generator,
         ledger: Ledger,
         config: AsyncWriterConfig,
-        upstream: Component,
-        store: Component,
     ) -> None:
         super().__init__(env, rng, ledger)
         self.buffer = config.buffer
         self.flush_ceiling = config.flush_ceiling
-        self.upstream = upstream
-        self.store = store
+        self.upstream: Component | None = None  # what feeds it, set by the engine
+        # The store it writes to (set by the engine): it sends what the store has room for.
+        self.store: Component | None = None
         self.held_in = ledger.zeros()  # writes that had to be held (or overflowed) this tick
         self.flushed = ledger.zeros()  # held writes flushed to the store this tick
 
@@ -51,6 +50,7 @@ class AsyncWriter(Component):
         return Tally.of(self, limit=self.buffer, held_in=self.held_in, flushed=self.flushed)
 
     def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None and self.store is not None
         self.store.reserve(t1)
         arriving = self.upstream.out[t0:t1]
         room = self.store.capacity[t0:t1]
@@ -68,7 +68,7 @@ class AsyncWriter(Component):
         self.processed[t0:t1] = direct + excess - overflow
         self.held_in[t0:t1] = excess
         self.flushed[t0:t1] = flushed
-        self.failed["writer_overflow"][t0:t1] = overflow
+        self.failed[self.causes[0]][t0:t1] = overflow
         self.backlog[t0:t1] = backlog
 
 

@@ -1,41 +1,34 @@
-"""The flow engine: integer counts of URLs per tick through the pipeline, on SimPy.
+"""The flow engine: integer counts of URLs per tick through a topology, on SimPy.
 
-Build: one component per design key, wired client -> frontier -> fetchers -> cache ->
-resolver -> [async_writer] -> page_store. Connect: each scenario event becomes a SimPy
-process on the component it acts on (a load stage on the client, a crash on the fleet,
-a stall or a slowdown on its target). Simulate: SimPy runs the timeline; every event
-first brings the pipeline up to its instant, in order, then changes state. Collect: the
-components' per-tick tallies become a :class:`~gym.record.RunRecord`.
+Build: one component per node of the topology (:mod:`gym.topology`), by its kind
+(:mod:`gym.kinds`); a crawler design is the built-in crawler graph (:mod:`gym.crawler`),
+client -> frontier -> fetchers -> cache -> resolver -> [async_writer] -> page_store.
+Connect: each component to the ones its edges join it to, and each scenario event becomes
+a SimPy process on the node it acts on (a load stage on the sources, a crash on a fleet, a
+stall or a slowdown on its target). Simulate: SimPy runs the timeline; every event first
+brings every component up to its instant, in the topology's order, then changes state.
+Collect: the components' per-tick tallies become a :class:`~gym.record.RunRecord`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
 
+import numpy as np
 import simpy
 
-from gym import latency
-from gym.components import (
-    AsyncWriter,
-    Cache,
-    Client,
-    Component,
-    FetcherFleet,
-    Frontier,
-    Ledger,
-    PageStore,
-    RatedComponent,
-    Resolver,
-)
-from gym.costing import cache_capacity_rps, politeness
-from gym.models import CrashFault, Design, Scenario, StallFault
-from gym.record import RunRecord
-from gym.streams import stream
+from gym import crawler, kinds, latency
+from gym.components import Client, Component, FetcherFleet, Ledger, RatedComponent
+from gym.kinds import Build
+from gym.models import CrashFault, Design, GraphDesign, Scenario, StallFault
+from gym.models.graph import topology as graph_topology
+from gym.record import CAUSES, RunRecord
 from gym.timeline import Timeline
+from gym.topology import Topology
 
 
 def run(
-    design: Design,
+    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     seed: int,
@@ -50,51 +43,44 @@ def run(
     Components advance over the whole interval between two timeline events. ``step``
     also advances them every ``step`` ticks; the results do not depend on it (the tests
     check that every per-tick array is the same tick by tick as in one stride)."""
+    if isinstance(design, Design):
+        graph = crawler.topology(design, scenario)
+        record = run_graph(graph, scenario, seed, timeline, step, causes=CAUSES)
+        record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
+    else:
+        record = run_graph(graph_topology(design), scenario, seed, timeline, step)
+    return record
+
+
+def run_graph(
+    graph: Topology,
+    scenario: Scenario,
+    seed: int,
+    timeline: Timeline,
+    step: int | None = None,
+    causes: tuple[str, ...] | None = None,
+) -> RunRecord:
+    """Run any topology: one component per node, built by its kind, connected along the
+    edges and advanced in the topology's order; the scenario's events act on the nodes
+    they name. ``causes``: the failure causes the record lists (by default every node's,
+    in the topology's order)."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
-
-    # Build and connect, in pipeline order.
-    client = Client(env, stream(seed, "client"), ledger, scenario)
-    fleet = FetcherFleet(env, stream(seed, "fetchers"), ledger, design.fetchers)
-    polite = politeness(design, scenario)
-    bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
-    frontier = Frontier(
-        env,
-        stream(seed, "frontier"),
-        ledger,
-        design.frontier,
-        client,
-        fleet,
-        rate=polite.limit_rps,
-        seen_fraction=scenario.dedup.seen_url_fraction,
-        false_positive_rate=bloom,
-    )
-    fleet.upstream = frontier
-    cache = Cache(
-        env,
-        stream(seed, "cache"),
-        ledger,
-        design.cache.hit_ratio,
-        cache_capacity_rps(design, scenario.catalog),
-        design.cache.service,
-        fleet,
-    )
-    duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
-    resolver = Resolver(env, stream(seed, "resolver"), ledger, scenario.resolver, cache, duplicates)
-    store = PageStore(env, stream(seed, "page_store"), ledger, design.page_store)
-    writer: AsyncWriter | None = None
-    if design.async_writer is not None:
-        writer = AsyncWriter(
-            env, stream(seed, "async_writer"), ledger, design.async_writer, resolver, store
-        )
-        store.upstream = writer
-        store.gated = True
-    else:
-        store.upstream = resolver
-    pipeline: list[Component] = [client, frontier, fleet, cache, resolver]
-    if writer is not None:
-        pipeline.append(writer)
-    pipeline.append(store)
+    build = Build(env=env, ledger=ledger, seed=seed, scenario=scenario)
+    order = graph.order()
+    built: dict[str, Component] = {}
+    for name in order:
+        node = graph.node(name)
+        k = kinds.kind(node.kind)
+        component = k.flow(build, node)
+        if not k.source:
+            component.named(name, node.causes(k.causes))
+        built[name] = component
+    for name in order:
+        inputs = [built[e.source] for e in graph.inputs(name)]
+        outputs = [built[e.target] for e in graph.outputs(name)]
+        kinds.kind(graph.node(name).kind).connect(built[name], inputs, outputs)
+    pipeline = [built[name] for name in order]
 
     def sync(tick: int) -> None:
         for component in pipeline:
@@ -103,17 +89,18 @@ def run(
     ledger.sync = sync
 
     # The timeline: one SimPy process per scenario event, on the component it acts on.
+    sources = [c for c in pipeline if isinstance(c, Client)]
     for stage in scenario.load:
-        env.process(client.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
-    # Stalls and slowdowns act on a rated component, found by its name.
-    targets = {c.name: c for c in pipeline if isinstance(c, RatedComponent)}
+        for client in sources:
+            env.process(client.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
     for fault in scenario.faults:
         start, end = timeline.fault_ticks(fault)
+        target = built[fault.target]
         if isinstance(fault, CrashFault):
-            env.process(fleet.crash(fault, start, end))
+            assert isinstance(target, FetcherFleet)
+            env.process(target.crash(fault, start, end))
         else:
-            assert end is not None  # stalls and slowdowns always end
-            target = targets[fault.target]
+            assert end is not None and isinstance(target, RatedComponent)
             if isinstance(fault, StallFault):
                 env.process(target.stall(fault, start, end))
             else:
@@ -124,15 +111,25 @@ def run(
     env.run(until=timeline.n_ticks)
     sync(timeline.n_ticks)
 
-    record = RunRecord.collect(
+    return RunRecord.collect(
         timeline=timeline,
         engine="flow",
         seed=seed,
-        offered=client.out,
-        components=pipeline[1:],  # the client offers; the rest hold, serve or fail URLs
+        offered=sum_offered(sources, ledger),
+        # the sources offer; the rest hold, serve or fail URLs
+        components=[c for c in pipeline if not isinstance(c, Client)],
+        causes=causes or tuple(cause for c in pipeline for cause in c.causes),
     )
-    record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
-    return record
+
+
+def sum_offered(sources: list[Client], ledger: Ledger) -> np.ndarray:
+    """URLs offered in each tick, by every source."""
+    if len(sources) == 1:
+        return sources[0].out
+    total = ledger.zeros()
+    for client in sources:
+        total = total + client.out
+    return total
 
 
 def _every(

@@ -11,6 +11,7 @@ from gym.models.design import (
     FrontierConfig,
     PageStoreConfig,
 )
+from gym.models.graph import GraphDesign
 from gym.models.scenario import (
     CrashFault,
     DedupWorld,
@@ -36,6 +37,7 @@ __all__ = [
     "FetchersConfig",
     "FieldError",
     "FrontierConfig",
+    "GraphDesign",
     "InputModel",
     "LoadStage",
     "PageStoreConfig",

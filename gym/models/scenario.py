@@ -16,8 +16,12 @@ MAX_DURATION_S = 86_400
 MAX_STAGES = 100
 MAX_FAULTS = 100
 
-#: Components a stall or a slowdown can hit (a crash hits fetcher replicas).
-CapacityTarget = Literal["frontier", "cache", "resolver", "page_store"]
+#: Crawler components a stall or a slowdown can hit (a crash hits fetcher replicas).
+CRAWLER_TARGETS: tuple[str, ...] = ("frontier", "cache", "resolver", "page_store")
+
+#: A node a fault hits: a crawler component, or a node of a graph design (whose names the
+#: scenario checks against the design when the two meet, gym.simulate.validate).
+CapacityTarget = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
 
 
 class LoadStage(InputModel):
@@ -45,7 +49,9 @@ class CrashFault(_FaultBase):
     """Fetcher replicas crash; without ``for_s`` they stay down."""
 
     kind: Literal["crash"] = Field(description="Fault type.")
-    target: Literal["fetchers"] = Field("fetchers", description="Only fetchers have replicas.")
+    target: CapacityTarget = Field(
+        "fetchers", description="The fleet that loses replicas (the crawler's: fetchers)."
+    )
     replicas: int = Field(1, description="How many replicas crash.", gt=0, le=100_000)
     for_s: float | None = Field(
         None,
@@ -175,6 +181,13 @@ class Scenario(InputModel):
     name: str | None = Field(
         None, description="Name shown in results; defaults to the file name.", max_length=200
     )
+    system: Literal["crawler", "graph"] = Field(
+        "crawler",
+        description=(
+            "What the scenario is for: the crawler (faults hit its components by role), or "
+            "graph designs (faults hit the nodes they name)."
+        ),
+    )
     duration_s: float = Field(
         description="Length of the run, seconds: at least 1 (one window), at most a day.",
         ge=1,
@@ -220,6 +233,26 @@ class Scenario(InputModel):
                     f"{self.load[i].at_s:g} must come after load[{i - 1}].at_s "
                     f"({self.load[i - 1].at_s:g}); stages are listed in time order",
                 )
+        if self.system == "graph":
+            defaults = {"resolver": ResolverConfig(), "web": WebConfig(), "dedup": DedupWorld()}
+            for key, default in defaults.items():
+                if getattr(self, key) != default:
+                    raise FieldError(
+                        key,
+                        "a graph scenario has no crawler world; the design's nodes are the "
+                        "whole system (put an external service in the graph as a service node)",
+                    )
+        if self.system == "crawler":
+            for i, fault in enumerate(self.faults):
+                allowed = ("fetchers",) if isinstance(fault, CrashFault) else CRAWLER_TARGETS
+                if fault.target not in allowed:
+                    names = [f"'{a}'" for a in allowed]
+                    choice = names[0] if len(names) == 1 else ", ".join(names[:-1])
+                    if len(names) > 1:
+                        choice += f" or {names[-1]}"
+                    raise FieldError(
+                        f"faults[{i}].target", f"must be {choice} (got {fault.target!r})"
+                    )
         starts = [(f"load[{i}].at_s", x.at_s) for i, x in enumerate(self.load)]
         starts += [(f"faults[{i}].at_s", x.at_s) for i, x in enumerate(self.faults)]
         for field, at_s in starts:

@@ -18,7 +18,7 @@ def resolved_yaml(model: object) -> str:
 
     assert isinstance(model, BaseModel)
     header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
-    return header + dump_yaml(model.model_dump(mode="json"))
+    return header + dump_yaml(model.model_dump(mode="json", by_alias=True))
 
 
 def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:

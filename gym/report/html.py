@@ -11,6 +11,7 @@ from html import escape as _html_escape
 
 from gym.budget import format_fraction
 from gym.explain import Explanation
+from gym.models import Design
 from gym.report import plots
 from gym.result import Result
 from gym.scoring import format_measured
@@ -112,10 +113,14 @@ def _slo_table(r: Result) -> str:
 
 def _totals(r: Result) -> str:
     m = r.metrics
+    crash = (
+        f" Fetches in flight on a crashed replica: {escape(r.design.fetchers.on_crash)}."
+        if isinstance(r.design, Design)
+        else ""
+    )
     return (
         f"<p>{m.offered:,} URLs offered = {m.served:,} served + {m.failed:,} failed + "
-        f"{m.in_flight_end:,} in flight at the end. Fetches in flight on a crashed replica: "
-        f"{escape(r.design.fetchers.on_crash)}.</p>"
+        f"{m.in_flight_end:,} in flight at the end.{crash}</p>"
     )
 
 

@@ -16,6 +16,7 @@ import matplotlib as mpl
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from gym.models import Design
 from gym.record import CAUSES
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ COMPONENT_COLORS = {
     "async_writer": "#8c564b",
     "page_store": "#ff7f0e",
 }
+#: Colours for the causes of a graph design's nodes, in turn.
+_SPARE_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
 CAUSE_COLORS = dict(
     zip(
         CAUSES,
@@ -74,7 +77,9 @@ class PlotContext:
     shades: tuple[Shade, ...]
     duration_s: float
     ceiling: float | None
-    frontier_buffer: int | None
+    frontier_buffer: int | None  # the entry queue's buffer, if it is a queue
+    entry: str = "frontier"  # the component the load enters (the crawler's frontier)
+    causes: tuple[str, ...] = CAUSES
 
 
 def literal(text: object) -> str:
@@ -101,8 +106,20 @@ def context(result: Result) -> PlotContext:
         shades=shades,
         duration_s=tl.duration_s,
         ceiling=slo.max if slo else None,
-        frontier_buffer=result.design.frontier.buffer,
+        frontier_buffer=_entry_buffer(result),
+        entry=next(iter(result.metrics.components)),
+        causes=result.metrics.record.causes,
     )
+
+
+def _entry_buffer(result: Result) -> int | None:
+    """The buffer of the queue the load enters: the crawler's frontier, or a graph's first
+    node if it is a queue."""
+    if isinstance(result.design, Design):
+        return result.design.frontier.buffer
+    first = next(iter(result.metrics.components))
+    buffer = getattr(result.design.graph.nodes[first], "buffer", None)
+    return buffer if isinstance(buffer, int) else None
 
 
 def shade_events(ax: Axes, shades: Sequence[Shade], labels: bool = True) -> None:
@@ -179,12 +196,13 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
     shade_events(ax, ctx.shades)
     per_window = df.groupby("window", sort=True)
     t = per_window["t_s"].first()
-    offered = df[df["component"] == "frontier"].set_index("window")["demand"]
+    offered = df[df["component"] == ctx.entry].set_index("window")["demand"]
     served = per_window["served"].sum()
     tx, served_x = _extend(t, served, ctx.duration_s)
     ax.fill_between(tx, 0, served_x, step="post", color="#2ca02c", alpha=0.55, label="served")
     bottom = served_x
-    for cause in CAUSES:
+    spare = iter(_SPARE_COLORS)
+    for cause in ctx.causes:
         failed = per_window[f"failed_{cause}"].sum()
         if failed.sum() == 0:
             continue
@@ -194,7 +212,7 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
             bottom,
             bottom + failed_x,
             step="post",
-            color=CAUSE_COLORS[cause],
+            color=CAUSE_COLORS.get(cause) or next(spare, None),
             alpha=0.75,
             label=f"failed: {cause}",
         )
@@ -212,16 +230,17 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
 
 
 def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
-    """URLs waiting in the frontier at the end of each second, against its buffer."""
+    """URLs waiting in the entry queue (the frontier) at the end of each second, against
+    its buffer."""
     fig, ax = _axes(ax)
     shade_events(ax, ctx.shades)
-    rows = df[df["component"] == "frontier"]
+    rows = df[df["component"] == ctx.entry]
     ax.step(
         *_extend(rows["t_s"], rows["backlog"], ctx.duration_s),
         where="post",
-        color=COMPONENT_COLORS["frontier"],
+        color=COMPONENT_COLORS.get(ctx.entry, COMPONENT_COLORS["frontier"]),
         linewidth=1.6,
-        label="frontier backlog",
+        label=f"{literal(ctx.entry)} backlog",
     )
     if ctx.frontier_buffer is not None:
         ax.axhline(
@@ -232,7 +251,7 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
             label=f"buffer {ctx.frontier_buffer:,} URLs",
         )
     ax.set_ylim(0, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1) * 1.3)
-    _finish(ax, ctx, "URLs waiting", "Frontier backlog")
+    _finish(ax, ctx, "URLs waiting", f"{literal(ctx.entry).capitalize()} backlog")
     return fig
 
 
@@ -276,12 +295,12 @@ def overlay(results: Sequence[Result]) -> Figure:
         axes[1].step(
             *_extend(t, served, end), where="post", color=color, linewidth=1.6, label=label
         )
-        backlog = df[df["component"] == "frontier"]["backlog"]
+        backlog = df[df["component"] == ctx.entry]["backlog"]
         axes[2].step(
             *_extend(t, backlog, end), where="post", color=color, linewidth=1.6, label=label
         )
     first = frames[0]
-    offered = first[first["component"] == "frontier"]["demand"]
+    offered = first[first["component"] == ctx.entry]["demand"]
     axes[1].step(
         *_extend(t, offered, ctx.duration_s),
         where="post",
@@ -299,7 +318,7 @@ def overlay(results: Sequence[Result]) -> Figure:
         )
     axes[0].set_ylabel("highest saturation (%)")
     axes[1].set_ylabel("served URLs per second")
-    axes[2].set_ylabel("frontier backlog (URLs)")
+    axes[2].set_ylabel(f"{literal(ctx.entry)} backlog (URLs)")
     axes[2].set_xlabel("time (s)")
     axes[0].set_title(
         f"{len(results)} designs under {literal(results[0].scenario.name)} "

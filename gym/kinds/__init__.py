@@ -1,0 +1,96 @@
+"""Component kinds: what a node of a topology can be, each in one module.
+
+A kind declares the parameters of its nodes (a pydantic model), the failure causes its
+nodes record, and how the flow engine builds and connects one (a :class:`Component` per
+node, advanced tick by tick in the topology's order). Adding a kind is one module that
+defines a :class:`Kind` and one line in :data:`REGISTRY` below.
+
+The rules themselves stay in :mod:`gym.components`; a kind's module imports them only when
+a run builds one, so reading a design or its schema imports no numpy or simpy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import simpy
+
+    from gym.components.base import Component, Ledger
+    from gym.models import Catalog, Scenario
+    from gym.topology import Node
+
+
+@dataclass
+class Build:
+    """What building a node's flow component needs from the run."""
+
+    env: simpy.Environment
+    ledger: Ledger
+    seed: int
+    scenario: Scenario
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of node."""
+
+    name: str
+    summary: str  # one line for the docs
+    params: type[Any] | None  # the node's parameters (a pydantic model), None if it has none
+    node: type[Any]  # the node as a graph design writes it: its parameters and ``kind``
+    #: Units a node provisions under a catalog (0 for what the design does not pay for).
+    units: Callable[[Any, Catalog], int]
+    #: Cause names its nodes can record, by the suffix the kind uses for them.
+    causes: tuple[str, ...]
+    #: Builds the node's flow component (before any edge is connected).
+    flow: Callable[[Build, Node], Component]
+    #: Connects a built component to the components feeding it and fed by it.
+    connect: Callable[[Component, Sequence[Component], Sequence[Component]], None]
+    #: Whether its nodes offer the scenario's load (and take no input).
+    source: bool = False
+    #: Whether it holds work between ticks (a queue, a fleet, a buffer).
+    holds_work: bool = False
+    #: The share of what it takes that it passes on (a cache: its misses); the demand a
+    #: node sends on is min(its demand, its capacity) x this (docs/model.md, saturation).
+    passes: Callable[[Any], float] = lambda _params: 1.0
+    #: Whether the demand it sends on is capped at its capacity; a write buffer's is not
+    #: (it holds the excess and flushes it later: its flushes add to the demand).
+    capped: bool = True
+    #: Whether its saturation is how full it got (a write buffer) rather than demand over
+    #: capacity.
+    fill_saturation: bool = False
+
+
+def connect_upstream(
+    component: Component, inputs: Sequence[Component], outputs: Sequence[Component]
+) -> None:
+    """The usual connection: the one component feeding this one is its upstream."""
+    if inputs:
+        component.upstream = inputs[0]  # type: ignore[attr-defined]
+
+
+def _registry() -> dict[str, Kind]:
+    from gym.kinds import cache, fleet, queue, service, source, store, write_buffer
+
+    kinds: tuple[Kind, ...] = (source.KIND, queue.KIND, fleet.KIND, cache.KIND, service.KIND)
+    kinds += (write_buffer.KIND, store.KIND)
+    return {k.name: k for k in kinds}
+
+
+REGISTRY: dict[str, Kind] = _registry()
+
+
+def kind(name: str) -> Kind:
+    return REGISTRY[name]
+
+
+def source_kinds() -> tuple[str, ...]:
+    return tuple(k.name for k in REGISTRY.values() if k.source)
+
+
+def node_models() -> tuple[type[Any], ...]:
+    """Each kind's node model (its parameters and ``kind``), for graph designs."""
+    return tuple(k.node for k in REGISTRY.values())

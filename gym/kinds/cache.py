@@ -1,0 +1,64 @@
+"""A cache: a lookup that finds a free slot (Erlang loss) is a hit with chance
+``hit_ratio`` and finished there; misses go on. Lookups that find every slot busy fail
+(``<node>_overload``; ``<node>_unavailable`` while it is stalled)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.kinds import Build, Kind, connect_upstream
+from gym.models.common import InputModel, Rate, ServiceTime
+
+if TYPE_CHECKING:
+    from gym.components.base import Component
+    from gym.models import Catalog
+    from gym.topology import Node
+
+
+class CacheParams(InputModel):
+    """A cache's parameters."""
+
+    hit_ratio: float = Field(description="Share of lookups that hit (0 to 1).", ge=0, le=1)
+    rps: Rate = Field(description="Lookups per second it answers (slots = rps x lookup time).")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=1.0),
+        description="Lookup time (default 1 ms).",
+    )
+
+
+class CacheNode(CacheParams):
+    """A cache node in a graph design."""
+
+    kind: Literal["cache"] = Field(description="Node kind.")
+
+
+def _flow(build: Build, node: Node) -> Component:
+    from gym.components import Cache
+    from gym.streams import stream
+
+    p: CacheParams = node.params
+    return Cache(
+        build.env, stream(build.seed, node.name), build.ledger, p.hit_ratio, p.rps, p.service
+    )
+
+
+def _units(p: Any, c: Catalog) -> int:
+    """Units a node provisions under the catalog."""
+    from gym.costing import cache_units, units_for
+
+    return int(max(cache_units(p.hit_ratio, c) or 60, units_for(p.rps, c.cache.lookups_rps)))
+
+
+KIND = Kind(
+    name="cache",
+    summary="Serves a share hit_ratio of lookups; misses go on. No queue: Erlang loss.",
+    node=CacheNode,
+    units=_units,
+    params=CacheParams,
+    causes=("overload", "unavailable"),
+    flow=_flow,
+    connect=connect_upstream,
+    passes=lambda p: 1.0 - p.hit_ratio,
+)

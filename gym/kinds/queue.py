@@ -1,0 +1,96 @@
+"""A queue: holds up to ``buffer`` URLs and hands out at most ``drain_rps`` per second,
+never more than the fleet it feeds can start; what arrives beyond a full buffer is
+dropped (``<node>_overflow``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.kinds import Build, Kind, connect_upstream
+from gym.models.common import InputModel, Rate
+
+if TYPE_CHECKING:
+    from gym.components.base import Component
+    from gym.models import Catalog
+    from gym.topology import Node
+
+
+class QueueParams(InputModel):
+    """A queue's parameters."""
+
+    drain_rps: Rate = Field(description="Most URLs per second it hands out.")
+    buffer: int = Field(
+        description="URLs it can hold; arrivals beyond it are dropped (overflow).",
+        gt=0,
+        le=10**12,
+    )
+    seen_fraction: float = Field(
+        0.0,
+        description="Share of arrivals dropped at the door as seen before (skipped, not failed).",
+        ge=0,
+        lt=1,
+    )
+    false_positive_rate: float = Field(
+        0.0,
+        description="Share of the new arrivals a Bloom filter drops by mistake (skipped).",
+        ge=0,
+        lt=1,
+    )
+
+
+class QueueNode(QueueParams):
+    """A queue node in a graph design."""
+
+    kind: Literal["queue"] = Field(description="Node kind.")
+
+
+def _flow(build: Build, node: Node) -> Component:
+    from gym.components import Frontier
+    from gym.streams import stream
+
+    p: QueueParams = node.params
+    return Frontier(
+        build.env,
+        stream(build.seed, node.name),
+        build.ledger,
+        p.buffer,
+        p.drain_rps,
+        seen_fraction=p.seen_fraction,
+        false_positive_rate=p.false_positive_rate,
+    )
+
+
+def _connect(
+    component: Component, inputs: Sequence[Component], outputs: Sequence[Component]
+) -> None:
+    from gym.components import FetcherFleet
+
+    connect_upstream(component, inputs, outputs)
+    fleets = [c for c in outputs if isinstance(c, FetcherFleet)]
+    if fleets:
+        component.fleet = fleets[0]  # type: ignore[attr-defined]
+
+
+def _units(p: Any, c: Catalog) -> int:
+    """Units a node provisions under the catalog."""
+    from gym.costing import units_for
+
+    return int(
+        max(units_for(p.drain_rps, c.frontier.drain_rps), units_for(p.buffer, c.frontier.buffer))
+    )
+
+
+KIND = Kind(
+    name="queue",
+    summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
+    node=QueueNode,
+    units=_units,
+    params=QueueParams,
+    causes=("overflow",),
+    flow=_flow,
+    connect=_connect,
+    holds_work=True,
+)

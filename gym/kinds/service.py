@@ -1,0 +1,67 @@
+"""An external service: concurrent slots and no queue (Erlang loss); what it finishes goes
+on, but a share ``finish_share`` is done there (a body found stored already). Requests
+that find every slot busy fail (``<node>_overload``; ``<node>_unavailable`` while
+stalled)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal
+
+from pydantic import Field
+
+from gym.kinds import Build, Kind, connect_upstream
+from gym.models.common import InputModel, Rate, ServiceTime
+
+if TYPE_CHECKING:
+    from gym.components.base import Component
+    from gym.topology import Node
+
+
+class ServiceParams(InputModel):
+    """An external service's parameters."""
+
+    rps: Rate = Field(description="Requests per second it answers (slots = rps x time).")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=20.0),
+        description="Service time (default 20 ms).",
+    )
+    finish_share: float = Field(
+        0.0,
+        description="Share of what it answers that is finished there, not passed on.",
+        ge=0,
+        le=1,
+    )
+
+
+class ServiceNode(ServiceParams):
+    """A service node in a graph design."""
+
+    kind: Literal["service"] = Field(description="Node kind.")
+
+
+def _flow(build: Build, node: Node) -> Component:
+    from gym.components import Resolver
+    from gym.streams import stream
+
+    p: ServiceParams = node.params
+    return Resolver(
+        build.env,
+        stream(build.seed, node.name),
+        build.ledger,
+        p.rps,
+        p.service,
+        duplicate_bodies=p.finish_share,
+    )
+
+
+KIND = Kind(
+    name="service",
+    summary="An external service with concurrent slots and no queue (Erlang loss).",
+    node=ServiceNode,
+    units=lambda _p, _c: 0,
+    params=ServiceParams,
+    causes=("overload", "unavailable"),
+    flow=_flow,
+    connect=connect_upstream,
+    passes=lambda p: 1.0 - p.finish_share,
+)

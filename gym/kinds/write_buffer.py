@@ -1,0 +1,60 @@
+"""A write buffer in front of a store: holds the writes the store cannot take (up to
+``buffer``; beyond it they fail, ``<node>_overflow``) and flushes them into the store's
+spare room."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.kinds import Build, Kind, connect_upstream
+from gym.models import AsyncWriterConfig
+
+if TYPE_CHECKING:
+    from gym.components.base import Component
+    from gym.models import Catalog
+    from gym.topology import Node
+
+
+class WriteBufferNode(AsyncWriterConfig):
+    """A write buffer node in a graph design."""
+
+    kind: Literal["write_buffer"] = Field(description="Node kind.")
+
+
+def _flow(build: Build, node: Node) -> Component:
+    from gym.components import AsyncWriter
+    from gym.streams import stream
+
+    return AsyncWriter(build.env, stream(build.seed, node.name), build.ledger, node.params)
+
+
+def _connect(
+    component: Component, inputs: Sequence[Component], outputs: Sequence[Component]
+) -> None:
+    connect_upstream(component, inputs, outputs)
+    component.store = outputs[0]  # type: ignore[attr-defined]
+
+
+def _units(p: Any, c: Catalog) -> int:
+    """Units a node provisions under the catalog."""
+    from gym.costing import units_for
+
+    return int(units_for(p.buffer, c.async_writer.buffer))
+
+
+KIND = Kind(
+    name="write_buffer",
+    summary="Holds the writes its store cannot take and flushes them into spare room.",
+    node=WriteBufferNode,
+    units=_units,
+    params=AsyncWriterConfig,
+    causes=("overflow",),
+    flow=_flow,
+    connect=_connect,
+    holds_work=True,
+    capped=False,
+    fill_saturation=True,
+)

@@ -1,0 +1,135 @@
+"""A design given as a graph: named nodes of the kinds in :mod:`gym.kinds` and the edges
+between them (designs/*.yaml with a ``graph`` key instead of the crawler's sections)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Union
+
+from pydantic import Field, PrivateAttr, model_validator
+
+from gym.models.common import FieldError, InputModel
+
+if TYPE_CHECKING:
+    from gym.topology import Topology
+
+#: The most nodes and edges one graph may have (a design is read and checked in full).
+MAX_NODES = 200
+MAX_EDGES = 2_000
+
+#: A node's name: what results, faults and edges call it.
+NodeName = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+
+
+def _node_union() -> Any:
+    from gym import kinds
+
+    models = kinds.node_models()
+    return Annotated[Union[models], Field(discriminator="kind")]  # noqa: UP007
+
+
+if TYPE_CHECKING:
+    NodeSpec = Any  # a kind's node model; which ones, the registry says at run time
+else:
+    NodeSpec = _node_union()
+
+
+class EdgeSpec(InputModel):
+    """URLs from one node's output to another's input."""
+
+    source: NodeName = Field(alias="from", description="The node the URLs leave.")
+    target: NodeName = Field(alias="to", description="The node they reach.")
+    share: float = Field(
+        1.0,
+        description=(
+            "Share of the source's output this edge carries, where the source has several "
+            "outgoing edges (their shares add up to 1)."
+        ),
+        gt=0,
+        le=1,
+    )
+
+
+class GraphSpec(InputModel):
+    """The nodes and the edges of a system."""
+
+    nodes: dict[NodeName, NodeSpec] = Field(
+        description="Named nodes, each with its kind and that kind's parameters.",
+        min_length=1,
+        max_length=MAX_NODES,
+    )
+    edges: list[EdgeSpec] = Field(
+        description="Edges, each from one node to another.", max_length=MAX_EDGES
+    )
+
+
+class GraphDesign(InputModel):
+    """A capacity design given as a graph of typed components."""
+
+    _source: str | None = PrivateAttr(None)  # the file it was loaded from
+
+    name: str | None = Field(
+        None, description="Name shown in results; defaults to the file name.", max_length=200
+    )
+    graph: GraphSpec = Field(description="The system: its nodes and edges.")
+
+    @model_validator(mode="after")
+    def _a_graph_the_engines_can_run(self) -> GraphDesign:
+        problems = graph_problems(self)
+        if problems:
+            field, message = problems[0]
+            raise FieldError(field, message)
+        return self
+
+
+def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
+    """What is wrong with the graph, as (field, message): the structure first
+    (:func:`gym.topology.problems`), then each kind's rules on what feeds what."""
+    from gym import kinds
+    from gym.topology import problems
+
+    graph = topology(design)
+    found = [
+        (p.field or "graph", p.message)
+        for p in problems(graph, sources=kinds.source_kinds(), where="graph", delays=False)
+    ]
+    if found:
+        return found
+    for node in graph.nodes:
+        where = f"graph.nodes.{node.name}"
+        inputs, outputs = graph.inputs(node.name), graph.outputs(node.name)
+        if len(inputs) > 1:
+            names = ", ".join(e.source for e in inputs)
+            found.append(
+                (
+                    where,
+                    f"it has {len(inputs)} inputs ({names}); merging flows is not supported yet",
+                )
+            )
+        if len(outputs) > 1:
+            names = ", ".join(e.target for e in outputs)
+            found.append(
+                (
+                    where,
+                    f"it has {len(outputs)} outputs ({names}); splitting a flow is not "
+                    "supported yet",
+                )
+            )
+        if node.kind == "fleet" and not (inputs and graph.node(inputs[0].source).kind == "queue"):
+            found.append((where, "a fleet takes its work from a queue: add one in front of it"))
+        if node.kind == "write_buffer" and not (
+            outputs and graph.node(outputs[0].target).kind == "store"
+        ):
+            found.append((where, "a write buffer holds writes for a store: connect it to one"))
+    return found
+
+
+def topology(design: GraphDesign) -> Topology:
+    """The :class:`gym.topology.Topology` of a graph design."""
+    from gym.topology import Edge, Node, Topology
+
+    nodes = []
+    for name, spec in design.graph.nodes.items():
+        kind: str = getattr(spec, "kind")  # noqa: B009  (a union built from the kinds)
+        nodes.append(Node(name, kind, None if kind == "source" else spec))
+    edges = tuple(Edge(e.source, e.target, e.share) for e in design.graph.edges)
+    return Topology(tuple(nodes), edges)

@@ -1,0 +1,320 @@
+"""Topology as data (issue 12): graphs of typed nodes, what a bad graph is told, the
+crawler as a built-in graph, and systems other than the crawler run through graphs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym import crawler
+from gym.cli import app
+from gym.errors import GymError
+from gym.loading import load_design, parse
+from gym.models import GraphDesign, Scenario
+from gym.topology import Edge, Node, Topology, problems
+from tests.conftest import CHAOS, ROOT
+
+SYSTEMS = ROOT / "designs" / "systems"
+SYSTEM_SCENARIOS = ROOT / "scenarios" / "systems"
+
+
+def graph(nodes: dict[str, Any], edges: list[tuple[str, str]], **edge: Any) -> dict[str, Any]:
+    return {
+        "graph": {
+            "nodes": nodes,
+            "edges": [{"from": a, "to": b, **edge} for a, b in edges],
+        }
+    }
+
+
+CHAIN = {
+    "src": {"kind": "source"},
+    "q": {"kind": "queue", "drain_rps": 1_000, "buffer": 10_000},
+    "f": {"kind": "fleet", "replicas": 2, "rps_per_replica": 1_000},
+    "db": {"kind": "store", "rps": 5_000},
+}
+CHAIN_EDGES = [("src", "q"), ("q", "f"), ("f", "db")]
+
+
+def refused(data: dict[str, Any]) -> str:
+    """The one line a bad graph design gets."""
+    with pytest.raises(GymError) as err:
+        parse(GraphDesign, data, "bad.yaml", "design")
+    assert len(err.value.problems) == 1
+    return str(err.value)
+
+
+# -- what a bad graph is told, naming the node ---------------------------------------------
+
+
+def test_an_edge_to_a_node_that_does_not_exist() -> None:
+    line = refused(graph(CHAIN, [*CHAIN_EDGES[:2], ("f", "dbb")]))
+    assert line.startswith("bad.yaml: graph.edges[2].to: 'dbb' is not a node")
+    assert "src, q, f, db" in line
+
+
+def test_split_shares_that_do_not_add_up_to_one() -> None:
+    nodes = {**CHAIN, "db2": {"kind": "store", "rps": 5_000}}
+    data = graph(nodes, CHAIN_EDGES[:2])
+    data["graph"]["edges"] += [
+        {"from": "f", "to": "db", "share": 0.5},
+        {"from": "f", "to": "db2", "share": 0.4},
+    ]
+    line = refused(data)
+    assert line == (
+        "bad.yaml: graph.nodes.f: the shares of its 2 outgoing edges add up to "
+        "0.5 + 0.4 = 0.9, not 1"
+    )
+
+
+def test_a_cycle() -> None:
+    line = refused(graph(CHAIN, [*CHAIN_EDGES, ("db", "q")]))
+    assert line.startswith("bad.yaml: graph.nodes.q: it is in a cycle (q -> f -> db -> q)")
+
+
+def test_an_orphan_node() -> None:
+    nodes = {**CHAIN, "lonely": {"kind": "store", "rps": 10}}
+    line = refused(graph(nodes, CHAIN_EDGES))
+    assert line == (
+        "bad.yaml: graph.nodes.lonely: nothing reaches it: no path of edges leads to it "
+        "from a source"
+    )
+
+
+def test_a_fleet_without_a_queue_and_a_buffer_without_a_store() -> None:
+    line = refused(graph(CHAIN, [("src", "f"), ("f", "db"), ("src", "q")]))
+    assert "graph.nodes" in line  # the source's two outputs, or the fleet without a queue
+    no_queue = graph({k: v for k, v in CHAIN.items() if k != "q"}, [("src", "f"), ("f", "db")])
+    assert refused(no_queue) == (
+        "bad.yaml: graph.nodes.f: a fleet takes its work from a queue: add one in front of it"
+    )
+    nodes = {**CHAIN, "wb": {"kind": "write_buffer", "buffer": 100}}
+    wrong = graph(nodes, [("src", "q"), ("q", "f"), ("f", "wb"), ("wb", "db")])
+    parse(GraphDesign, wrong, "ok.yaml", "design")  # a buffer in front of a store is fine
+    nodes["c"] = {"kind": "cache", "hit_ratio": 0.9, "rps": 1_000}
+    wrong = graph(nodes, [("src", "q"), ("q", "f"), ("f", "wb"), ("wb", "c"), ("c", "db")])
+    assert refused(wrong) == (
+        "bad.yaml: graph.nodes.wb: a write buffer holds writes for a store: connect it to one"
+    )
+
+
+def test_an_unknown_kind_and_a_bad_parameter_name_the_node() -> None:
+    nodes = {**CHAIN, "db": {"kind": "database", "rps": 5}}
+    assert refused(graph(nodes, CHAIN_EDGES)) == (
+        "bad.yaml: graph.nodes.db.kind: 'database' is not a node kind; expected source, "
+        "queue, fleet, cache, service, write_buffer, store"
+    )
+    nodes = {**CHAIN, "db": {"kind": "store", "rps": -5}}
+    assert refused(graph(nodes, CHAIN_EDGES)) == (
+        "bad.yaml: graph.nodes.db.rps: must be greater than or equal to 0.001 (got -5)"
+    )
+
+
+def test_the_cli_refuses_a_bad_graph_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "graph:\n  nodes:\n    src: {kind: source}\n    db: {kind: store, rps: 5}\n"
+        "  edges:\n    - {from: src, to: dbb}\n"
+    )
+    res = CliRunner().invoke(app, ["validate", str(bad)])
+    assert res.exit_code == 2
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "graph.edges[0].to: 'dbb' is not a node" in lines[0]
+
+
+def test_topology_order_and_structure_checks_without_pydantic() -> None:
+    """The structure module alone: Kahn's order keeps a chain's order; a delayed edge
+    may close a cycle."""
+    nodes = tuple(Node(n, k) for n, k in [("s", "source"), ("a", "queue"), ("b", "fleet")])
+    chain = Topology(nodes, (Edge("s", "a"), Edge("a", "b")))
+    assert chain.order() == ("s", "a", "b")
+    looped = Topology(nodes, (Edge("s", "a"), Edge("a", "b"), Edge("b", "a", delay=1)))
+    assert looped.order() == ("s", "a", "b")
+    assert problems(looped, sources=["source"]) == []
+    tight = Topology(nodes, (Edge("s", "a"), Edge("a", "b"), Edge("b", "a")))
+    assert "without" not in str(problems(tight, sources=["source"], delays=False))
+    with pytest.raises(ValueError, match="cycle"):
+        tight.order()
+
+
+# -- the crawler is a graph ---------------------------------------------------------------
+
+
+def test_the_crawler_as_a_written_out_graph_gives_the_same_counts() -> None:
+    """The reference design written as a graph of the same kinds, with the figures the
+    crawler adds (the politeness-limited drain, the cache's catalog capacity, the
+    scenario's resolver), gives the crawler's per-tick counts exactly: the same engine
+    runs both, and each node draws from the stream named after it."""
+    d = load_design(ROOT / "designs" / "reference.yaml")
+    sc = gym.load_scenario(CHAOS)
+    built = crawler.topology(d, sc)
+    nodes: dict[str, Any] = {}
+    for node in built.nodes:
+        params = {} if node.params is None else node.params.model_dump(mode="json")
+        if node.kind == "queue":
+            params = {k: v for k, v in params.items() if k in ("drain_rps", "buffer")}
+        if node.kind == "service":
+            params.pop("finish_share")
+        nodes[node.name] = {"kind": node.kind, **params}
+    as_graph = GraphDesign.model_validate(graph(nodes, [(e.source, e.target) for e in built.edges]))
+    faults = [f.model_dump(mode="json", exclude_none=True) for f in sc.faults]
+    graph_sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": sc.duration_s,
+            "base_rps": sc.base_rps,
+            "load": [s.model_dump(mode="json", exclude_none=True) for s in sc.load],
+            "faults": faults,
+        }
+    )
+    a = gym.simulate(d, sc, seed=4).metrics.record
+    b = gym.simulate(as_graph, graph_sc, seed=4).metrics.record
+    assert (a.offered == b.offered).all()
+    assert list(a.components) == list(b.components)
+    for name, tally in a.components.items():
+        other = b.components[name]
+        for field in ("capacity", "arrived", "processed", "out", "served", "backlog"):
+            assert (getattr(tally, field) == getattr(other, field)).all(), (name, field)
+        assert [v.sum() for v in tally.failed.values()] == [
+            v.sum() for v in other.failed.values()
+        ], name
+    assert sum(a.failed_by_cause().values()) == sum(b.failed_by_cause().values()) > 0
+
+
+# -- queueing through graphs --------------------------------------------------------------
+
+
+def test_a_tandem_of_two_queues_by_hand() -> None:
+    """1,000 URLs/s, evenly spaced, for 10 s into a queue draining 800/s, a fleet (250 ms
+    fetches), a second queue draining 600/s, a second fleet and a store. The first queue
+    hands out 800 x 10 = 8,000 and keeps 2,000; the first fleet finishes 7,800 (200 =
+    800/s x 0.25 s in flight). The second queue gets work from t = 0.25 s: it hands out
+    600 x 9.75 = 5,850 and keeps 7,800 - 5,850 = 1,950; the second fleet has 150 in
+    flight, and the store serves 5,700. Nothing fails: throughput 570/s, availability 1."""
+    nodes = {
+        "src": {"kind": "source"},
+        "q1": {"kind": "queue", "drain_rps": 800, "buffer": 10**6},
+        "f1": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
+        "q2": {"kind": "queue", "drain_rps": 600, "buffer": 10**6},
+        "f2": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
+        "out": {"kind": "store", "rps": 100_000},
+    }
+    edges = [("src", "q1"), ("q1", "f1"), ("f1", "q2"), ("q2", "f2"), ("f2", "out")]
+    d = GraphDesign.model_validate(graph(nodes, edges))
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    m = gym.simulate(d, sc).metrics
+    c = m.record.components
+    assert (c["q1"].out.sum(), c["q1"].backlog[-1]) == (8_000, 2_000)
+    assert (c["f1"].out.sum(), m.record.in_flight_end["f1"]) == (7_800, 200)
+    assert (c["q2"].out.sum(), c["q2"].backlog[-1]) == (5_850, 1_950)
+    assert (m.record.in_flight_end["f2"], c["out"].served.sum()) == (150, 5_700)
+    assert m.failed == 0 and m.throughput_rps == 570.0 and m.availability == 1.0
+    # Saturation propagates along the edges: the first queue sees 1,000/800, the second
+    # fleet's queue min(1,000, 800)/600 once work reaches it.
+    assert m.components["q1"].saturation[5] == 1_000 / 800
+    assert m.components["q2"].saturation[5] == 800 / 600
+
+
+def test_a_cache_in_front_of_a_store_loses_as_erlang_b() -> None:
+    """A graph's loss stations are the crawler's: 4,000 Poisson reads/s, hit ratio 0.5,
+    a store of 2,000/s x 20 ms = 40 slots offered 2,000 x 0.02 = 40 Erlangs: B(40, 40) =
+    0.1162 of the 2,000 misses/s fail, about 2,323 in 10 s."""
+    nodes = {
+        "src": {"kind": "source"},
+        "cache": {"kind": "cache", "hit_ratio": 0.5, "rps": 1_000_000},
+        "kv": {"kind": "store", "rps": 2_000},
+    }
+    d = GraphDesign.model_validate(graph(nodes, [("src", "cache"), ("cache", "kv")]))
+    sc = Scenario.model_validate({"system": "graph", "duration_s": 10, "base_rps": 4_000})
+    b = 1.0
+    for k in range(1, 41):
+        b = 40 * b / (k + 40 * b)
+    assert b == pytest.approx(0.1162, abs=1e-4)
+    for seed in range(3):
+        m = gym.simulate(d, sc, seed=seed).metrics
+        lost = m.failed_by_cause["kv_overload"]
+        arrived = int(m.record.components["kv"].arrived.sum())
+        assert lost == pytest.approx(b * arrived, rel=0.06), seed
+
+
+# -- the shipped systems -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("design", "scenario", "verdict", "lesson"),
+    [
+        ("url-shortener", "url-shortener", "pass", None),
+        ("url-shortener-undersized", "url-shortener", "fail", "cache_overload"),
+        ("ingestion", "ingestion", "pass", None),
+        ("ingestion-no-headroom", "ingestion", "fail", "db_unavailable"),
+    ],
+)
+def test_shipped_systems(design: str, scenario: str, verdict: str, lesson: str | None) -> None:
+    """Each system ships a passing and a failing design; the failing one fails for the
+    reason its file says (the lost cache node; the database stall with no write buffer)."""
+    r = gym.simulate(SYSTEMS / f"{design}.yaml", SYSTEM_SCENARIOS / f"{scenario}.yaml")
+    assert r.verdict == verdict
+    if lesson is not None:
+        top = max(r.metrics.failed_by_cause.items(), key=lambda kv: kv[1])
+        assert top[0] == lesson
+        assert any(e.cause == lesson for e in r.explanations)
+
+
+def test_the_pass_and_fail_designs_differ_where_the_lesson_is() -> None:
+    """With a write buffer the database stall loses nothing: its writes are held and
+    flushed after."""
+    sc = SYSTEM_SCENARIOS / "ingestion.yaml"
+    ok = gym.simulate(SYSTEMS / "ingestion.yaml", sc).metrics
+    buffer = ok.record.components["buffer"]
+    assert ok.failed_by_cause["db_unavailable"] == 0
+    stall = slice(2_500, 2_900)  # t = 25-29 s
+    assert buffer.backlog[stall].max() > 10_000
+    assert int(np.asarray(buffer.extra["flushed"]).sum()) > 10_000
+
+
+def test_graph_designs_and_scenarios_must_match(tmp_path: Path) -> None:
+    """A graph design needs a graph scenario whose faults name its nodes; the request
+    engine runs crawler designs only, so far."""
+    d = SYSTEMS / "ingestion.yaml"
+    with pytest.raises(GymError, match="its scenario needs system: graph"):
+        gym.simulate(d, CHAOS)
+    with pytest.raises(GymError, match="crawler designs only"):
+        gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", engine="request")
+    with pytest.raises(GymError, match="is for graph designs"):
+        gym.simulate(ROOT / "designs" / "reference.yaml", SYSTEM_SCENARIOS / "ingestion.yaml")
+    bad = tmp_path / "s.yaml"
+    bad.write_text(
+        "system: graph\nduration_s: 5\nbase_rps: 10\nfaults: [{kind: crash, at_s: 1, target: db}]\n"
+    )
+    with pytest.raises(GymError) as err:
+        gym.simulate(d, bad)
+    assert str(err.value) == (
+        f"{bad}: faults[0].target: 'db' is not a node of ingestion that can crash; choose consumers"
+    )
+
+
+def test_a_graph_run_writes_files_that_load_back_and_runs_many_seeds(tmp_path: Path) -> None:
+    """--out writes the resolved design with its edges as `from`/`to` (it validates back
+    and gives the same result); --runs sends the graph to other processes and back."""
+    d, sc = SYSTEMS / "ingestion.yaml", SYSTEM_SCENARIOS / "ingestion.yaml"
+    out = tmp_path / "run"
+    runner = CliRunner()
+    res = runner.invoke(app, ["run", str(d), "--scenario", str(sc), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    resolved = out / "design.resolved.yaml"
+    assert "from: events" in resolved.read_text()
+    again = gym.simulate(resolved, out / "scenario.resolved.yaml")
+    first = gym.simulate(d, sc)
+    assert again.to_json()["metrics"] == first.to_json()["metrics"]
+    for name in ("backlog.png", "outcomes.png", "utilization.png", "windows.csv"):
+        assert (out / name).stat().st_size > 0
+    res = runner.invoke(app, ["run", str(d), "--scenario", str(sc), "--runs", "3"])
+    assert res.exit_code == 1, res.output  # 3 runs cannot show 0.8 with 95% confidence
+    assert "3/3 runs" in res.output
