@@ -961,6 +961,10 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = load_scenario(scenario or default_scenario())
+    if s.system != "crawler":
+        raise GymError.single(
+            s._source, "system", "sweep varies crawler designs, under a crawler scenario, so far"
+        )
     if engine == "request" and (over := url_budget(s, planned, url_limit)) is not None:
         raise GymError([over])
     points = sweep.grid(design, vary, sets)
@@ -1248,6 +1252,10 @@ def estimate_cmd(
 
     try:
         s = load_scenario(scenario or default_scenario())
+        if s.system != "crawler":
+            raise GymError.single(
+                s._source, "system", "estimate works out a crawler's figures (a crawler scenario)"
+            )
         if sets and design is None:
             raise GymError.single(None, "--set", "needs a DESIGN to change")
         d = load_design(design, sets) if design is not None else None

@@ -14,7 +14,7 @@ import numpy as np
 from gym.costing import Politeness, politeness
 from gym.metrics import Metrics
 from gym.models import Design, GraphDesign, Scenario
-from gym.record import RunRecord
+from gym.record import CAUSES, RunRecord
 from gym.scoring import SLOCheck, per_second
 
 #: Which component records each cause, and how a person says it.
@@ -96,9 +96,10 @@ def explain(
 # -- SLO headlines ------------------------------------------------------------------------
 
 
-def _words(cause: str) -> str:
-    """A cause as a sentence says it: the crawler's words, else the name spaced out."""
-    return CAUSE_WORDS.get(cause) or cause.replace("_", " ")
+def _words(cause: str, crawler: bool = True) -> str:
+    """A cause as a sentence says it: the crawler's words (for a crawler run), else the
+    name spaced out (a graph's node called "writer" is not the crawler's async writer)."""
+    return (CAUSE_WORDS.get(cause) if crawler else None) or cause.replace("_", " ")
 
 
 def _slo(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
@@ -147,7 +148,8 @@ def _top_causes(m: Metrics) -> str:
     causes = sorted(((n, c) for c, n in m.failed_by_cause.items() if n > 0), reverse=True)
     if not causes:
         return ""
-    return " (" + ", ".join(f"{_words(c)} {n:,}" for n, c in causes[:3]) + ")"
+    crawler = m.record.causes == CAUSES
+    return " (" + ", ".join(f"{_words(c, crawler)} {n:,}" for n, c in causes[:3]) + ")"
 
 
 def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
@@ -276,7 +278,8 @@ def _node_cause(m: Metrics, cause: str) -> Explanation:
     if rest:
         details.append(f"other times: {rest:,}")
     why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
-    text = f"{_words(cause)}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
+    words = _words(cause, crawler=False)
+    text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
     return Explanation(
         "cause",
         text.strip(),

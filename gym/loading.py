@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 
 from gym.errors import GymError, Problem
 from gym.models import Design, FieldError, GraphDesign, Scenario
+from gym.models.graph import NODE_NAME_PATTERN, graph_problems
 
 M = TypeVar("M", bound=BaseModel)
 N = TypeVar("N", Design, GraphDesign, Scenario)
@@ -340,6 +341,12 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
             f"expected a mapping of keys at the top level (a {what}), got {_kind(data)}",
         )
     try:
+        if model is GraphDesign:
+            graph = GraphDesign.model_validate(data, context={"graph_problems": "later"})
+            found = graph_problems(graph)
+            if found:
+                raise GymError([Problem(file, f, message) for f, message in found])
+            return graph  # type: ignore[return-value]
         return model.model_validate(data)
     except ValidationError as exc:
         raise GymError([_problem(model, e, file) for e in exc.errors()]) from None
@@ -359,9 +366,21 @@ def load_design(
     point from one reading; reading is most of the cost of a load), not read again.
     """
     data = read_yaml(path) if contents is None else contents
-    if isinstance(data, dict) and "graph" in data:
+    if isinstance(data, dict) and _means_graph(data):
         return _load(GraphDesign, path, "design", overrides, data)
     return _load(Design, path, "design", overrides, data)
+
+
+def _means_graph(data: dict[Any, Any]) -> bool:
+    """Whether a design mapping is a graph: it has ``graph``, or none of the crawler's
+    sections and a key that looks like ``graph`` misspelled (then the graph's errors,
+    with their "did you mean", are the ones that help)."""
+    if "graph" in data:
+        return True
+    crawler = {"frontier", "fetchers", "cache", "page_store", "async_writer", "dedup"}
+    if crawler & set(map(str, data)):
+        return False
+    return any(difflib.get_close_matches(str(k).lower(), ["graph"], cutoff=0.6) for k in data)
 
 
 def load_scenario(path: str | Path) -> Scenario:
@@ -533,6 +552,14 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
     if kind == "union_tag_not_found":
         return Problem(
             file, _join_loc((*loc, "kind")), "is required: one of crash, stall or slowdown"
+        )
+    if kind == "string_pattern_mismatch" and ctx.get("pattern") == NODE_NAME_PATTERN:
+        where = _join_loc(loc[:-1]) if loc and loc[-1] == "[key]" else field
+        return Problem(
+            file,
+            where,
+            f"{value!r} is not a node name: one starts with a letter and holds letters, "
+            "digits, _ and - (at most 64 characters)",
         )
     if kind == "model_type":
         return Problem(file, field, f"must be a mapping of keys, got {_kind(value)}")

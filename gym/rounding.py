@@ -32,7 +32,15 @@ def warnings(
     stage or a fault, or the run's duration by more than :data:`TOLERANCE` (for a graph
     design, the scenario's alone so far)."""
     if isinstance(design, GraphDesign):
-        return scenario_warnings(scenario, tick_ms)
+        fleets = [
+            line
+            for name, node in design.graph.nodes.items()
+            if getattr(node, "kind", None) == "fleet"
+            for line in _service_ticks(
+                f"graph.nodes.{name}.service.mean_ms", node.service.mean_ms, tick_ms
+            )
+        ]
+        return fleets + scenario_warnings(scenario, tick_ms)
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )
@@ -87,7 +95,11 @@ def station_slots(rate: float, mean_ms: float) -> int:
 
 
 def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
-    mean = design.fetchers.service.mean_ms
+    return _service_ticks("fetchers.service.mean_ms", design.fetchers.service.mean_ms, tick_ms)
+
+
+def _service_ticks(field: str, mean: float, tick_ms: int) -> list[str]:
+    """A fleet's service time as the flow engine holds it, in whole ticks."""
     used = fetch_ticks(mean, tick_ms) * tick_ms
     if abs(used - mean) <= TOLERANCE * mean:
         return []
@@ -99,7 +111,7 @@ def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
     else:
         hint = "a finer --tick-ms"
     return [
-        f"fetchers.service.mean_ms: the flow engine holds each fetch for whole ticks, so "
+        f"{field}: the flow engine holds each fetch for whole ticks, so "
         f"{mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks ({_change(used, mean)}); "
         f"fetch latency and the URLs a crash loses follow the rounded time (use {hint}, "
         "or the request engine)"

@@ -55,11 +55,16 @@ def url_budget(
 
 
 def validate(
-    design: Design | GraphDesign, scenario: Scenario, *, tick_ms: int = 10, engine: str = "flow"
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    *,
+    tick_ms: int = 10,
+    engine: str = "flow",
+    warmup_s: float = 0.0,
 ) -> list[Problem]:
     """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
     if isinstance(design, GraphDesign):
-        problems = graph_check(design, scenario, engine)
+        problems = graph_check(design, scenario, engine, warmup_s)
     else:
         problems = costing.check(design, scenario.catalog, design._source)
         if scenario.system != "crawler":
@@ -89,7 +94,9 @@ def validate(
     return problems
 
 
-def graph_check(design: GraphDesign, scenario: Scenario, engine: str) -> list[Problem]:
+def graph_check(
+    design: GraphDesign, scenario: Scenario, engine: str, warmup_s: float = 0.0
+) -> list[Problem]:
     """What stops a graph design from running under ``scenario``: the scenario must be
     for graph designs, its faults must hit nodes that can suffer them, the catalog must
     allow what each node asks, and only the flow engine runs graphs so far."""
@@ -111,6 +118,14 @@ def graph_check(design: GraphDesign, scenario: Scenario, engine: str) -> list[Pr
                 "engine",
                 f"the {engine} engine runs crawler designs only, so far; run graph designs "
                 "with the flow engine",
+            )
+        )
+    if warmup_s:
+        problems.append(
+            Problem(
+                None,
+                "warmup_s",
+                "drops early URLs from latency, which graph designs do not report yet",
             )
         )
     nodes = design.graph.nodes
@@ -145,6 +160,16 @@ def graph_check(design: GraphDesign, scenario: Scenario, engine: str) -> list[Pr
         if spec is None or getattr(spec, "kind") not in wanted:  # noqa: B009
             can = [n for n, s in nodes.items() if getattr(s, "kind") in wanted]  # noqa: B009
             what = {"crash": "crash", "stall": "stall", "slowdown": "slow down"}[fault.kind]
+            if "target" not in fault.model_fields_set:
+                problems.append(
+                    Problem(
+                        scenario._source,
+                        f"faults[{i}].target",
+                        f"is required in a graph scenario: the node that should {what} "
+                        + (f"({', '.join(can)})" if can else "(the design has none)"),
+                    )
+                )
+                continue
             problems.append(
                 Problem(
                     scenario._source,
@@ -189,7 +214,7 @@ def simulate(
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
-    problems = validate(design, scenario, tick_ms=tick_ms, engine=engine)
+    problems = validate(design, scenario, tick_ms=tick_ms, engine=engine, warmup_s=warmup_s)
     if not 0 <= warmup_s < scenario.duration_s:
         problems.append(
             Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")

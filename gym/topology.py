@@ -136,6 +136,18 @@ def problems(
             found.append(
                 Problem(file, f"{where}.edges[{i}].share", f"{e.share:g} is not in (0, 1]")
             )
+    seen_edges: dict[tuple[str, str], int] = {}
+    for i, e in enumerate(topology.edges):
+        if (e.source, e.target) in seen_edges:
+            first = seen_edges[(e.source, e.target)]
+            found.append(
+                Problem(
+                    file,
+                    f"{where}.edges[{i}]",
+                    f"{e.source} -> {e.target} is listed twice (also edges[{first}])",
+                )
+            )
+        seen_edges.setdefault((e.source, e.target), i)
     if found:
         return found
     for node in topology.nodes:
@@ -164,6 +176,14 @@ def problems(
         if node.kind in source_kinds and topology.inputs(node.name):
             found.append(
                 Problem(file, f"{where}.nodes.{node.name}", "a source takes no input edges")
+            )
+        if node.kind in source_kinds and not out:
+            found.append(
+                Problem(
+                    file,
+                    f"{where}.nodes.{node.name}",
+                    "its load goes nowhere: give it an edge to the node it feeds",
+                )
             )
     cycle = _cycle_without_delay(topology)
     if cycle:

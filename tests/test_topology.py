@@ -318,3 +318,84 @@ def test_a_graph_run_writes_files_that_load_back_and_runs_many_seeds(tmp_path: P
     res = runner.invoke(app, ["run", str(d), "--scenario", str(sc), "--runs", "3"])
     assert res.exit_code == 1, res.output  # 3 runs cannot show 0.8 with 95% confidence
     assert "3/3 runs" in res.output
+
+
+def test_a_node_without_an_outgoing_edge_finishes_its_work() -> None:
+    """From the hostile pass: a cache at the end of a chain lost its misses (conservation
+    broke, exit 3), and a store in the middle served everything, leaving the store after
+    it a phantom saturation. 1,000 URLs/s for 10 s: the last cache finishes all 10,000;
+    a 2,000/s store passes its 1,000/s on to a 500/s store, which loses half (saturation
+    1,000 / 500 = 2 is real now)."""
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    cache_last = graph(
+        {"a": {"kind": "source"}, "c": {"kind": "cache", "hit_ratio": 0.5, "rps": 5_000}},
+        [("a", "c")],
+    )
+    m = gym.simulate(GraphDesign.model_validate(cache_last), sc).metrics
+    assert (m.served, m.failed, m.in_flight_end) == (10_000, 0, 0)
+    chain = graph(
+        {
+            "a": {"kind": "source"},
+            "s": {"kind": "store", "rps": 2_000},
+            "t": {"kind": "store", "rps": 500, "service": {"mean_ms": 2}},
+        },
+        [("a", "s"), ("s", "t")],
+    )
+    m = gym.simulate(GraphDesign.model_validate(chain), sc).metrics
+    assert m.record.components["s"].served.sum() == 0
+    assert m.record.components["t"].arrived.sum() == 10_000
+    assert m.components["t"].saturation[3] == 2.0
+    assert m.failed_by_cause["t_overload"] == pytest.approx(5_000, rel=0.02)
+
+
+def test_more_bad_graphs_from_the_hostile_pass(tmp_path: Path) -> None:
+    twice = graph(CHAIN, [*CHAIN_EDGES, ("f", "db")])
+    assert refused(twice) == "bad.yaml: graph.edges[3]: f -> db is listed twice (also edges[2])"
+    nowhere = graph({**CHAIN, "src2": {"kind": "source"}}, CHAIN_EDGES)
+    assert refused(nowhere) == (
+        "bad.yaml: graph.nodes.src2: its load goes nowhere: give it an edge to the node it feeds"
+    )
+    named = graph({**CHAIN, "bad name": {"kind": "store", "rps": 5}}, CHAIN_EDGES)
+    assert refused(named).startswith("bad.yaml: graph.nodes.bad name: 'bad name' is not a node")
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("grpah: {nodes: {a: {kind: source}}, edges: []}\n")
+    with pytest.raises(GymError, match="did you mean 'graph'"):
+        load_design(typo)
+
+
+def test_graph_runs_refuse_or_warn_what_they_cannot_honour(tmp_path: Path) -> None:
+    """A crash without a target names the fleets; --warmup (latency) is refused; a fleet's
+    service time rounded to whole ticks is warned about, as the crawler's is."""
+    d = SYSTEMS / "ingestion.yaml"
+    sc = tmp_path / "s.yaml"
+    sc.write_text("system: graph\nduration_s: 5\nbase_rps: 10\nfaults: [{kind: crash, at_s: 1}]\n")
+    with pytest.raises(GymError, match=r"faults\[0\].target: is required .* \(consumers\)"):
+        gym.simulate(d, sc)
+    with pytest.raises(GymError, match="warmup_s"):
+        gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", warmup_s=2)
+    r = gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", tick_ms=1000)
+    assert any(w.startswith("graph.nodes.consumers.service.mean_ms") for w in r.warnings)
+
+
+def test_plots_of_two_systems_each_use_their_own_entry(tmp_path: Path) -> None:
+    """Two systems whose load enters different nodes (a cache, a queue) on one figure:
+    each design's backlog panel is its own entry's (the first design's crashed it)."""
+    sc = tmp_path / "plain.yaml"
+    sc.write_text("system: graph\nduration_s: 5\nbase_rps: 1000\n")
+    out = tmp_path / "both.png"
+    res = CliRunner().invoke(
+        app,
+        [
+            "plot",
+            str(SYSTEMS / "url-shortener.yaml"),
+            str(SYSTEMS / "ingestion.yaml"),
+            "--scenario",
+            str(sc),
+            "-o",
+            str(out),
+        ],
+    )
+    assert res.exit_code == 0, res.output
+    assert out.stat().st_size > 0

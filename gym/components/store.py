@@ -26,6 +26,14 @@ class PageStore(LossStation):
     ) -> None:
         super().__init__(env, rng, ledger, config.rps, config.service)
 
+    #: Whether what it writes is finished here (served) or passed on along its edge (a
+    #: store in the middle of a graph's chain).
+    finishes = True
+
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        self.served[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1)
+        taken = self._take(self.upstream.out[t0:t1], t0, t1)
+        if self.finishes:
+            self.served[t0:t1] = taken
+        else:
+            self.out[t0:t1] = taken

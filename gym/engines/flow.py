@@ -110,6 +110,12 @@ def run_graph(
         env.process(_every(env, step, sync))
     env.run(until=timeline.n_ticks)
     sync(timeline.n_ticks)
+    # What a node without an outgoing edge passes on is finished there (served).
+    for name in order:
+        component = built[name]
+        if not graph.outputs(name) and not isinstance(component, Client) and component.out.any():
+            component.served = component.served + component.out
+            component.out = np.zeros_like(component.out)
 
     return RunRecord.collect(
         timeline=timeline,

@@ -39,6 +39,7 @@ def _connect(
     connect_upstream(component, inputs, outputs)
     if inputs and isinstance(inputs[0], AsyncWriter):
         component.gated = True  # type: ignore[attr-defined]
+    component.finishes = not outputs  # type: ignore[attr-defined]
 
 
 def _units(p: Any, c: Catalog) -> int:

@@ -21,7 +21,7 @@ CRAWLER_TARGETS: tuple[str, ...] = ("frontier", "cache", "resolver", "page_store
 
 #: A node a fault hits: a crawler component, or a node of a graph design (whose names the
 #: scenario checks against the design when the two meet, gym.simulate.validate).
-CapacityTarget = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]
+CapacityTarget = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]  # NodeName
 
 
 class LoadStage(InputModel):

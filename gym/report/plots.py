@@ -295,7 +295,8 @@ def overlay(results: Sequence[Result]) -> Figure:
         axes[1].step(
             *_extend(t, served, end), where="post", color=color, linewidth=1.6, label=label
         )
-        backlog = df[df["component"] == ctx.entry]["backlog"]
+        entry = next(iter(r.metrics.components))
+        backlog = df[df["component"] == entry]["backlog"]
         axes[2].step(
             *_extend(t, backlog, end), where="post", color=color, linewidth=1.6, label=label
         )
@@ -318,7 +319,9 @@ def overlay(results: Sequence[Result]) -> Figure:
         )
     axes[0].set_ylabel("highest saturation (%)")
     axes[1].set_ylabel("served URLs per second")
-    axes[2].set_ylabel(f"{literal(ctx.entry)} backlog (URLs)")
+    entries = {next(iter(r.metrics.components)) for r in results}
+    shown = literal(ctx.entry) if len(entries) == 1 else "entry queue"
+    axes[2].set_ylabel(f"{shown} backlog (URLs)")
     axes[2].set_xlabel("time (s)")
     axes[0].set_title(
         f"{len(results)} designs under {literal(results[0].scenario.name)} "
