@@ -8,12 +8,13 @@
 
 from gym.errors import GymError, Problem
 from gym.loading import load_design, load_scenario
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.result import Result
 from gym.simulate import simulate, validate
 
 __all__ = [
     "Design",
+    "GraphDesign",
     "GymError",
     "Problem",
     "Result",

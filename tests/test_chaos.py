@@ -206,6 +206,46 @@ STRIDE_CASES: dict[str, tuple[Any, Any]] = {
         ),
         lambda: scenario(base_rps=2_000, arrivals="poisson", **_SURGE_AND_FAULTS),
     ),
+    # A graph: a three-way split, two caches and a store merging into a queue and fleet.
+    "graph-split-merge": (
+        lambda: gym.GraphDesign.model_validate(
+            {
+                "graph": {
+                    "nodes": {
+                        "src": {"kind": "source"},
+                        "ca": {"kind": "cache", "hit_ratio": 0.5, "rps": 900},
+                        "cb": {"kind": "cache", "hit_ratio": 0.2, "rps": 600},
+                        "s": {"kind": "store", "rps": 400},
+                        "q": {"kind": "queue", "drain_rps": 700, "buffer": 500},
+                        "f": {"kind": "fleet", "replicas": 2, "rps_per_replica": 400},
+                        "db": {"kind": "store", "rps": 600},
+                    },
+                    "edges": [
+                        {"from": "src", "to": "ca", "share": 0.5},
+                        {"from": "src", "to": "cb", "share": 0.3},
+                        {"from": "src", "to": "s", "share": 0.2},
+                        {"from": "ca", "to": "q"},
+                        {"from": "cb", "to": "q"},
+                        {"from": "s", "to": "q"},
+                        {"from": "q", "to": "f"},
+                        {"from": "f", "to": "db"},
+                    ],
+                }
+            }
+        ),
+        lambda: gym.Scenario.model_validate(
+            {
+                "system": "graph",
+                "duration_s": 8,
+                "base_rps": 1_500,
+                "load": [{"at_s": 0, "multiplier": 1}, {"at_s": 3, "multiplier": 2}],
+                "faults": [
+                    {"kind": "crash", "at_s": 2, "for_s": 3, "target": "f", "replicas": 1},
+                    {"kind": "slowdown", "at_s": 4, "for_s": 2, "target": "cb", "factor": 3},
+                ],
+            }
+        ),
+    ),
     # The station filling up: writes far longer than the run.
     "fill-up": (
         lambda: design(

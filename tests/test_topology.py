@@ -91,7 +91,7 @@ def test_a_fleet_without_a_queue_and_a_buffer_without_a_store() -> None:
     assert "graph.nodes" in line  # the source's two outputs, or the fleet without a queue
     no_queue = graph({k: v for k, v in CHAIN.items() if k != "q"}, [("src", "f"), ("f", "db")])
     assert refused(no_queue) == (
-        "bad.yaml: graph.nodes.f: a fleet takes its work from a queue: add one in front of it"
+        "bad.yaml: graph.nodes.f: a fleet takes its work from one queue: put one in front of it"
     )
     nodes = {**CHAIN, "wb": {"kind": "write_buffer", "buffer": 100}}
     wrong = graph(nodes, [("src", "q"), ("q", "f"), ("f", "wb"), ("wb", "db")])
@@ -99,7 +99,7 @@ def test_a_fleet_without_a_queue_and_a_buffer_without_a_store() -> None:
     nodes["c"] = {"kind": "cache", "hit_ratio": 0.9, "rps": 1_000}
     wrong = graph(nodes, [("src", "q"), ("q", "f"), ("f", "wb"), ("wb", "c"), ("c", "db")])
     assert refused(wrong) == (
-        "bad.yaml: graph.nodes.wb: a write buffer holds writes for a store: connect it to one"
+        "bad.yaml: graph.nodes.wb: a write buffer holds writes for one store: connect it to one"
     )
 
 
@@ -399,3 +399,92 @@ def test_plots_of_two_systems_each_use_their_own_entry(tmp_path: Path) -> None:
     )
     assert res.exit_code == 0, res.output
     assert out.stat().st_size > 0
+
+
+# -- splits and merges ---------------------------------------------------------------------
+
+
+def _split_design(**extra: Any) -> GraphDesign:
+    nodes = {
+        "src": {"kind": "source"},
+        "a": {"kind": "store", "rps": 2_000},
+        "b": {"kind": "store", "rps": 2_000},
+        **extra,
+    }
+    data = graph(nodes, [])
+    data["graph"]["edges"] = [
+        {"from": "src", "to": "a", "share": 0.5},
+        {"from": "src", "to": "b", "share": 0.5},
+    ]
+    return GraphDesign.model_validate(data)
+
+
+def test_a_split_of_poisson_arrivals_is_two_poisson_streams() -> None:
+    """Splitting a Poisson stream at random gives independent Poisson streams (thinning):
+    4,000 reads/s split evenly into two stores of 2,000/s x 20 ms = 40 slots, each offered
+    2,000 x 0.02 = 40 Erlangs, each loses B(40, 40) = 0.1162 of what reaches it; the
+    shares are 0.5 each to within a binomial spread (sd sqrt(40,000 x 0.25) = 100)."""
+    sc = Scenario.model_validate({"system": "graph", "duration_s": 10, "base_rps": 4_000})
+    for seed in range(3):
+        m = gym.simulate(_split_design(), sc, seed=seed).metrics
+        c = m.record.components
+        total = int(m.record.offered.sum())
+        assert c["a"].arrived.sum() + c["b"].arrived.sum() == total
+        assert abs(int(c["a"].arrived.sum()) - total / 2) < 4 * 100
+        for name in ("a", "b"):
+            lost = m.failed_by_cause[f"{name}_overload"]
+            assert lost == pytest.approx(0.1162 * c[name].arrived.sum(), rel=0.08), (seed, name)
+        # Demand follows the shares: each store's demand is half the offered load.
+        assert m.components["a"].demand[4] == m.offered_w[4] * 0.5
+
+
+def test_a_merge_adds_the_flows_and_their_demand() -> None:
+    """1,000 URLs/s split evenly into two caches (hit ratios 0.5 and 0.8) whose misses
+    merge into one store: its demand is 500 x 0.5 + 500 x 0.2 = 350 URLs a second, its
+    saturation 350 / 1,000; every URL is served at a cache or at the store."""
+    nodes = {
+        "src": {"kind": "source"},
+        "ca": {"kind": "cache", "hit_ratio": 0.5, "rps": 100_000},
+        "cb": {"kind": "cache", "hit_ratio": 0.8, "rps": 100_000},
+        "db": {"kind": "store", "rps": 1_000},
+    }
+    data = graph(nodes, [("ca", "db"), ("cb", "db")])
+    data["graph"]["edges"] += [
+        {"from": "src", "to": "ca", "share": 0.5},
+        {"from": "src", "to": "cb", "share": 0.5},
+    ]
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    m = gym.simulate(GraphDesign.model_validate(data), sc).metrics
+    assert (m.served, m.failed) == (10_000, 0)
+    db = m.components["db"]
+    assert db.demand[3] == pytest.approx(350.0)
+    assert db.saturation[3] == pytest.approx(0.35)
+    c = m.record.components
+    assert c["db"].arrived.sum() == c["ca"].out.sum() + c["cb"].out.sum()
+    assert c["db"].arrived.sum() == pytest.approx(3_500, rel=0.05)
+
+
+def test_splits_and_merges_the_kinds_cannot_take_are_refused() -> None:
+    """A queue hands out to one fleet; a write buffer meters everything its store takes."""
+    nodes = {**CHAIN, "db2": {"kind": "store", "rps": 5}}
+    data = graph(nodes, [("src", "q"), ("f", "db")])
+    data["graph"]["edges"] += [
+        {"from": "q", "to": "f", "share": 0.5},
+        {"from": "q", "to": "db2", "share": 0.5},
+    ]
+    assert refused(data) == (
+        "bad.yaml: graph.nodes.f: the queue q in front of it feeds other nodes too; a queue "
+        "hands out to one fleet"
+    )
+    nodes = {**CHAIN, "wb": {"kind": "write_buffer", "buffer": 10}}
+    data = graph(nodes, [("src", "q"), ("q", "f"), ("wb", "db")])
+    data["graph"]["edges"] += [
+        {"from": "f", "to": "wb", "share": 0.5},
+        {"from": "f", "to": "db", "share": 0.5},
+    ]
+    assert refused(data) == (
+        "bad.yaml: graph.nodes.wb: the store db behind it has other inputs too; a write "
+        "buffer meters everything its store takes"
+    )

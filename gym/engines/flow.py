@@ -19,10 +19,12 @@ import simpy
 
 from gym import crawler, kinds, latency
 from gym.components import Client, Component, FetcherFleet, Ledger, RatedComponent
+from gym.components.junction import Junction, Splitter
 from gym.kinds import Build
 from gym.models import CrashFault, Design, GraphDesign, Scenario, StallFault
 from gym.models.graph import topology as graph_topology
 from gym.record import CAUSES, RunRecord
+from gym.streams import stream
 from gym.timeline import Timeline
 from gym.topology import Topology
 
@@ -76,11 +78,34 @@ def run_graph(
         if not k.source:
             component.named(name, node.causes(k.causes))
         built[name] = component
+    # Where a node's output divides (several outgoing edges) a splitter sends each URL
+    # along one edge; where several edges reach a node a junction adds them.
+    splitters: dict[str, Splitter] = {}
+    feeds: dict[tuple[str, str], Component] = {}
     for name in order:
-        inputs = [built[e.source] for e in graph.inputs(name)]
+        out = graph.outputs(name)
+        if len(out) > 1:
+            rngs = [stream(seed, f"{name}->{e.target}") for e in out]
+            splitter = Splitter(env, rngs, ledger, built[name], [e.share for e in out])
+            splitters[name] = splitter
+            feeds.update({(name, e.target): p for e, p in zip(out, splitter.ports, strict=True)})
+        else:
+            feeds.update({(name, e.target): built[name] for e in out})
+    junctions: dict[str, Junction] = {}
+    for name in order:
+        inputs = [feeds[(e.source, name)] for e in graph.inputs(name)]
+        if len(inputs) > 1:
+            junctions[name] = Junction(env, stream(seed, f"{name}/join"), ledger, inputs)
+            inputs = [junctions[name]]
         outputs = [built[e.target] for e in graph.outputs(name)]
         kinds.kind(graph.node(name).kind).connect(built[name], inputs, outputs)
-    pipeline = [built[name] for name in order]
+    pipeline: list[Component] = []
+    for name in order:
+        if name in junctions:
+            pipeline.append(junctions[name])
+        pipeline.append(built[name])
+        if name in splitters:
+            pipeline.append(splitters[name])
 
     def sync(tick: int) -> None:
         for component in pipeline:
@@ -89,7 +114,7 @@ def run_graph(
     ledger.sync = sync
 
     # The timeline: one SimPy process per scenario event, on the component it acts on.
-    sources = [c for c in pipeline if isinstance(c, Client)]
+    sources = [c for c in built.values() if isinstance(c, Client)]
     for stage in scenario.load:
         for client in sources:
             env.process(client.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
@@ -123,8 +148,8 @@ def run_graph(
         seed=seed,
         offered=sum_offered(sources, ledger),
         # the sources offer; the rest hold, serve or fail URLs
-        components=[c for c in pipeline if not isinstance(c, Client)],
-        causes=causes or tuple(cause for c in pipeline for cause in c.causes),
+        components=[built[n] for n in order if not isinstance(built[n], Client)],
+        causes=causes or tuple(cause for n in order for cause in built[n].causes),
     )
 
 

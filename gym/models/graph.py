@@ -100,29 +100,34 @@ def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
     for node in graph.nodes:
         where = f"graph.nodes.{node.name}"
         inputs, outputs = graph.inputs(node.name), graph.outputs(node.name)
-        if len(inputs) > 1:
-            names = ", ".join(e.source for e in inputs)
-            found.append(
-                (
-                    where,
-                    f"it has {len(inputs)} inputs ({names}); merging flows is not supported yet",
+        if node.kind == "fleet":
+            feeder = graph.node(inputs[0].source) if len(inputs) == 1 else None
+            if feeder is None or feeder.kind != "queue":
+                found.append(
+                    (where, "a fleet takes its work from one queue: put one in front of it")
                 )
-            )
-        if len(outputs) > 1:
-            names = ", ".join(e.target for e in outputs)
-            found.append(
-                (
-                    where,
-                    f"it has {len(outputs)} outputs ({names}); splitting a flow is not "
-                    "supported yet",
+            elif len(graph.outputs(feeder.name)) > 1:
+                found.append(
+                    (
+                        where,
+                        f"the queue {feeder.name} in front of it feeds other nodes too; a "
+                        "queue hands out to one fleet",
+                    )
                 )
-            )
-        if node.kind == "fleet" and not (inputs and graph.node(inputs[0].source).kind == "queue"):
-            found.append((where, "a fleet takes its work from a queue: add one in front of it"))
-        if node.kind == "write_buffer" and not (
-            outputs and graph.node(outputs[0].target).kind == "store"
-        ):
-            found.append((where, "a write buffer holds writes for a store: connect it to one"))
+        if node.kind == "write_buffer":
+            store = graph.node(outputs[0].target) if len(outputs) == 1 else None
+            if store is None or store.kind != "store":
+                found.append(
+                    (where, "a write buffer holds writes for one store: connect it to one")
+                )
+            elif len(graph.inputs(store.name)) > 1:
+                found.append(
+                    (
+                        where,
+                        f"the store {store.name} behind it has other inputs too; a write "
+                        "buffer meters everything its store takes",
+                    )
+                )
     return found
 
 
