@@ -28,7 +28,7 @@ from gym.models import ServiceTime
 WIDTH = 7.0
 
 #: The smoothest stream Hayward's approximation is asked about; below it the loss moves
-#: linearly to the fluid loss of a perfectly regular stream (z = 0).
+#: linearly to the D/D/c loss of a perfectly regular stream (z = 0).
 Z_MIN = 0.02
 
 
@@ -63,11 +63,11 @@ def erlang_b_peaked(
     # fluid loss) when a is whole, and 1/2 for one slot offered 1.4 Erlangs.
     lattice = a if regular is None else np.where(np.isnan(regular), a, regular)
     with np.errstate(divide="ignore", invalid="ignore"):
-        fluid = np.where(lattice > 0, np.maximum(1.0 - slots / np.ceil(lattice - 1e-9), 0.0), 0.0)
+        ddc = np.where(lattice > 0, np.maximum(1.0 - slots / np.ceil(lattice - 1e-9), 0.0), 0.0)
     smooth = given < Z_MIN
     share = np.clip(given, 0.0, None) / Z_MIN
     with np.errstate(invalid="ignore"):  # the branch not taken may hold inf - inf
-        blended = fluid + share * (b - fluid)
+        blended = ddc + share * (b - ddc)
     loss: np.ndarray = np.where(smooth, blended, b)
     return loss
 

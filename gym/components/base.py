@@ -124,6 +124,10 @@ class Component:
         # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,
         # or a whole number of evenly spaced arrivals per tick): D/D/c loss applies.
         self.periodic = np.zeros(ledger.n_ticks, dtype=bool)
+        # Ticks that ended with URLs waiting and the start quota of the fleet this component
+        # feeds used up (only a queue feeding a fleet sets it): the fleet's bucket spaced
+        # that tick's starts exactly.
+        self.fleet_bound = np.zeros(ledger.n_ticks, dtype=bool)
         self.failed = {cause: ledger.zeros() for cause in self.causes}
         self.t = 0  # ticks advanced so far
         self._reserved = 0  # ticks whose capacity is fixed already

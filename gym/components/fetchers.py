@@ -92,8 +92,7 @@ class FetcherFleet(Component):
                 self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
                 # Strictly periodic: a periodic stream passed unchanged, or the bucket's own
                 # rate where URLs waited for it all tick.
-                bound = getattr(self.upstream, "fleet_bound", np.zeros(0, dtype=bool))
-                by_bucket = bound[began_at] if len(bound) else np.zeros(t1 - first, dtype=bool)
+                by_bucket = self.upstream.fleet_bound[began_at]
                 passed = slower & self.upstream.periodic[began_at]
                 self.periodic[first:t1] = passed | (by_bucket & ~slower)
         before = int(self.backlog[t0 - 1]) if t0 > 0 else 0

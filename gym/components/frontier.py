@@ -43,8 +43,6 @@ class Frontier(RatedComponent):
         self.seen_fraction = seen_fraction
         self.false_positive_rate = false_positive_rate
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
-        # Ticks that ended with URLs waiting and the fleet's start quota used up.
-        self.fleet_bound = np.zeros(ledger.n_ticks, dtype=bool)
         self.skipped = {"seen_url": ledger.zeros(), "bloom_false_positive": ledger.zeros()}
 
     def tally(self) -> Tally:
