@@ -7,13 +7,13 @@ from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
-from gym import budget, costing, explain, metrics, rounding, scoring
+from gym import budget, costing, explain, kinds, metrics, rounding, scoring
 from gym.engines import flow, request
 from gym.errors import GymError, Problem
 from gym.kinds.cache import CacheNode
 from gym.kinds.fleet import FleetNode
 from gym.loading import load_design, load_scenario
-from gym.models import CrashFault, Design, GraphDesign, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.record import RunRecord
 from gym.result import Result
 from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
@@ -152,15 +152,18 @@ def graph_check(
                     f"{catalog.cache.base_hit_ratio:g} and each further unit halves the misses",
                 )
             )
-    rated = ("queue", "cache", "service", "store")
     faults = scenario.faults if scenario.system == "graph" else []  # else: the line above
     for i, fault in enumerate(faults):
         spec = nodes.get(fault.target)
-        wanted = ("fleet",) if isinstance(fault, CrashFault) else rated
-        if spec is None or getattr(spec, "kind") not in wanted:  # noqa: B009
-            can = [n for n, s in nodes.items() if getattr(s, "kind") in wanted]  # noqa: B009
+
+        def suffers(node: object, fault_kind: str = fault.kind) -> bool:
+            return fault_kind in kinds.kind(getattr(node, "kind")).faults  # noqa: B009
+
+        unnamed = "target" not in fault.model_fields_set
+        if unnamed or spec is None or not suffers(spec):
+            can = [n for n, s in nodes.items() if suffers(s)]
             what = {"crash": "crash", "stall": "stall", "slowdown": "slow down"}[fault.kind]
-            if "target" not in fault.model_fields_set:
+            if unnamed:
                 problems.append(
                     Problem(
                         scenario._source,

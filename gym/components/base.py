@@ -141,6 +141,17 @@ class Component:
         self.failed = {cause: self.ledger.zeros() for cause in causes}
         return self
 
+    def pass_on_stream(self, t0: int, t1: int, source: Component) -> None:
+        """Send on ``source``'s stream as it is over ticks [t0, t1): what a loss station
+        downstream needs besides the counts (a component that changes the stream sets its
+        own after this)."""
+        self.expected[t0:t1] = source.expected[t0:t1]
+        self.dispersion[t0:t1] = source.dispersion[t0:t1]
+        self.jitter[t0:t1] = source.jitter[t0:t1]
+        self.pace[t0:t1] = source.pace[t0:t1]
+        self.depth[t0:t1] = source.depth[t0:t1]
+        self.periodic[t0:t1] = source.periodic[t0:t1]
+
     # -- the contract -------------------------------------------------------------------
     def advance(self, t1: int) -> None:
         """Move URLs over ticks [self.t, t1)."""
@@ -426,7 +437,11 @@ class LossStation(RatedComponent):
     def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record it."""
         if self.gated:
-            return super()._take(arriving, t0, t1)
+            # Behind a write buffer: it takes all the buffer sends, a stream as it was.
+            assert self.upstream is not None
+            self.pass_on_stream(t0, t1, self.upstream)
+            sent: IntArray = super()._take(arriving, t0, t1)
+            return sent
         overload, unavailable = self.causes[:2]
         upstream = self.upstream
         assert upstream is not None

@@ -74,6 +74,8 @@ class Frontier(RatedComponent):
         self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
         self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
         self.pace[t0:t1] = self.upstream.pace[t0:t1]
+        self.depth[t0:t1] = self.upstream.depth[t0:t1]
+        self.jitter[t0:t1] = self.upstream.jitter[t0:t1]
         self.periodic[t0:t1] = self.upstream.periodic[t0:t1] & (kept == 1.0)
         self.fleet_bound[t0:t1] = False
         limit = np.minimum(self.capacity[t0:t1], fleet_quota)
@@ -95,6 +97,7 @@ class Frontier(RatedComponent):
         # them): a regular stream, whose counts are what is expected.
         paced = held > 0  # as the pass-through above sees it, so chunks change nothing
         self.dispersion[t0:t1][paced] = 0.0
+        self.jitter[t0:t1][paced] = 0.0  # handed out at the rate: re-paced here
         waited = np.concatenate(([queue], held[:-1])) > 0
         known = paced | waited | (requeued > 0)
         self.expected[t0:t1][known] = dispatched[known]

@@ -53,6 +53,10 @@ class AsyncWriter(Component):
         assert self.upstream is not None and self.store is not None
         self.store.reserve(t1)
         arriving = self.upstream.out[t0:t1]
+        # What it sends is its input's stream as it was, while it holds nothing; while it
+        # holds or flushes writes, the counts it sends are what it decided (expected = sent,
+        # and flushes are bursts no bucket paces).
+        self.pass_on_stream(t0, t1, self.upstream)
         room = self.store.capacity[t0:t1]
         self.arrived[t0:t1] = arriving
         held = int(self.backlog[t0 - 1]) if t0 > 0 else 0
@@ -65,6 +69,10 @@ class AsyncWriter(Component):
             held, self.buffer, arriving.tolist(), room.tolist(), ceiling.tolist()
         )
         self.out[t0:t1] = direct + flushed
+        busy = (excess > 0) | (flushed > 0)
+        self.expected[t0:t1] = np.where(busy, direct + flushed, self.expected[t0:t1])
+        self.pace[t0:t1] = np.where(flushed > 0, np.inf, self.pace[t0:t1])
+        self.periodic[t0:t1] &= ~busy
         self.processed[t0:t1] = direct + excess - overflow
         self.held_in[t0:t1] = excess
         self.flushed[t0:t1] = flushed

@@ -13,15 +13,16 @@ Collect: the components' per-tick tallies become a :class:`~gym.record.RunRecord
 from __future__ import annotations
 
 from collections.abc import Callable, Generator
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import simpy
 
 from gym import crawler, kinds, latency
-from gym.components import Client, Component, FetcherFleet, Ledger, RatedComponent
+from gym.components import Client, Component, Ledger
 from gym.components.junction import Junction, Splitter
 from gym.kinds import Build
-from gym.models import CrashFault, Design, GraphDesign, Scenario, StallFault
+from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
 from gym.models.graph import topology as graph_topology
 from gym.record import CAUSES, RunRecord
 from gym.streams import stream
@@ -77,6 +78,7 @@ def run_graph(
         component = k.flow(build, node)
         if not k.source:
             component.named(name, node.causes(k.causes))
+        component.holds_work = k.holds_work
         built[name] = component
     # Where a node's output divides (several outgoing edges) a splitter sends each URL
     # along one edge; where several edges reach a node a junction adds them.
@@ -114,18 +116,22 @@ def run_graph(
     ledger.sync = sync
 
     # The timeline: one SimPy process per scenario event, on the component it acts on.
-    sources = [c for c in built.values() if isinstance(c, Client)]
+    offers = [n for n in order if kinds.kind(graph.node(n).kind).source]
+    sources = [built[n] for n in offers]  # each offers the load: a load_stage process
     for stage in scenario.load:
-        for client in sources:
-            env.process(client.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
+        for source in sources:
+            assert isinstance(source, Client)  # the source kind's component
+            env.process(source.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
     for fault in scenario.faults:
         start, end = timeline.fault_ticks(fault)
         target = built[fault.target]
+        # The node's kind says it suffers this fault (gym.simulate.graph_check); its
+        # component has the process for it.
         if isinstance(fault, CrashFault):
-            assert isinstance(target, FetcherFleet)
+            assert isinstance(target, Crashable)
             env.process(target.crash(fault, start, end))
         else:
-            assert end is not None and isinstance(target, RatedComponent)
+            assert end is not None and isinstance(target, Faultable)
             if isinstance(fault, StallFault):
                 env.process(target.stall(fault, start, end))
             else:
@@ -138,7 +144,7 @@ def run_graph(
     # What a node without an outgoing edge passes on is finished there (served).
     for name in order:
         component = built[name]
-        if not graph.outputs(name) and not isinstance(component, Client) and component.out.any():
+        if not graph.outputs(name) and name not in offers and component.out.any():
             component.served = component.served + component.out
             component.out = np.zeros_like(component.out)
 
@@ -148,12 +154,34 @@ def run_graph(
         seed=seed,
         offered=sum_offered(sources, ledger),
         # the sources offer; the rest hold, serve or fail URLs
-        components=[built[n] for n in order if not isinstance(built[n], Client)],
+        components=[built[n] for n in order if n not in offers],
         causes=causes or tuple(cause for n in order for cause in built[n].causes),
     )
 
 
-def sum_offered(sources: list[Client], ledger: Ledger) -> np.ndarray:
+@runtime_checkable
+class Crashable(Protocol):
+    """A component whose replicas can crash (a fleet)."""
+
+    def crash(
+        self, fault: CrashFault, start: int, end: int | None
+    ) -> Generator[simpy.Event, None, None]: ...
+
+
+@runtime_checkable
+class Faultable(Protocol):
+    """A component with a rate that stalls and slowdowns act on."""
+
+    def stall(
+        self, fault: StallFault, start: int, end: int
+    ) -> Generator[simpy.Event, None, None]: ...
+
+    def slowdown(
+        self, fault: SlowdownFault, start: int, end: int
+    ) -> Generator[simpy.Event, None, None]: ...
+
+
+def sum_offered(sources: list[Component], ledger: Ledger) -> np.ndarray:
     """URLs offered in each tick, by every source."""
     if len(sources) == 1:
         return sources[0].out

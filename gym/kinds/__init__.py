@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from gym.components.base import Component, Ledger
     from gym.models import Catalog, Scenario
-    from gym.topology import Node
+    from gym.topology import Node, Topology
 
 
 @dataclass
@@ -62,6 +62,10 @@ class Kind:
     #: Whether its saturation is how full it got (a write buffer) rather than demand over
     #: capacity.
     fill_saturation: bool = False
+    #: The scenario faults its nodes can suffer ("crash"; "stall", "slowdown").
+    faults: tuple[str, ...] = ()
+    #: Its rules on what may feed it and what it may feed: (field, message) per problem.
+    check: Callable[[Node, Topology], list[tuple[str, str]]] = lambda _node, _graph: []
 
 
 def connect_upstream(

@@ -61,4 +61,5 @@ KIND = Kind(
     flow=_flow,
     connect=connect_upstream,
     passes=lambda p: 1.0 - p.hit_ratio,
+    faults=("stall", "slowdown"),
 )

@@ -14,7 +14,7 @@ from gym.models import FetchersConfig
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.topology import Node
+    from gym.topology import Node, Topology
 
 
 class FleetNode(FetchersConfig):
@@ -36,6 +36,26 @@ def _connect(
     connect_upstream(component, inputs, outputs)
 
 
+def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
+    """A fleet takes its work from exactly one queue, which hands out to it alone."""
+    where = f"graph.nodes.{node.name}"
+    inputs = graph.inputs(node.name)
+    if len(inputs) != 1:
+        return [(where, f"a fleet takes its work from exactly one queue (it has {len(inputs)})")]
+    feeder = graph.node(inputs[0].source)
+    if feeder.kind != "queue":
+        return [(where, "a fleet takes its work from one queue: put one in front of it")]
+    if len(graph.outputs(feeder.name)) > 1:
+        return [
+            (
+                where,
+                f"the queue {feeder.name} in front of it feeds other nodes too; a queue "
+                "hands out to one fleet",
+            )
+        ]
+    return []
+
+
 KIND = Kind(
     name="fleet",
     summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
@@ -46,4 +66,6 @@ KIND = Kind(
     flow=_flow,
     connect=_connect,
     holds_work=True,
+    faults=("crash",),
+    check=_check,
 )

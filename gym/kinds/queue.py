@@ -93,4 +93,5 @@ KIND = Kind(
     flow=_flow,
     connect=_connect,
     holds_work=True,
+    faults=("stall", "slowdown"),
 )

@@ -64,4 +64,5 @@ KIND = Kind(
     flow=_flow,
     connect=connect_upstream,
     passes=lambda p: 1.0 - p.finish_share,
+    faults=("stall", "slowdown"),
 )

@@ -58,4 +58,5 @@ KIND = Kind(
     causes=("overload", "unavailable"),
     flow=_flow,
     connect=_connect,
+    faults=("stall", "slowdown"),
 )

@@ -15,7 +15,7 @@ from gym.models import AsyncWriterConfig
 if TYPE_CHECKING:
     from gym.components.base import Component
     from gym.models import Catalog
-    from gym.topology import Node
+    from gym.topology import Node, Topology
 
 
 class WriteBufferNode(AsyncWriterConfig):
@@ -45,6 +45,24 @@ def _units(p: Any, c: Catalog) -> int:
     return int(units_for(p.buffer, c.async_writer.buffer))
 
 
+def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
+    """A write buffer feeds exactly one store, and nothing else feeds that store."""
+    where = f"graph.nodes.{node.name}"
+    outputs = graph.outputs(node.name)
+    store = graph.node(outputs[0].target) if len(outputs) == 1 else None
+    if store is None or store.kind != "store":
+        return [(where, "a write buffer holds writes for one store: connect it to one")]
+    if len(graph.inputs(store.name)) > 1:
+        return [
+            (
+                where,
+                f"the store {store.name} behind it has other inputs too; a write buffer "
+                "meters everything its store takes",
+            )
+        ]
+    return []
+
+
 KIND = Kind(
     name="write_buffer",
     summary="Holds the writes its store cannot take and flushes them into spare room.",
@@ -57,4 +75,5 @@ KIND = Kind(
     holds_work=True,
     capped=False,
     fill_saturation=True,
+    check=_check,
 )

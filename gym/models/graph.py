@@ -97,37 +97,16 @@ def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
     ]
     if found:
         return found
+    sources = [n.name for n in graph.nodes if kinds.kind(n.kind).source]
+    for extra in sources[1:]:
+        found.append(
+            (
+                f"graph.nodes.{extra}",
+                f"a graph has one source so far ({sources[0]}): it offers the scenario's load",
+            )
+        )
     for node in graph.nodes:
-        where = f"graph.nodes.{node.name}"
-        inputs, outputs = graph.inputs(node.name), graph.outputs(node.name)
-        if node.kind == "fleet":
-            feeder = graph.node(inputs[0].source) if len(inputs) == 1 else None
-            if feeder is None or feeder.kind != "queue":
-                found.append(
-                    (where, "a fleet takes its work from one queue: put one in front of it")
-                )
-            elif len(graph.outputs(feeder.name)) > 1:
-                found.append(
-                    (
-                        where,
-                        f"the queue {feeder.name} in front of it feeds other nodes too; a "
-                        "queue hands out to one fleet",
-                    )
-                )
-        if node.kind == "write_buffer":
-            store = graph.node(outputs[0].target) if len(outputs) == 1 else None
-            if store is None or store.kind != "store":
-                found.append(
-                    (where, "a write buffer holds writes for one store: connect it to one")
-                )
-            elif len(graph.inputs(store.name)) > 1:
-                found.append(
-                    (
-                        where,
-                        f"the store {store.name} behind it has other inputs too; a write "
-                        "buffer meters everything its store takes",
-                    )
-                )
+        found += kinds.kind(node.kind).check(node, graph)
     return found
 
 

@@ -80,6 +80,9 @@ class PlotContext:
     frontier_buffer: int | None  # the entry queue's buffer, if it is a queue
     entry: str = "frontier"  # the component the load enters (the crawler's frontier)
     causes: tuple[str, ...] = CAUSES
+    #: URLs offered per window, where it is not the entry's demand (a graph whose load is
+    #: split at the source); None: the entry's demand (the crawler: less what dedup skips).
+    offered: tuple[float, ...] | None = None
 
 
 def literal(text: object) -> str:
@@ -109,6 +112,9 @@ def context(result: Result) -> PlotContext:
         frontier_buffer=_entry_buffer(result),
         entry=next(iter(result.metrics.components)),
         causes=result.metrics.record.causes,
+        offered=None
+        if isinstance(result.design, Design)
+        else tuple(float(x) for x in result.metrics.offered_w),
     )
 
 
@@ -197,6 +203,9 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
     per_window = df.groupby("window", sort=True)
     t = per_window["t_s"].first()
     offered = df[df["component"] == ctx.entry].set_index("window")["demand"]
+    if ctx.offered is not None:
+        offered = offered.copy()
+        offered[:] = ctx.offered
     served = per_window["served"].sum()
     tx, served_x = _extend(t, served, ctx.duration_s)
     ax.fill_between(tx, 0, served_x, step="post", color="#2ca02c", alpha=0.55, label="served")
@@ -302,6 +311,9 @@ def overlay(results: Sequence[Result]) -> Figure:
         )
     first = frames[0]
     offered = first[first["component"] == ctx.entry]["demand"]
+    if ctx.offered is not None:
+        offered = offered.copy()
+        offered[:] = ctx.offered
     axes[1].step(
         *_extend(t, offered, ctx.duration_s),
         where="post",
