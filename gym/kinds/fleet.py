@@ -11,6 +11,7 @@ from pydantic import Field
 
 from gym.kinds import Build, Kind, connect_upstream
 from gym.models import FetchersConfig
+from gym.models.common import Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
@@ -18,9 +19,25 @@ if TYPE_CHECKING:
 
 
 class FleetNode(FetchersConfig):
-    """A fleet node in a graph design."""
+    """A fleet node in a graph design (the crawler's fetchers, in general words)."""
 
     kind: Literal["fleet"] = Field(description="Node kind.")
+    replicas: int = Field(description="Number of replicas (workers).", gt=0, le=100_000)
+    rps_per_replica: Rate = Field(description="Jobs per second one replica can start.")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=250.0),
+        description=(
+            "How long one job takes (default 250 ms). A replica holds rps_per_replica x "
+            "mean service time jobs in flight."
+        ),
+    )
+    on_crash: Literal["fail", "requeue"] = Field(
+        "fail",
+        description=(
+            "What happens to the jobs in flight on a replica when it crashes: they fail "
+            "(cause <node>_crash_loss) or go back to the head of the queue feeding it."
+        ),
+    )
 
 
 def _flow(build: Build, node: Node) -> Component:
