@@ -18,17 +18,6 @@ from gym.record import CAUSES, RunRecord
 from gym.scoring import SLOCheck, per_second
 
 #: Which component records each cause, and how a person says it.
-CAUSE_COMPONENT: dict[str, str] = {
-    "frontier_overflow": "frontier",
-    "crash_loss": "fetchers",
-    "cache_overload": "cache",
-    "cache_unavailable": "cache",
-    "resolver_overload": "resolver",
-    "resolver_unavailable": "resolver",
-    "writer_overflow": "async_writer",
-    "store_overload": "page_store",
-    "store_unavailable": "page_store",
-}
 CAUSE_WORDS: dict[str, str] = {
     "frontier_overflow": "frontier overflow",
     "crash_loss": "crash loss",
@@ -68,16 +57,11 @@ def explain(
     metrics: Metrics, checks: list[SLOCheck], design: Design | GraphDesign, scenario: Scenario
 ) -> list[Explanation]:
     """Explanations for every failed SLO, then every failure cause, then every outage."""
-    crawler = isinstance(design, Design)
-    polite = politeness(design, scenario) if isinstance(design, Design) else None
+    crawler = design if isinstance(design, Design) else None
+    polite = politeness(crawler, scenario) if crawler is not None else None
     out = [_slo(metrics, chk, polite) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
-    for _, cause in causes:
-        if isinstance(design, Design) and polite is not None:
-            out.append(_cause(metrics, cause, design, polite))
-        else:
-            out.append(_node_cause(metrics, cause))
-    assert crawler or polite is None
+    out += [_cause(metrics, cause, crawler, polite) for _, cause in causes]
     tl = metrics.record.timeline
     for component, start, end in metrics.outages():
         event = tl.describe_at(start, component)
@@ -216,9 +200,11 @@ def _politeness_words(p: Politeness) -> str:
     )
 
 
-def _cause(m: Metrics, cause: str, design: Design, polite: Politeness) -> Explanation:
+def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | None) -> Explanation:
+    """A failure cause, phase by phase: with the crawler's words and load figures for a
+    crawler ``design``, the node's kind of loss for a graph's (``design`` None)."""
     rec = m.record
-    component = CAUSE_COMPONENT[cause]
+    component = rec.component_of(cause)
     counts = rec.components[component].failed[cause]
     total = int(counts.sum())
     first_s = int(np.argmax(counts > 0)) * rec.timeline.tick_s
@@ -227,17 +213,24 @@ def _cause(m: Metrics, cause: str, design: Design, polite: Politeness) -> Explan
     listed = [p for p in phases if p.urls > 0]
     shown = sorted(sorted(listed, key=lambda p: -p.urls)[:_MAX_PHASES], key=lambda p: p.start_s)
     details = [
-        f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}{_detail(rec, cause, p)}" for p in shown
+        f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}"
+        + (_detail(rec, cause, p) if design is not None else "")
+        for p in shown
     ]
     rest = total - sum(p.urls for p in shown)
     if rest:
         details.append(f"other times: {rest:,}")
-    text = (
-        f"{_words(cause)}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
-        f"{_why(m, cause, design)}"
-    )
-    if cause == "frontier_overflow" and polite.bound:
-        text += " The frontier is " + _politeness_words(polite) + "."
+    if design is not None:
+        text = (
+            f"{_words(cause)}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
+            f"{_why(m, cause, design)}"
+        )
+        if cause == "frontier_overflow" and polite is not None and polite.bound:
+            text += " The frontier is " + _politeness_words(polite) + "."
+    else:
+        why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
+        words = _words(cause, crawler=False)
+        text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}".strip()
     return Explanation(
         "cause",
         text,
@@ -260,36 +253,6 @@ _NODE_WHY: dict[str, str] = {
     "unavailable": "It was stalled (capacity 0): everything that reached it failed.",
     "crash_loss": "Work in flight on crashed replicas was lost.",
 }
-
-
-def _node_cause(m: Metrics, cause: str) -> Explanation:
-    """A failure cause of a graph design's node, phase by phase."""
-    rec = m.record
-    component = rec.component_of(cause)
-    counts = rec.components[component].failed[cause]
-    total = int(counts.sum())
-    first_s = int(np.argmax(counts > 0)) * rec.timeline.tick_s
-    phases = _phases(rec, counts, component)
-    worst = max(phases, key=lambda p: p.urls)
-    listed = [p for p in phases if p.urls > 0]
-    shown = sorted(sorted(listed, key=lambda p: -p.urls)[:_MAX_PHASES], key=lambda p: p.start_s)
-    details = [f"t={p.start_s:g}-{p.end_s:g}s {p.name}: {p.urls:,}" for p in shown]
-    rest = total - sum(p.urls for p in shown)
-    if rest:
-        details.append(f"other times: {rest:,}")
-    why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
-    words = _words(cause, crawler=False)
-    text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
-    return Explanation(
-        "cause",
-        text.strip(),
-        details=tuple(details),
-        component=component,
-        cause=cause,
-        at_s=worst.start_s,
-        event=worst.name,
-        urls=total,
-    )
 
 
 def _phases(rec: RunRecord, counts: np.ndarray, component: str) -> list[_Phase]:
@@ -375,7 +338,7 @@ def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
             f" ({rate(rec.offered)} arrived, at most {rate(limit)} handed out: frontier "
             f"{rate(c['frontier'].capacity)}, {live} live fetchers {rate(c['fetchers'].capacity)})"
         )
-    component = CAUSE_COMPONENT[cause]
+    component = rec.component_of(cause)
     if component in ("cache", "resolver", "page_store"):
         arrived, capacity = c[component].arrived, c[component].capacity
         text = f" ({rate(arrived)} arrived, capacity {rate(capacity)}"

@@ -152,7 +152,7 @@ def run_graph(
         timeline=timeline,
         engine="flow",
         seed=seed,
-        offered=sum_offered(sources, ledger),
+        offered=sources[0].out,  # one source per graph (gym.models.graph)
         # the sources offer; the rest hold, serve or fail URLs
         components=[built[n] for n in order if n not in offers],
         causes=causes or tuple(cause for n in order for cause in built[n].causes),
@@ -179,16 +179,6 @@ class Faultable(Protocol):
     def slowdown(
         self, fault: SlowdownFault, start: int, end: int
     ) -> Generator[simpy.Event, None, None]: ...
-
-
-def sum_offered(sources: list[Component], ledger: Ledger) -> np.ndarray:
-    """URLs offered in each tick, by every source."""
-    if len(sources) == 1:
-        return sources[0].out
-    total = ledger.zeros()
-    for client in sources:
-        total = total + client.out
-    return total
 
 
 def _every(

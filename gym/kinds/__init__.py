@@ -39,7 +39,6 @@ class Kind:
 
     name: str
     summary: str  # one line for the docs
-    params: type[Any] | None  # the node's parameters (a pydantic model), None if it has none
     node: type[Any]  # the node as a graph design writes it: its parameters and ``kind``
     #: Units a node provisions under a catalog (0 for what the design does not pay for).
     units: Callable[[Any, Catalog], int]

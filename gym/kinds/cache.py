@@ -56,7 +56,6 @@ KIND = Kind(
     summary="Serves a share hit_ratio of lookups; misses go on. No queue: Erlang loss.",
     node=CacheNode,
     units=_units,
-    params=CacheParams,
     causes=("overload", "unavailable"),
     flow=_flow,
     connect=connect_upstream,

@@ -78,7 +78,6 @@ KIND = Kind(
     summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
     node=FleetNode,
     units=lambda p, _c: p.replicas,
-    params=FetchersConfig,
     causes=("crash_loss",),
     flow=_flow,
     connect=_connect,

@@ -88,7 +88,6 @@ KIND = Kind(
     summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
     node=QueueNode,
     units=_units,
-    params=QueueParams,
     causes=("overflow",),
     flow=_flow,
     connect=_connect,

@@ -59,7 +59,6 @@ KIND = Kind(
     summary="An external service with concurrent slots and no queue (Erlang loss).",
     node=ServiceNode,
     units=lambda _p, _c: 0,
-    params=ServiceParams,
     causes=("overload", "unavailable"),
     flow=_flow,
     connect=connect_upstream,

@@ -36,7 +36,6 @@ KIND = Kind(
     summary="Offers the scenario's load: base_rps x the stage's multiplier.",
     node=SourceNode,
     units=lambda _p, _c: 0,
-    params=None,
     causes=(),
     flow=_flow,
     connect=_connect,

@@ -54,7 +54,6 @@ KIND = Kind(
     summary="Takes writes into concurrent slots (Erlang loss) and serves them.",
     node=StoreNode,
     units=_units,
-    params=PageStoreConfig,
     causes=("overload", "unavailable"),
     flow=_flow,
     connect=_connect,

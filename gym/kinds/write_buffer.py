@@ -68,7 +68,6 @@ KIND = Kind(
     summary="Holds the writes its store cannot take and flushes them into spare room.",
     node=WriteBufferNode,
     units=_units,
-    params=AsyncWriterConfig,
     causes=("overflow",),
     flow=_flow,
     connect=_connect,
