@@ -23,12 +23,9 @@ scored by the same code; per-URL times give the latency statistics.
 from __future__ import annotations
 
 import gc
-import heapq
 import itertools
-import math
 from collections import deque
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -37,144 +34,15 @@ import simpy
 from gym.components import tick_quota
 from gym.components.client import arrival_counts
 from gym.costing import cache_capacity_rps, politeness
-from gym.engines.sampling import Sampler
+from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
 from gym.latency import Samples
-from gym.models import CrashFault, Design, Scenario, ServiceTime, SlowdownFault, StallFault
-from gym.record import RunRecord, Tally
-from gym.rounding import PACED_BELOW_CV, flush_slots, start_depth, station_slots
+from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
+from gym.record import RunRecord
+from gym.rounding import flush_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
 Progress = Callable[[float], None]
-
-
-class Log:
-    """One component's per-tick counts, as plain lists while the run goes."""
-
-    def __init__(
-        self,
-        name: str,
-        n: int,
-        causes: tuple[str, ...],
-        extra: tuple[str, ...] = (),
-        skips: tuple[str, ...] = (),
-    ):
-        # One slot more than the run's ticks: an instant within a rounding error of the
-        # end lands there, and is folded into the last tick.
-        self.name = name
-        self.n = n
-        self.arrived = [0] * (n + 1)
-        self.processed = [0] * (n + 1)
-        self.out = [0] * (n + 1)
-        self.served = [0] * (n + 1)
-        self.failed = {c: [0] * (n + 1) for c in causes}
-        self.skipped = {c: [0] * (n + 1) for c in skips}
-        self.extra = {e: [0] * (n + 1) for e in extra}
-
-    def _array(self, counts: list[int]) -> np.ndarray:
-        a = np.asarray(counts[: self.n], dtype=np.int64)
-        a[-1] += counts[self.n]
-        return a
-
-    def tally(
-        self, capacity: np.ndarray, limit: int | None = None, rate: np.ndarray | None = None
-    ) -> Tally:
-        arrays = {
-            k: self._array(getattr(self, k)) for k in ("arrived", "processed", "out", "served")
-        }
-        failed = {c: self._array(v) for c, v in self.failed.items()}
-        skipped = {c: self._array(v) for c, v in self.skipped.items()}
-        extra = {e: self._array(v) for e, v in self.extra.items()}
-        inflow = arrays["arrived"] + extra.get("requeued_in", 0)
-        outflow = arrays["out"] + arrays["served"] + extra.get("requeued", 0)
-        for counts in (*failed.values(), *skipped.values()):
-            outflow = outflow + counts
-        backlog = np.cumsum(inflow - outflow)
-        if self.name == "frontier":  # the frontier's requeued fetches come back in
-            extra["requeued"] = extra.pop("requeued_in")
-        return Tally(
-            self.name,
-            capacity,
-            backlog=backlog,
-            failed=failed,
-            extra=extra,
-            limit=limit,
-            skipped=skipped,
-            rate=rate,
-            **arrays,
-        )
-
-
-class LossStation:
-    """A service with ``slots`` concurrent requests and no queue (cache, resolver, store).
-
-    A request holds a slot until its service ends. Slots are freed lazily: the station
-    keeps the end times of the requests in service in a heap and drops the past ones
-    when someone asks for a slot, so a request that needs nothing after its service
-    (a cache hit, a store write) costs no SimPy event.
-    """
-
-    def __init__(self, rate: float, service: ServiceTime, rng: np.random.Generator, what: str):
-        self.rate = rate
-        self.slots = station_slots(rate, service.mean_ms)
-        self.sample = Sampler(service, rng)
-        self.ends: list[float] = []
-        self.stalls = 0
-        self.factor = 1.0
-        self.what = what
-
-    def busy(self, now: float) -> int:
-        """Requests in service at ``now``. A service that ends at ``now`` (to within a
-        nanosecond: sums of tick lengths drift by an ulp) has freed its slot."""
-        ends = self.ends
-        now += 1e-9
-        while ends and ends[0] <= now:
-            heapq.heappop(ends)
-        return len(ends)
-
-    def admit(self, now: float) -> str | None:
-        """Take a slot until the end of a service time drawn now; or say why not."""
-        if self.stalls:
-            return f"{self.what}_unavailable"
-        if self.busy(now) >= self.slots:
-            return f"{self.what}_overload"
-        return None
-
-    def occupy(self, now: float) -> float:
-        """Hold a slot for one service time (a slowdown stretches it); the end time."""
-        end = now + self.sample() * self.factor
-        heapq.heappush(self.ends, end)
-        return end
-
-    @property
-    def capacity(self) -> float:
-        return 0.0 if self.stalls else self.rate / self.factor
-
-
-class _ArrivedProcess(simpy.Process):
-    """A SimPy process started by hand, from the callback of its URL's arrival.
-
-    SimPy starts a process with an ``Initialize`` event. A URL's process starts at its
-    arrival instead: the arrival's timeout callback first turns away a URL the frontier
-    has no room for (no process at all), then creates this process and resumes it with
-    the arrival event, as SimPy itself resumes a process from an event's callback. This
-    mirrors :class:`simpy.Process`'s constructor (SimPy 4) without the ``Initialize``.
-    """
-
-    def __init__(self, env: simpy.Environment, generator: Any) -> None:
-        self.env = env
-        self.callbacks = []
-        self._generator = generator
-
-
-@dataclass
-class Replica:
-    slots: int
-    busy: int = 0
-    up: bool = True
-    # The processes fetching here, in the order they started (a dict, not a set: a crash
-    # interrupts them in a fixed order, so requeued URLs line up the same every run).
-    fetching: dict[Any, None] = field(default_factory=dict)
 
 
 class Engine:
@@ -226,50 +94,23 @@ class Engine:
             )
 
         # Fetch stage: the frontier's waiting room in front of the replicas' slots.
-        f = design.fetchers
-        self.fetch = Sampler(f.service, stream(seed, "fetchers"))
-        # Deterministic fetch times: c = rps x fetch time slots alone allow every free
-        # slot to start at once when a backlog forms; those fetches then finish at once,
-        # and the burst repeats every fetch time for the rest of the run, overloading the
-        # stations downstream. So starts are also paced, as the flow engine's quota paces
-        # them: a token bucket refilled at live replicas x rps_per_replica, as deep as
-        # 5% of a tick's starts (at least one), so a tick starts at most 1.05 times its
-        # quota, while two URLs arriving within a few microseconds need not wait for each
-        # other (a one-token bucket made a third of the reference's URLs queue, and the
-        # engine 1.4x slower). One slot (M/D/1) is unchanged: it starts at most one fetch
-        # per fetch time anyway. Nearly fixed times (cv below PACED_BELOW_CV) stay in step
-        # for hundreds of fetch times, and are paced too: a lognormal fetch with cv 0.02
-        # lost 2.4 times the writes of the flow engine before. With more random fetch
-        # times the replicas are c slots each (an M/G/c station), whose own randomness
-        # spreads the starts; they are not paced.
-        self.paced = f.service.cv_value < PACED_BELOW_CV
-        slots = station_slots(f.rps_per_replica, f.service.mean_ms)
-        self.replicas = [Replica(slots) for _ in range(f.replicas)]
-        self.free = slots * f.replicas
-        self.rr = 0
-        self.waiting: deque[tuple[simpy.Event, Any]] = deque()  # (wake-up, process)
-        self.buffer = design.frontier.buffer
-        self.drain = politeness(design, scenario).limit_rps  # min(drain, hosts / delay)
         self.seen_fraction = scenario.dedup.seen_url_fraction
         self.bloom_fp = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
         self.duplicates = (
             scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
         )
         self.rng_dedup = stream(seed, "frontier")
-        self.drain_factor = 1.0
-        self.frontier_stalls = 0
-        self.depth = max(1.0, self.drain * timeline.tick_s)
-        self.tokens = self.depth
-        # The fleet's start rate when paced: live replicas x rps_per_replica (set again
-        # on a crash), 5% of a tick's starts deep; unpaced, a bucket that never runs dry.
-        self.start_rate = 0.0
-        self.start_depth = math.inf
-        if self.paced:
-            self.start_rate = f.replicas * f.rps_per_replica
-            self.start_depth = float(start_depth(self.start_rate, timeline.tick_ms))
-        self.start_tokens = self.start_depth
-        self.refilled_at = 0.0
-        self.wake_pending = False
+        self.fs = FetchStage(
+            self.env,
+            tick_ms=timeline.tick_ms,
+            front=self.logs["frontier"],
+            fleet=self.logs["fetchers"],
+            overflow="frontier_overflow",
+            buffer=design.frontier.buffer,
+            drain=politeness(design, scenario).limit_rps,  # min(drain, hosts / delay)
+            fleet_params=design.fetchers,
+            fetch_rng=stream(seed, "fetchers"),
+        )
 
         # Loss stations.
         self.cache = LossStation(
@@ -295,13 +136,12 @@ class Engine:
 
         # Capacity per second, as (tick, rate) changes, for the per-tick capacity arrays.
         self.rate_log: dict[str, list[tuple[int, float]]] = {
-            "frontier": [(0, self.drain)],
-            "fetchers": [(0, f.replicas * f.rps_per_replica)],
+            "frontier": self.fs.queue_rates,
+            "fetchers": self.fs.fleet_rates,
             "cache": [(0, self.cache.rate)],
             "resolver": [(0, self.resolver.rate)],
             "page_store": [(0, self.store.rate)],
         }
-        self.live_log: list[tuple[int, int]] = [(0, f.replicas)]
         names: tuple[str, ...] = ("frontier", "fetchers", "cache", "resolver")
         names += ("async_writer", "page_store", "end_to_end")
         # Per component: latencies (s) and the arrival tick of each URL they belong to.
@@ -326,153 +166,17 @@ class Engine:
     def tick(self) -> int:
         return int(self.env.now * self.per_s + 1e-9)
 
-    def _refill(self) -> None:
-        now = self.env.now
-        rate = 0.0 if self.frontier_stalls else self.drain / self.drain_factor
-        elapsed = now - self.refilled_at
-        self.tokens = min(self.depth, self.tokens + elapsed * rate)
-        self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
-        self.refilled_at = now
-
-    def _until_tokens(self) -> float | None:
-        """Seconds until both buckets hold a whole token; None if either never refills."""
-        waits = []
-        for tokens, rate in (
-            (self.tokens, 0.0 if self.frontier_stalls else self.drain / self.drain_factor),
-            (self.start_tokens, self.start_rate),
-        ):
-            if tokens < 1.0:
-                if rate <= 0:
-                    return None
-                waits.append((1.0 - tokens) / rate)
-        return max(waits, default=0.0)
-
-    def _free_replica(self) -> Replica | None:
-        if self.free <= 0:
-            return None
-        reps = self.replicas
-        n = len(reps)
-        for i in range(n):
-            r = reps[(self.rr + i) % n]
-            if r.up and r.busy < r.slots:
-                self.rr = (self.rr + i + 1) % n
-                return r
-        return None
-
-    def try_start(self) -> Replica | None:
-        """A fetch slot for a URL right now, if nothing waits and the drain allows."""
-        if self.frontier_stalls or self.free <= 0:
-            return None
-        self._refill()
-        if self.tokens < 1.0 or self.start_tokens < 1.0:
-            return None
-        r = self._free_replica()
-        if r is not None:
-            self.tokens -= 1.0
-            self.start_tokens -= 1.0
-            r.busy += 1
-            self.free -= 1
-        return r
-
-    def dispatch(self) -> None:
-        """Hand waiting URLs to free fetch slots while the drain allows."""
-        while self.waiting and not self.frontier_stalls and self.free > 0:
-            self._refill()
-            if self.tokens < 1.0 or self.start_tokens < 1.0:
-                delay = self._until_tokens()
-                if not self.wake_pending and delay is not None:
-                    self.wake_pending = True
-                    wake = self.env.timeout(delay + 1e-12)
-                    wake.callbacks.append(self._woken)
-                return
-            r = self._free_replica()
-            if r is None:
-                return
-            self.tokens -= 1.0
-            self.start_tokens -= 1.0
-            r.busy += 1
-            self.free -= 1
-            ev, proc = self.waiting.popleft()
-            self._start_fetch(ev, proc, r)
-
-    def _start_fetch(self, ev: simpy.Event, proc: simpy.Process, r: Replica) -> None:
-        """Start a waiting URL's fetch now; its process wakes when the fetch is done.
-
-        The URL waits on ``ev``; instead of waking it now (one event) for it to start a
-        fetch timeout (another), ``ev`` itself is scheduled for the end of the fetch, as
-        a Timeout would be. It carries the start time and the replica.
-        """
-        now = self.env.now
-        k = int(now * self.per_s + 1e-9)
-        front, fleet = self.logs["frontier"], self.logs["fetchers"]
-        front.processed[k] += 1
-        front.out[k] += 1
-        fleet.arrived[k] += 1
-        fleet.processed[k] += 1
-        r.fetching[proc] = None
-        ev._ok = True
-        ev._value = (now, r)
-        self.env.schedule(ev, delay=self.fetch())
-
-    def _woken(self, _ev: simpy.Event) -> None:
-        self.wake_pending = False
-        self.dispatch()
-
     # -- one URL ------------------------------------------------------------------------
     def url(self, t_arrive: float) -> Generator[simpy.Event, Any, None]:
         env, logs, per_s = self.env, self.logs, self.per_s
         end_of_run = self.end_s
-        front, fleet = logs["frontier"], logs["fetchers"]
         measured = t_arrive >= self.warmup_s
         ka = int(t_arrive * per_s + 1e-9)
-        me = env.active_process
-        requeued = False
-        while True:
-            replica = None
-            if not self.waiting and self.free > 0 and not self.frontier_stalls:
-                replica = self.try_start()
-            try:
-                if replica is not None:  # a free slot: fetch now
-                    t_start = env.now
-                    k = int(t_start * per_s + 1e-9)
-                    front.processed[k] += 1
-                    front.out[k] += 1
-                    fleet.arrived[k] += 1
-                    fleet.processed[k] += 1
-                    replica.fetching[me] = None
-                    yield env.timeout(self.fetch())
-                else:  # wait in the frontier; wake up when the fetch is done
-                    if len(self.waiting) >= self.buffer:
-                        front.failed["frontier_overflow"][int(env.now * per_s + 1e-9)] += 1
-                        return
-                    ev = env.event()
-                    if requeued:
-                        self.waiting.appendleft((ev, me))
-                    else:
-                        self.waiting.append((ev, me))
-                    if self.free > 0 and not self.wake_pending:
-                        # A slot is free but a bucket is short of a token: wake up when
-                        # it refills, not only when some fetch ends.
-                        self.dispatch()
-                    t_start, replica = yield ev
-            except simpy.Interrupt:
-                k = int(env.now * per_s + 1e-9)
-                if self.design.fetchers.on_crash == "fail":
-                    fleet.failed["crash_loss"][k] += 1
-                    return
-                fleet.extra["requeued"][k] += 1
-                front.extra["requeued_in"][k] += 1
-                requeued = True
-                continue
-            break
-        replica.fetching.pop(me, None)
-        replica.busy -= 1
-        self.free += 1
+        t_start = yield from self.fs.visit(env.active_process)
+        if t_start is None:  # overflowed, or lost in a crash
+            return
         now = env.now
         k = int(now * per_s + 1e-9)
-        fleet.out[k] += 1
-        if self.waiting:
-            self.dispatch()
         if measured:
             self.s_frontier.append(t_start - t_arrive)
             self.k_frontier.append(ka)
@@ -613,7 +317,7 @@ class Engine:
             if self.rng_dedup.random() < self.bloom_fp:
                 front.skipped["bloom_false_positive"][k] += 1
                 return
-        if len(self.waiting) >= self.buffer:  # a full waiting room: tail drop
+        if self.fs.full():  # a full waiting room: tail drop
             front.failed["frontier_overflow"][k] += 1
             return
         _ArrivedProcess(self.env, self.url(t))._resume(ev)
@@ -643,40 +347,6 @@ class Engine:
     def _at(self, tick: int) -> simpy.Timeout:
         return self.env.timeout(max(0.0, tick * self.timeline.tick_s - self.env.now))
 
-    def crash(
-        self, fault: CrashFault, start: int, end: int | None
-    ) -> Generator[simpy.Event, Any, None]:
-        yield self._at(start)
-        victims = [r for r in self.replicas if r.up][: fault.replicas]
-        for r in victims:
-            self.free -= r.slots - r.busy
-            r.up, r.busy = False, 0
-            for proc in list(r.fetching):
-                proc.interrupt("crash")
-            r.fetching.clear()
-        self._log_fleet(start)
-        if end is None or not victims:
-            return
-        yield self._at(end)
-        for r in victims:
-            r.up = True
-            self.free += r.slots
-        self._log_fleet(end)
-        self.dispatch()
-
-    def _log_fleet(self, tick: int) -> None:
-        live = sum(1 for r in self.replicas if r.up)
-        rate = live * self.design.fetchers.rps_per_replica
-        if self.paced:
-            self._refill()  # the tokens earned at the old start rate
-            self.start_rate = rate
-            # The bucket is as deep as 5% of a tick's starts at the live replicas' rate,
-            # as the flow engine's burst bound assumes.
-            self.start_depth = float(start_depth(rate, self.timeline.tick_ms))
-            self.start_tokens = min(self.start_tokens, self.start_depth)
-        self.live_log.append((tick, live))
-        self.rate_log["fetchers"].append((tick, rate))
-
     def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, Any, None]:
         yield self._at(start)
         self._change(fault.target, start, stall=+1)
@@ -693,12 +363,7 @@ class Engine:
 
     def _change(self, target: str, tick: int, stall: int = 0, factor: float = 1.0) -> None:
         if target == "frontier":
-            self._refill()
-            self.frontier_stalls += stall
-            self.drain_factor *= factor
-            rate = 0.0 if self.frontier_stalls else self.drain / self.drain_factor
-            self.rate_log["frontier"].append((tick, rate))
-            self.dispatch()
+            self.fs.change(tick, stall, factor)
             return
         station = {"cache": self.cache, "resolver": self.resolver, "page_store": self.store}[target]
         station.stalls += stall
@@ -714,7 +379,7 @@ class Engine:
         for fault in self.scenario.faults:
             start, end = tl.fault_ticks(fault)
             if isinstance(fault, CrashFault):
-                env.process(self.crash(fault, start, end))
+                env.process(self.fs.crash(fault, start, end))
             else:
                 assert end is not None  # stalls and slowdowns always end
                 if isinstance(fault, StallFault):
@@ -753,14 +418,14 @@ class Engine:
         tallies = {
             name: logs[name].tally(
                 self._capacity(name),
-                limit=self.buffer if name == "frontier" else None,
+                limit=self.fs.buffer if name == "frontier" else None,
                 rate=self._rates(name),
             )
             for name in ("frontier", "fetchers", "cache", "resolver")
         }
         live = np.zeros(self.n, dtype=np.int64)
         for (t0, count), (t1, _) in zip(
-            self.live_log, [*self.live_log[1:], (self.n, 0)], strict=False
+            self.fs.live_log, [*self.fs.live_log[1:], (self.n, 0)], strict=False
         ):
             live[t0:t1] = count
         tallies["fetchers"].extra["live"] = live

@@ -1,0 +1,427 @@
+"""The request engine's stations: what a URL meets on its way, one SimPy process per URL.
+
+:class:`Log` keeps a node's per-tick counts; :class:`LossStation` is a service with slots
+and no queue (a cache, an external service, a store); :class:`FetchStage` is a queue's
+waiting room in front of a fleet's slots (or, for a queue that feeds no fleet, in front of
+its own hand-out rate). The crawler's engine (:mod:`gym.engines.request`) and the graph
+engine (:mod:`gym.engines.request_graph`) both build their runs from these.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from collections.abc import Generator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import simpy
+
+from gym.engines.sampling import Sampler
+from gym.models import CrashFault, ServiceTime
+from gym.record import Tally
+from gym.rounding import PACED_BELOW_CV, start_depth, station_slots
+
+
+class Log:
+    """One component's per-tick counts, as plain lists while the run goes."""
+
+    def __init__(
+        self,
+        name: str,
+        n: int,
+        causes: tuple[str, ...],
+        extra: tuple[str, ...] = (),
+        skips: tuple[str, ...] = (),
+    ):
+        # One slot more than the run's ticks: an instant within a rounding error of the
+        # end lands there, and is folded into the last tick.
+        self.name = name
+        self.n = n
+        self.arrived = [0] * (n + 1)
+        self.processed = [0] * (n + 1)
+        self.out = [0] * (n + 1)
+        self.served = [0] * (n + 1)
+        self.failed = {c: [0] * (n + 1) for c in causes}
+        self.skipped = {c: [0] * (n + 1) for c in skips}
+        self.extra = {e: [0] * (n + 1) for e in extra}
+
+    def _array(self, counts: list[int]) -> np.ndarray:
+        a = np.asarray(counts[: self.n], dtype=np.int64)
+        a[-1] += counts[self.n]
+        return a
+
+    def tally(
+        self, capacity: np.ndarray, limit: int | None = None, rate: np.ndarray | None = None
+    ) -> Tally:
+        arrays = {
+            k: self._array(getattr(self, k)) for k in ("arrived", "processed", "out", "served")
+        }
+        failed = {c: self._array(v) for c, v in self.failed.items()}
+        skipped = {c: self._array(v) for c, v in self.skipped.items()}
+        extra = {e: self._array(v) for e, v in self.extra.items()}
+        inflow = arrays["arrived"] + extra.get("requeued_in", 0)
+        outflow = arrays["out"] + arrays["served"] + extra.get("requeued", 0)
+        for counts in (*failed.values(), *skipped.values()):
+            outflow = outflow + counts
+        backlog = np.cumsum(inflow - outflow)
+        if "requeued_in" in extra:  # a queue's requeued fetches come back in
+            extra["requeued"] = extra.pop("requeued_in")
+        return Tally(
+            self.name,
+            capacity,
+            backlog=backlog,
+            failed=failed,
+            extra=extra,
+            limit=limit,
+            skipped=skipped,
+            rate=rate,
+            **arrays,
+        )
+
+
+class LossStation:
+    """A service with ``slots`` concurrent requests and no queue (cache, resolver, store).
+
+    A request holds a slot until its service ends. Slots are freed lazily: the station
+    keeps the end times of the requests in service in a heap and drops the past ones
+    when someone asks for a slot, so a request that needs nothing after its service
+    (a cache hit, a store write) costs no SimPy event.
+    """
+
+    def __init__(self, rate: float, service: ServiceTime, rng: np.random.Generator, what: str):
+        self.rate = rate
+        self.slots = station_slots(rate, service.mean_ms)
+        self.sample = Sampler(service, rng)
+        self.ends: list[float] = []
+        self.stalls = 0
+        self.factor = 1.0
+        self.what = what
+
+    def busy(self, now: float) -> int:
+        """Requests in service at ``now``. A service that ends at ``now`` (to within a
+        nanosecond: sums of tick lengths drift by an ulp) has freed its slot."""
+        ends = self.ends
+        now += 1e-9
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        return len(ends)
+
+    def admit(self, now: float) -> str | None:
+        """Take a slot until the end of a service time drawn now; or say why not."""
+        if self.stalls:
+            return f"{self.what}_unavailable"
+        if self.busy(now) >= self.slots:
+            return f"{self.what}_overload"
+        return None
+
+    def occupy(self, now: float) -> float:
+        """Hold a slot for one service time (a slowdown stretches it); the end time."""
+        end = now + self.sample() * self.factor
+        heapq.heappush(self.ends, end)
+        return end
+
+    @property
+    def capacity(self) -> float:
+        return 0.0 if self.stalls else self.rate / self.factor
+
+
+class _ArrivedProcess(simpy.Process):
+    """A SimPy process started by hand, from the callback of its URL's arrival.
+
+    SimPy starts a process with an ``Initialize`` event. A URL's process starts at its
+    arrival instead: the arrival's timeout callback first turns away a URL the frontier
+    has no room for (no process at all), then creates this process and resumes it with
+    the arrival event, as SimPy itself resumes a process from an event's callback. This
+    mirrors :class:`simpy.Process`'s constructor (SimPy 4) without the ``Initialize``.
+    """
+
+    def __init__(self, env: simpy.Environment, generator: Any) -> None:
+        self.env = env
+        self.callbacks = []
+        self._generator = generator
+
+
+@dataclass
+class Replica:
+    slots: int
+    busy: int = 0
+    up: bool = True
+    # The processes fetching here, in the order they started (a dict, not a set: a crash
+    # interrupts them in a fixed order, so requeued URLs line up the same every run).
+    fetching: dict[Any, None] = field(default_factory=dict)
+
+
+class FetchStage:
+    """A queue's waiting room in front of a fleet's fetch slots.
+
+    The queue hands URLs out through a token bucket refilled at ``drain`` per second, one
+    tick's worth deep like the flow engine's per-tick quota; a URL that finds the waiting
+    room full (``buffer``) is turned away. With deterministic fetch times, starts are also
+    paced at live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts
+    deep), as the flow engine's fetcher quota paces them: otherwise, when a backlog forms,
+    every free slot would start at once, finish at once one fetch time later, and repeat
+    the burst every fetch time, overloading the stations downstream. With more random
+    fetch times the replicas are c slots each (an M/G/c station), whose own randomness
+    spreads the starts; they are not paced. One slot (M/D/1) is unchanged: it starts at
+    most one fetch per fetch time anyway. Nearly fixed times (cv below PACED_BELOW_CV)
+    stay in step for hundreds of fetch times, and are paced too.
+
+    A queue that feeds no fleet (``fleet`` None) hands out at its rate alone: the URL
+    goes on as soon as the bucket has a token for it.
+    """
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        *,
+        tick_ms: int,
+        front: Log,
+        fleet: Log | None,
+        overflow: str,
+        buffer: int,
+        drain: float,
+        fleet_params: Any = None,
+        fetch_rng: np.random.Generator | None = None,
+        crash_cause: str = "crash_loss",
+    ) -> None:
+        self.env = env
+        self.tick_ms = tick_ms
+        self.tick_s = tick_ms / 1000.0
+        self.per_s = 1000.0 / tick_ms
+        self.front, self.fleet = front, fleet
+        self.overflow, self.crash_cause = overflow, crash_cause
+        self.buffer = buffer
+        self.drain = drain
+        self.drain_factor = 1.0
+        self.stalls = 0
+        self.depth = max(1.0, drain * self.tick_s)
+        self.tokens = self.depth
+        self.waiting: deque[tuple[simpy.Event, Any]] = deque()  # (wake-up, process)
+        self.rr = 0
+        self.refilled_at = 0.0
+        self.wake_pending = False
+        self.fleet_params = fleet_params
+        # The fleet's start rate when paced: live replicas x rps_per_replica (set again
+        # on a crash), 5% of a tick's starts deep; unpaced, a bucket that never runs dry.
+        self.start_rate = 0.0
+        self.start_depth = math.inf
+        if fleet_params is not None:
+            assert fetch_rng is not None
+            f = fleet_params
+            self.fetch: Any = Sampler(f.service, fetch_rng)
+            self.on_crash = f.on_crash
+            self.paced = f.service.cv_value < PACED_BELOW_CV
+            slots = station_slots(f.rps_per_replica, f.service.mean_ms)
+            self.replicas = [Replica(slots) for _ in range(f.replicas)]
+            self.free: float = slots * f.replicas
+            if self.paced:
+                self.start_rate = f.replicas * f.rps_per_replica
+                self.start_depth = float(start_depth(self.start_rate, tick_ms))
+            self.fleet_rates: list[tuple[int, float]] = [(0, f.replicas * f.rps_per_replica)]
+            self.live_log: list[tuple[int, int]] = [(0, f.replicas)]
+        else:
+            self.fetch = lambda: 0.0  # handed out: on its way at once
+            self.on_crash = "fail"
+            self.paced = False
+            self.replicas = [Replica(1 << 62)]
+            self.free = math.inf
+        self.start_tokens = self.start_depth
+        self.queue_rates: list[tuple[int, float]] = [(0, drain)]
+
+    def _k(self) -> int:
+        return int(self.env.now * self.per_s + 1e-9)
+
+    def _rate(self) -> float:
+        return 0.0 if self.stalls else self.drain / self.drain_factor
+
+    def _refill(self) -> None:
+        now = self.env.now
+        elapsed = now - self.refilled_at
+        self.tokens = min(self.depth, self.tokens + elapsed * self._rate())
+        self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
+        self.refilled_at = now
+
+    def _until_tokens(self) -> float | None:
+        """Seconds until both buckets hold a whole token; None if either never refills."""
+        waits = []
+        for tokens, rate in ((self.tokens, self._rate()), (self.start_tokens, self.start_rate)):
+            if tokens < 1.0:
+                if rate <= 0:
+                    return None
+                waits.append((1.0 - tokens) / rate)
+        return max(waits, default=0.0)
+
+    def _free_replica(self) -> Replica | None:
+        if self.free <= 0:
+            return None
+        reps = self.replicas
+        n = len(reps)
+        for i in range(n):
+            r = reps[(self.rr + i) % n]
+            if r.up and r.busy < r.slots:
+                self.rr = (self.rr + i + 1) % n
+                return r
+        return None
+
+    def try_start(self) -> Replica | None:
+        """A fetch slot for a URL right now, if nothing waits and the drain allows."""
+        if self.stalls or self.free <= 0:
+            return None
+        self._refill()
+        if self.tokens < 1.0 or self.start_tokens < 1.0:
+            return None
+        r = self._free_replica()
+        if r is not None:
+            self.tokens -= 1.0
+            self.start_tokens -= 1.0
+            r.busy += 1
+            self.free -= 1
+        return r
+
+    def dispatch(self) -> None:
+        """Hand waiting URLs to free fetch slots while the drain allows."""
+        while self.waiting and not self.stalls and self.free > 0:
+            self._refill()
+            if self.tokens < 1.0 or self.start_tokens < 1.0:
+                delay = self._until_tokens()
+                if not self.wake_pending and delay is not None:
+                    self.wake_pending = True
+                    wake = self.env.timeout(delay + 1e-12)
+                    wake.callbacks.append(self._woken)
+                return
+            r = self._free_replica()
+            if r is None:
+                return
+            self.tokens -= 1.0
+            self.start_tokens -= 1.0
+            r.busy += 1
+            self.free -= 1
+            ev, proc = self.waiting.popleft()
+            self._start_fetch(ev, proc, r)
+
+    def _count_start(self, k: int) -> None:
+        self.front.processed[k] += 1
+        self.front.out[k] += 1
+        if self.fleet is not None:
+            self.fleet.arrived[k] += 1
+            self.fleet.processed[k] += 1
+
+    def _start_fetch(self, ev: simpy.Event, proc: simpy.Process, r: Replica) -> None:
+        """Start a waiting URL's fetch now; its process wakes when the fetch is done.
+
+        The URL waits on ``ev``; instead of waking it now (one event) for it to start a
+        fetch timeout (another), ``ev`` itself is scheduled for the end of the fetch, as
+        a Timeout would be. It carries the start time and the replica.
+        """
+        now = self.env.now
+        self._count_start(int(now * self.per_s + 1e-9))
+        r.fetching[proc] = None
+        ev._ok = True
+        ev._value = (now, r)
+        self.env.schedule(ev, delay=self.fetch())
+
+    def _woken(self, _ev: simpy.Event) -> None:
+        self.wake_pending = False
+        self.dispatch()
+
+    def full(self) -> bool:
+        """Whether a URL arriving now would be turned away (a full waiting room)."""
+        return len(self.waiting) >= self.buffer
+
+    def visit(self, me: Any) -> Generator[simpy.Event, Any, float | None]:
+        """Wait in the queue and fetch (process ``me``); the fetch's start time, or None
+        if the URL failed here (overflow, or a crash with on_crash: fail)."""
+        env, per_s = self.env, self.per_s
+        requeued = False
+        while True:
+            replica = None
+            if not self.waiting and self.free > 0 and not self.stalls:
+                replica = self.try_start()
+            try:
+                if replica is not None:  # a free slot: fetch now
+                    t_start = env.now
+                    self._count_start(int(t_start * per_s + 1e-9))
+                    replica.fetching[me] = None
+                    yield env.timeout(self.fetch())
+                else:  # wait in the queue; wake up when the fetch is done
+                    if len(self.waiting) >= self.buffer:
+                        self.front.failed[self.overflow][int(env.now * per_s + 1e-9)] += 1
+                        return None
+                    ev = env.event()
+                    if requeued:
+                        self.waiting.appendleft((ev, me))
+                    else:
+                        self.waiting.append((ev, me))
+                    if self.free > 0 and not self.wake_pending:
+                        # A slot is free but a bucket is short of a token: wake up when
+                        # it refills, not only when some fetch ends.
+                        self.dispatch()
+                    t_start, replica = yield ev
+            except simpy.Interrupt:
+                assert self.fleet is not None
+                k = int(env.now * per_s + 1e-9)
+                if self.on_crash == "fail":
+                    self.fleet.failed[self.crash_cause][k] += 1
+                    return None
+                self.fleet.extra["requeued"][k] += 1
+                self.front.extra["requeued_in"][k] += 1
+                requeued = True
+                continue
+            break
+        replica.fetching.pop(me, None)
+        replica.busy -= 1
+        self.free += 1
+        if self.fleet is not None:
+            self.fleet.out[int(env.now * per_s + 1e-9)] += 1
+        if self.waiting:
+            self.dispatch()
+        return t_start
+
+    # -- faults ---------------------------------------------------------------------------
+    def _at(self, tick: int) -> simpy.Timeout:
+        return self.env.timeout(max(0.0, tick * self.tick_s - self.env.now))
+
+    def crash(
+        self, fault: CrashFault, start: int, end: int | None
+    ) -> Generator[simpy.Event, Any, None]:
+        yield self._at(start)
+        victims = [r for r in self.replicas if r.up][: fault.replicas]
+        for r in victims:
+            self.free -= r.slots - r.busy
+            r.up, r.busy = False, 0
+            for proc in list(r.fetching):
+                proc.interrupt("crash")
+            r.fetching.clear()
+        self._log_fleet(start)
+        if end is None or not victims:
+            return
+        yield self._at(end)
+        for r in victims:
+            r.up = True
+            self.free += r.slots
+        self._log_fleet(end)
+        self.dispatch()
+
+    def _log_fleet(self, tick: int) -> None:
+        live = sum(1 for r in self.replicas if r.up)
+        rate = live * self.fleet_params.rps_per_replica
+        if self.paced:
+            self._refill()  # the tokens earned at the old start rate
+            self.start_rate = rate
+            # The bucket is as deep as 5% of a tick's starts at the live replicas' rate,
+            # as the flow engine's burst bound assumes.
+            self.start_depth = float(start_depth(rate, self.tick_ms))
+            self.start_tokens = min(self.start_tokens, self.start_depth)
+        self.live_log.append((tick, live))
+        self.fleet_rates.append((tick, rate))
+
+    def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
+        """A stall (+1 starts, -1 ends) or a slowdown of the queue's hand-out rate."""
+        self._refill()
+        self.stalls += stall
+        self.drain_factor *= factor
+        self.queue_rates.append((tick, self._rate()))
+        self.dispatch()
