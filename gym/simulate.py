@@ -99,7 +99,7 @@ def graph_check(
 ) -> list[Problem]:
     """What stops a graph design from running under ``scenario``: the scenario must be
     for graph designs, its faults must hit nodes that can suffer them, the catalog must
-    allow what each node asks, and only the flow engine runs graphs so far."""
+    allow what each node asks, and only the request engine reports their latencies."""
     file = design._source
     problems: list[Problem] = []
     if scenario.system != "graph":
@@ -111,21 +111,13 @@ def graph_check(
                 "system: graph (faults then name its nodes)",
             )
         )
-    if engine != "flow":
-        problems.append(
-            Problem(
-                None,
-                "engine",
-                f"the {engine} engine runs crawler designs only, so far; run graph designs "
-                "with the flow engine",
-            )
-        )
-    if warmup_s:
+    if warmup_s and engine == "flow":
         problems.append(
             Problem(
                 None,
                 "warmup_s",
-                "drops early URLs from latency, which graph designs do not report yet",
+                "drops early URLs from latency, which the flow engine does not estimate for "
+                "graph designs; run with the request engine for their latencies",
             )
         )
     nodes = design.graph.nodes

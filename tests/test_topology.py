@@ -222,10 +222,43 @@ def test_a_tandem_of_two_queues_by_hand() -> None:
     assert m.components["q2"].saturation[5] == 800 / 600
 
 
-def test_a_cache_in_front_of_a_store_loses_as_erlang_b() -> None:
+def test_the_tandem_through_the_request_engine() -> None:
+    """The same tandem, one SimPy process per URL: each queue's token bucket starts full
+    with one tick's hand-outs (8 at 800/s, 6 at 600/s, 10 ms ticks), so each hands out
+    at most that many more than the flow engine's 8,000 and 5,850; the fleets hold the
+    same 200 and 150 in flight (rate x 250 ms), and nothing fails."""
+    nodes = {
+        "src": {"kind": "source"},
+        "q1": {"kind": "queue", "drain_rps": 800, "buffer": 10**6},
+        "f1": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
+        "q2": {"kind": "queue", "drain_rps": 600, "buffer": 10**6},
+        "f2": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
+        "out": {"kind": "store", "rps": 100_000},
+    }
+    edges = [("src", "q1"), ("q1", "f1"), ("f1", "q2"), ("q2", "f2"), ("f2", "out")]
+    d = GraphDesign.model_validate(graph(nodes, edges))
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    r = gym.simulate(d, sc, engine="request")
+    c, flight = r.metrics.record.components, r.metrics.record.in_flight_end
+    assert 8_000 <= c["q1"].out.sum() <= 8_008
+    assert c["q1"].out.sum() + c["q1"].backlog[-1] == 10_000
+    assert (c["f1"].out.sum(), flight["f1"]) == (c["q1"].out.sum() - 200, 200)
+    assert 5_850 <= c["q2"].out.sum() <= 5_856
+    assert flight["f2"] == 150
+    assert c["out"].served.sum() + flight["out"] == c["q2"].out.sum() - 150
+    assert r.metrics.failed == 0
+    # Per-URL latencies: each fleet's job takes its 250 ms service time.
+    assert r.latency["f1"].p50 == pytest.approx(250.0)
+    assert r.latency["f2"].p50 == pytest.approx(250.0)
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_a_cache_in_front_of_a_store_loses_as_erlang_b(engine: str) -> None:
     """A graph's loss stations are the crawler's: 4,000 Poisson reads/s, hit ratio 0.5,
     a store of 2,000/s x 20 ms = 40 slots offered 2,000 x 0.02 = 40 Erlangs: B(40, 40) =
-    0.1162 of the 2,000 misses/s fail, about 2,323 in 10 s."""
+    0.1162 of the 2,000 misses/s fail, about 2,323 in 10 s. In both engines."""
     nodes = {
         "src": {"kind": "source"},
         "cache": {"kind": "cache", "hit_ratio": 0.5, "rps": 1_000_000},
@@ -238,7 +271,7 @@ def test_a_cache_in_front_of_a_store_loses_as_erlang_b() -> None:
         b = 40 * b / (k + 40 * b)
     assert b == pytest.approx(0.1162, abs=1e-4)
     for seed in range(3):
-        m = gym.simulate(d, sc, seed=seed).metrics
+        m = gym.simulate(d, sc, seed=seed, engine=engine).metrics
         lost = m.failed_by_cause["kv_overload"]
         arrived = int(m.record.components["kv"].arrived.sum())
         assert lost == pytest.approx(b * arrived, rel=0.06), seed
@@ -280,13 +313,10 @@ def test_the_pass_and_fail_designs_differ_where_the_lesson_is() -> None:
 
 
 def test_graph_designs_and_scenarios_must_match(tmp_path: Path) -> None:
-    """A graph design needs a graph scenario whose faults name its nodes; the request
-    engine runs crawler designs only, so far."""
+    """A graph design needs a graph scenario whose faults name its nodes."""
     d = SYSTEMS / "ingestion.yaml"
     with pytest.raises(GymError, match="its scenario needs system: graph"):
         gym.simulate(d, CHAOS)
-    with pytest.raises(GymError, match="crawler designs only"):
-        gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", engine="request")
     with pytest.raises(GymError, match="is for graph designs"):
         gym.simulate(ROOT / "designs" / "reference.yaml", SYSTEM_SCENARIOS / "ingestion.yaml")
     bad = tmp_path / "s.yaml"
@@ -366,14 +396,15 @@ def test_more_bad_graphs_from_the_hostile_pass(tmp_path: Path) -> None:
 
 
 def test_graph_runs_refuse_or_warn_what_they_cannot_honour(tmp_path: Path) -> None:
-    """A crash without a target names the fleets; --warmup (latency) is refused; a fleet's
-    service time rounded to whole ticks is warned about, as the crawler's is."""
+    """A crash without a target names the fleets; --warmup (latency) is refused by the flow
+    engine, which estimates no latency for graphs; a fleet's service time rounded to
+    whole ticks is warned about, as the crawler's is."""
     d = SYSTEMS / "ingestion.yaml"
     sc = tmp_path / "s.yaml"
     sc.write_text("system: graph\nduration_s: 5\nbase_rps: 10\nfaults: [{kind: crash, at_s: 1}]\n")
     with pytest.raises(GymError, match=r"faults\[0\].target: is required .* \(consumers\)"):
         gym.simulate(d, sc)
-    with pytest.raises(GymError, match="warmup_s"):
+    with pytest.raises(GymError, match="warmup_s: .* run with the request engine"):
         gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", warmup_s=2)
     r = gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", tick_ms=1000)
     assert any(w.startswith("graph.nodes.consumers.service.mean_ms") for w in r.warnings)
@@ -419,14 +450,15 @@ def _split_design(**extra: Any) -> GraphDesign:
     return GraphDesign.model_validate(data)
 
 
-def test_a_split_of_poisson_arrivals_is_two_poisson_streams() -> None:
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_a_split_of_poisson_arrivals_is_two_poisson_streams(engine: str) -> None:
     """Splitting a Poisson stream at random gives independent Poisson streams (thinning):
     4,000 reads/s split evenly into two stores of 2,000/s x 20 ms = 40 slots, each offered
     2,000 x 0.02 = 40 Erlangs, each loses B(40, 40) = 0.1162 of what reaches it; the
     shares are 0.5 each to within a binomial spread (sd sqrt(40,000 x 0.25) = 100)."""
     sc = Scenario.model_validate({"system": "graph", "duration_s": 10, "base_rps": 4_000})
     for seed in range(3):
-        m = gym.simulate(_split_design(), sc, seed=seed).metrics
+        m = gym.simulate(_split_design(), sc, seed=seed, engine=engine).metrics
         c = m.record.components
         total = int(m.record.offered.sum())
         assert c["a"].arrived.sum() + c["b"].arrived.sum() == total
@@ -566,3 +598,132 @@ def test_one_source_per_graph_and_a_crash_must_name_its_fleet(tmp_path: Path) ->
     sc.write_text("system: graph\nduration_s: 5\nbase_rps: 10\nfaults: [{kind: crash, at_s: 1}]\n")
     with pytest.raises(GymError, match=r"faults\[0\].target: is required"):
         gym.simulate(GraphDesign.model_validate(fetchers), sc)
+
+
+# -- the request engine runs graphs ---------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("design", "scenario"),
+    [
+        ("url-shortener", "url-shortener"),
+        ("url-shortener-undersized", "url-shortener"),
+        ("ingestion", "ingestion"),
+        ("ingestion-no-headroom", "ingestion"),
+    ],
+)
+def test_the_engines_agree_on_the_shipped_systems(design: str, scenario: str) -> None:
+    """One SimPy process per URL through the graph gives the flow engine's verdict, and
+    each cause's losses to within 2% of what was offered (the engines share the
+    offered counts, not the random draws). The request engine also measures latency."""
+    paths = (SYSTEMS / f"{design}.yaml", SYSTEM_SCENARIOS / f"{scenario}.yaml")
+    flow = gym.simulate(*paths, engine="flow")
+    req = gym.simulate(*paths, engine="request")
+    assert req.verdict == flow.verdict
+    a, b = flow.metrics, req.metrics
+    assert (a.record.offered == b.record.offered).all()
+    offered = int(a.record.offered.sum())
+    assert a.failed_by_cause.keys() == b.failed_by_cause.keys()
+    for cause, lost in a.failed_by_cause.items():
+        assert abs(b.failed_by_cause[cause] - lost) <= 0.02 * offered, cause
+    assert "end_to_end" in req.latency and not flow.latency
+
+
+def test_the_crawler_as_a_graph_in_the_request_engine() -> None:
+    """The reference crawler written out as a graph and run one URL at a time by the graph
+    engine agrees with the crawler's own request engine (the same stations, different
+    random draws): served and each failure cause within 1% of what was offered."""
+    d = load_design(ROOT / "designs" / "starter.yaml")
+    sc = gym.load_scenario(CHAOS).model_copy(update={"duration_s": 60.0})
+    built = crawler.topology(d, sc)
+    nodes: dict[str, Any] = {}
+    for node in built.nodes:
+        params = {} if node.params is None else node.params.model_dump(mode="json")
+        nodes[node.name] = {"kind": node.kind, **params}
+    as_graph = GraphDesign.model_validate(graph(nodes, [(e.source, e.target) for e in built.edges]))
+    faults = [f.model_dump(mode="json", exclude_none=True) for f in sc.faults if f.at_s < 60]
+    graph_sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": sc.duration_s,
+            "base_rps": sc.base_rps,
+            "load": [s.model_dump(mode="json", exclude_none=True) for s in sc.load],
+            "faults": faults,
+        }
+    )
+    a = gym.simulate(d, sc, engine="request").metrics
+    b = gym.simulate(as_graph, graph_sc, engine="request").metrics
+    offered = int(a.record.offered.sum())
+    assert (a.record.offered == b.record.offered).all()
+    assert abs(a.served - b.served) <= 0.01 * offered
+    renamed = {"crash_loss": "fetchers_crash_loss", "frontier_overflow": "frontier_overflow"}
+    for cause, lost in a.failed_by_cause.items():
+        if cause.startswith("writer_"):
+            continue  # the starter has no writer
+        other = b.failed_by_cause[renamed.get(cause, cause.replace("store_", "page_store_"))]
+        assert abs(lost - other) <= 0.01 * offered, (cause, lost, other)
+    assert a.failed > 0.05 * offered  # the starter fails: the comparison has losses in it
+
+
+def test_a_crash_requeues_or_loses_the_jobs_in_flight_in_the_request_engine() -> None:
+    """150 jobs/s of 1 s each keep 150 in flight (Little), 75 on each of two replicas
+    (jobs start on the replicas in turn); a crash of one at t = 5 s loses its 75 jobs in
+    flight (on_crash: fail) or puts them back at the head of the queue (requeue), where
+    nothing is lost and every URL is still counted once."""
+    nodes = {
+        "src": {"kind": "source"},
+        "q": {"kind": "queue", "drain_rps": 10_000, "buffer": 10**6},
+        "f": {
+            "kind": "fleet",
+            "replicas": 2,
+            "rps_per_replica": 100,
+            "service": {"mean_ms": 1_000},
+        },
+        "db": {"kind": "store", "rps": 100_000},
+    }
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 10,
+            "base_rps": 150,
+            "arrivals": "deterministic",
+            "faults": [{"kind": "crash", "at_s": 5, "target": "f", "replicas": 1}],
+        }
+    )
+    for on_crash, lost in (("fail", 75), ("requeue", 0)):
+        nodes["f"]["on_crash"] = on_crash
+        d = GraphDesign.model_validate(graph(nodes, [("src", "q"), ("q", "f"), ("f", "db")]))
+        m = gym.simulate(d, sc, engine="request").metrics
+        assert m.failed_by_cause["f_crash_loss"] == lost
+        requeued = m.record.components["f"].extra["requeued"].sum()
+        assert requeued == (75 if on_crash == "requeue" else 0)
+        assert m.record.components["q"].extra["requeued"].sum() == requeued
+
+
+def test_a_write_buffer_holds_a_stall_in_the_request_engine() -> None:
+    """A store stalled for 2 s behind a write buffer: the 2 x 500 = 1,000 writes arriving
+    meanwhile are held (none fails) and flushed into the store's spare room after it.
+    A write arriving just after the stall, while the flushes fill 90% of the store's
+    40 slots, is held too, so a few more than 1,000 pass through the buffer."""
+    nodes = {
+        "src": {"kind": "source"},
+        "buf": {"kind": "write_buffer", "buffer": 5_000, "flush_ceiling": 0.9},
+        "db": {"kind": "store", "rps": 2_000},
+    }
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 10,
+            "base_rps": 500,
+            "arrivals": "deterministic",
+            "faults": [{"kind": "stall", "at_s": 3, "for_s": 2, "target": "db"}],
+        }
+    )
+    d = GraphDesign.model_validate(graph(nodes, [("src", "buf"), ("buf", "db")]))
+    m = gym.simulate(d, sc, engine="request").metrics
+    buf = m.record.components["buf"]
+    assert m.failed == 0
+    assert buf.backlog[499] == 1_000  # the stall's writes, all held at its end
+    assert 1_000 <= buf.extra["held_in"].sum() <= 1_020
+    assert buf.extra["flushed"].sum() == buf.extra["held_in"].sum()
+    assert buf.backlog[-1] == 0

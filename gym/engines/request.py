@@ -36,7 +36,7 @@ from gym.components.client import arrival_counts
 from gym.costing import cache_capacity_rps, politeness
 from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
 from gym.latency import Samples
-from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
+from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
 from gym.record import RunRecord
 from gym.rounding import flush_slots
 from gym.streams import stream
@@ -450,7 +450,7 @@ class Engine:
 
 
 def run(
-    design: Design,
+    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     seed: int,
@@ -458,7 +458,20 @@ def run(
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, one SimPy process per URL."""
+    """Simulate ``design`` under ``scenario``, one SimPy process per URL (a graph design
+    through :mod:`gym.engines.request_graph`)."""
+    if isinstance(design, GraphDesign):
+        from gym.engines import request_graph
+        from gym.models.graph import topology
+
+        return request_graph.run(
+            topology(design),
+            scenario,
+            seed=seed,
+            timeline=timeline,
+            warmup_s=warmup_s,
+            progress=progress,
+        )
     record = Engine(design, scenario, seed, timeline, warmup_s, progress).run()
     record.seed = seed
     return record

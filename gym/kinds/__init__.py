@@ -1,8 +1,9 @@
 """Component kinds: what a node of a topology can be, each in one module.
 
 A kind declares the parameters of its nodes (a pydantic model), the failure causes its
-nodes record, and how the flow engine builds and connects one (a :class:`Component` per
-node, advanced tick by tick in the topology's order). Adding a kind is one module that
+nodes record, how the flow engine builds and connects one (a :class:`Component` per
+node, advanced tick by tick in the topology's order) and its stage in the request engine
+(what one URL meets there, in SimPy). Adding a kind is one module that
 defines a :class:`Kind` and one line in :data:`REGISTRY` below.
 
 The rules themselves stay in :mod:`gym.components`; a kind's module imports them only when
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     import simpy
 
     from gym.components.base import Component, Ledger
+    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog, Scenario
     from gym.topology import Node, Topology
 
@@ -48,6 +50,9 @@ class Kind:
     flow: Callable[[Build, Node], Component]
     #: Connects a built component to the components feeding it and fed by it.
     connect: Callable[[Component, Sequence[Component], Sequence[Component]], None]
+    #: Builds the node's request-engine stage (:mod:`gym.engines.request_graph`) from the
+    #: run, the node and its cause names; None for a source (the engine offers the load).
+    request: Callable[[Run, Node, tuple[str, ...]], Stage] | None = None
     #: Whether its nodes offer the scenario's load (and take no input).
     source: bool = False
     #: Whether it holds work between ticks (a queue, a fleet, a buffer).

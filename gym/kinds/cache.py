@@ -13,6 +13,7 @@ from gym.models.common import InputModel, Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
+    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -51,6 +52,13 @@ def _units(p: Any, c: Catalog) -> int:
     return int(max(cache_units(p.hit_ratio, c) or 60, units_for(p.rps, c.cache.lookups_rps)))
 
 
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import LossStage
+
+    p: CacheParams = node.params
+    return LossStage(run, node, causes, rate=p.rps, service=p.service, finish=p.hit_ratio)
+
+
 KIND = Kind(
     name="cache",
     summary="Serves a share hit_ratio of lookups; misses go on. No queue: Erlang loss.",
@@ -58,6 +66,7 @@ KIND = Kind(
     units=_units,
     causes=("overload", "unavailable"),
     flow=_flow,
+    request=_request,
     connect=connect_upstream,
     passes=lambda p: 1.0 - p.hit_ratio,
     faults=("stall", "slowdown"),

@@ -15,6 +15,7 @@ from gym.models.common import Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
+    from gym.engines.request_graph import Run, Stage
     from gym.topology import Node, Topology
 
 
@@ -73,6 +74,12 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import FleetStage
+
+    return FleetStage(run, node, causes)
+
+
 KIND = Kind(
     name="fleet",
     summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
@@ -80,6 +87,7 @@ KIND = Kind(
     units=lambda p, _c: p.replicas,
     causes=("crash_loss",),
     flow=_flow,
+    request=_request,
     connect=_connect,
     holds_work=True,
     faults=("crash",),

@@ -14,6 +14,7 @@ from gym.models.common import InputModel, Rate
 
 if TYPE_CHECKING:
     from gym.components.base import Component
+    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -83,6 +84,12 @@ def _units(p: Any, c: Catalog) -> int:
     )
 
 
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import QueueStage
+
+    return QueueStage(run, node, causes)
+
+
 KIND = Kind(
     name="queue",
     summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
@@ -90,6 +97,7 @@ KIND = Kind(
     units=_units,
     causes=("overflow",),
     flow=_flow,
+    request=_request,
     connect=_connect,
     holds_work=True,
     faults=("stall", "slowdown"),

@@ -14,6 +14,7 @@ from gym.models import PageStoreConfig
 
 if TYPE_CHECKING:
     from gym.components.base import Component
+    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -49,6 +50,12 @@ def _units(p: Any, c: Catalog) -> int:
     return int(units_for(p.rps, c.page_store.rps))
 
 
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import LossStage
+
+    return LossStage(run, node, causes, rate=node.params.rps, service=node.params.service)
+
+
 KIND = Kind(
     name="store",
     summary="Takes writes into concurrent slots (Erlang loss) and serves them.",
@@ -56,6 +63,7 @@ KIND = Kind(
     units=_units,
     causes=("overload", "unavailable"),
     flow=_flow,
+    request=_request,
     connect=_connect,
     faults=("stall", "slowdown"),
 )

@@ -14,6 +14,7 @@ from gym.models import AsyncWriterConfig
 
 if TYPE_CHECKING:
     from gym.components.base import Component
+    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node, Topology
 
@@ -63,6 +64,12 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import WriteBufferStage
+
+    return WriteBufferStage(run, node, causes)
+
+
 KIND = Kind(
     name="write_buffer",
     summary="Holds the writes its store cannot take and flushes them into spare room.",
@@ -70,6 +77,7 @@ KIND = Kind(
     units=_units,
     causes=("overflow",),
     flow=_flow,
+    request=_request,
     connect=_connect,
     holds_work=True,
     capped=False,
