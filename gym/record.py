@@ -126,11 +126,15 @@ class RunRecord:
         offered: IntArray,
         components: list[Component],
         causes: tuple[str, ...] = CAUSES,
+        in_transit: dict[str, int] | None = None,
     ) -> RunRecord:
         """The record of a run from its components, in pipeline order: each gives its own
-        tally, and those that can hold work their URLs in flight at the end."""
+        tally, and those that can hold work their URLs in flight at the end; ``in_transit``:
+        URLs on delayed edges at the end, by the node they are on their way to."""
         tallies = {c.name: c.tally() for c in components}
         in_flight = {c.name: c.in_flight_end() for c in components if c.holds_work}
+        for name, count in (in_transit or {}).items():
+            in_flight[name] = in_flight.get(name, 0) + count
         record = cls(engine, seed, timeline, offered.copy(), tallies, in_flight, causes=causes)
         record.check_conservation()
         return record

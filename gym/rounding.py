@@ -40,10 +40,28 @@ def warnings(
                 f"graph.nodes.{name}.service.mean_ms", node.service.mean_ms, tick_ms
             )
         ]
-        return fleets + scenario_warnings(scenario, tick_ms)
+        return fleets + _edge_delays(design, tick_ms) + scenario_warnings(scenario, tick_ms)
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )
+
+
+def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
+    """Delays of edges that the tick grid changes by more than the tolerance."""
+    from gym.topology import Edge
+
+    lines = []
+    for i, e in enumerate(design.graph.edges):
+        if not e.delay_s:
+            continue
+        ticks = Edge(e.source, e.target, delay_s=e.delay_s).delay_ticks(tick_ms)
+        runs = ticks * tick_ms / 1000.0
+        if abs(runs - e.delay_s) > TOLERANCE * e.delay_s:
+            lines.append(
+                f"graph.edges[{i}].delay_s: {e.delay_s:g} s runs as {ticks} tick"
+                f"{'s' if ticks > 1 else ''} of {tick_ms} ms = {runs:g} s"
+            )
+    return lines
 
 
 def design_warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:

@@ -5,9 +5,9 @@ an external service, a write buffer, a store), each of a kind from :mod:`gym.kin
 directed edges carrying URLs from one node's output to another's input. Where a node has
 several outgoing edges each carries a ``share`` of its output (the shares add up to 1);
 where it has none, what it passes on is finished there (served). An edge may carry a
-``delay`` of whole ticks; a cycle (links found by fetches going back to the frontier) is
-allowed when one of its edges has a delay of at least one tick, so every tick can be
-computed from ticks before it.
+``delay_s`` (at least one tick on the run's grid when it is above 0); a cycle (links found
+by fetches going back to the frontier, retries) is allowed when one of its edges has a
+delay, so every tick can be computed from ticks before it.
 
 This module is pure structure: which nodes, which edges, in which order an engine visits
 them, and what is wrong with a graph (:func:`problems`), one line per problem naming the
@@ -33,7 +33,14 @@ class Edge:
     source: str
     target: str
     share: float = 1.0  # of the source's output, where it has several edges
-    delay: int = 0  # ticks on the way (a feedback edge needs at least 1)
+    delay_s: float = 0.0  # seconds on the way (a feedback edge needs more than 0)
+
+    def delay_ticks(self, tick_ms: int) -> int:
+        """The delay on a run's tick grid: the nearest whole number of ticks, at least one
+        for any delay above 0."""
+        if self.delay_s <= 0:
+            return 0
+        return max(1, round(self.delay_s * 1000.0 / tick_ms))
 
 
 @dataclass(frozen=True)
@@ -86,7 +93,7 @@ class Topology:
         without a delay (:func:`problems` names it first)."""
         waiting = {n: 0 for n in self.names}
         for e in self.edges:
-            if e.delay == 0 and e.target in waiting and e.source in waiting:
+            if not e.delay_s and e.target in waiting and e.source in waiting:
                 waiting[e.target] += 1
         done: list[str] = []
         ready = [n for n in self.names if waiting[n] == 0]
@@ -94,7 +101,7 @@ class Topology:
             name = ready.pop(0)
             done.append(name)
             for e in self.outputs(name):
-                if e.delay == 0 and e.target in waiting:
+                if not e.delay_s and e.target in waiting:
                     waiting[e.target] -= 1
                     if waiting[e.target] == 0:
                         ready.append(e.target)
@@ -111,13 +118,12 @@ def problems(
     sources: Iterable[str],
     file: str | None = None,
     where: str = "graph",
-    delays: bool = True,
 ) -> list[Problem]:
     """Everything structurally wrong with ``topology``, one :class:`Problem` per finding,
     each naming the node or edge: an edge to or from a node that does not exist, a node
     whose edges' shares do not add up to 1, a cycle without a delay, a node nothing
     reaches from a source, a source with an input. ``sources`` are the kinds that
-    offer load; ``delays``: whether edges can carry a delay (else every cycle is wrong)."""
+    offer load."""
     found: list[Problem] = []
     names = set(topology.names)
     source_kinds = set(sources)
@@ -188,16 +194,12 @@ def problems(
     cycle = _cycle_without_delay(topology)
     if cycle:
         path = " -> ".join([*cycle, cycle[0]])
-        fix = (
-            "give one of its edges a delay of at least one tick"
-            if delays
-            else "feedback edges are not supported yet"
-        )
         found.append(
             Problem(
                 file,
                 f"{where}.nodes.{cycle[0]}",
-                f"it is in a cycle ({path}); {fix}",
+                f"it is in a cycle ({path}) without a delay; give one of its edges a "
+                "delay_s above 0",
             )
         )
     reached = _reachable(topology, [n.name for n in topology.nodes if n.kind in source_kinds])
@@ -237,7 +239,7 @@ def _cycle_without_delay(topology: Topology) -> list[str]:
         state[name] = 1
         path.append(name)
         for e in topology.outputs(name):
-            if e.delay:
+            if e.delay_s:
                 continue
             if state.get(e.target) == 1:
                 return path[path.index(e.target) :]

@@ -246,6 +246,37 @@ STRIDE_CASES: dict[str, tuple[Any, Any]] = {
             }
         ),
     ),
+    # A feedback loop: a share of the fleet's jobs back to the queue 50 ms later, a crash
+    # and a surge that overflow the queue (the engine advances in strides of 5 ticks).
+    "graph-feedback-loop": (
+        lambda: gym.GraphDesign.model_validate(
+            {
+                "graph": {
+                    "nodes": {
+                        "src": {"kind": "source"},
+                        "q": {"kind": "queue", "drain_rps": 1_500, "buffer": 300},
+                        "f": {"kind": "fleet", "replicas": 2, "rps_per_replica": 800},
+                        "db": {"kind": "store", "rps": 1_500},
+                    },
+                    "edges": [
+                        {"from": "src", "to": "q"},
+                        {"from": "q", "to": "f"},
+                        {"from": "f", "to": "db", "share": 0.7},
+                        {"from": "f", "to": "q", "share": 0.3, "delay_s": 0.05},
+                    ],
+                }
+            }
+        ),
+        lambda: gym.Scenario.model_validate(
+            {
+                "system": "graph",
+                "duration_s": 8,
+                "base_rps": 900,
+                "load": [{"at_s": 0, "multiplier": 1}, {"at_s": 3, "multiplier": 1.6}],
+                "faults": [{"kind": "crash", "at_s": 2, "for_s": 3, "target": "f"}],
+            }
+        ),
+    ),
     # The station filling up: writes far longer than the run.
     "fill-up": (
         lambda: design(

@@ -74,7 +74,10 @@ def test_split_shares_that_do_not_add_up_to_one() -> None:
 
 def test_a_cycle() -> None:
     line = refused(graph(CHAIN, [*CHAIN_EDGES, ("db", "q")]))
-    assert line.startswith("bad.yaml: graph.nodes.q: it is in a cycle (q -> f -> db -> q)")
+    assert line == (
+        "bad.yaml: graph.nodes.q: it is in a cycle (q -> f -> db -> q) without a delay; "
+        "give one of its edges a delay_s above 0"
+    )
 
 
 def test_an_orphan_node() -> None:
@@ -133,11 +136,13 @@ def test_topology_order_and_structure_checks_without_pydantic() -> None:
     nodes = tuple(Node(n, k) for n, k in [("s", "source"), ("a", "queue"), ("b", "fleet")])
     chain = Topology(nodes, (Edge("s", "a"), Edge("a", "b")))
     assert chain.order() == ("s", "a", "b")
-    looped = Topology(nodes, (Edge("s", "a"), Edge("a", "b"), Edge("b", "a", delay=1)))
+    looped = Topology(nodes, (Edge("s", "a"), Edge("a", "b"), Edge("b", "a", delay_s=0.01)))
     assert looped.order() == ("s", "a", "b")
     assert problems(looped, sources=["source"]) == []
     tight = Topology(nodes, (Edge("s", "a"), Edge("a", "b"), Edge("b", "a")))
-    assert "without" not in str(problems(tight, sources=["source"], delays=False))
+    assert "cycle (a -> b -> a) without a delay; give one of its edges a delay_s" in str(
+        problems(tight, sources=["source"])
+    )
     with pytest.raises(ValueError, match="cycle"):
         tight.order()
 
@@ -404,7 +409,7 @@ def test_graph_runs_refuse_or_warn_what_they_cannot_honour(tmp_path: Path) -> No
     sc.write_text("system: graph\nduration_s: 5\nbase_rps: 10\nfaults: [{kind: crash, at_s: 1}]\n")
     with pytest.raises(GymError, match=r"faults\[0\].target: is required .* \(consumers\)"):
         gym.simulate(d, sc)
-    with pytest.raises(GymError, match="warmup_s: .* run with the request engine"):
+    with pytest.raises(GymError, match=r"warmup_s: .* run with the request engine"):
         gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", warmup_s=2)
     r = gym.simulate(d, SYSTEM_SCENARIOS / "ingestion.yaml", tick_ms=1000)
     assert any(w.startswith("graph.nodes.consumers.service.mean_ms") for w in r.warnings)
@@ -727,3 +732,78 @@ def test_a_write_buffer_holds_a_stall_in_the_request_engine() -> None:
     assert 1_000 <= buf.extra["held_in"].sum() <= 1_020
     assert buf.extra["flushed"].sum() == buf.extra["held_in"].sum()
     assert buf.backlog[-1] == 0
+
+
+# -- feedback edges -------------------------------------------------------------------------
+
+
+def _retry_loop(delay_s: float = 0.5) -> GraphDesign:
+    """A fleet whose jobs go on to a store with chance 0.8 and back to the queue (a retry)
+    with chance 0.2, ``delay_s`` later."""
+    nodes = {
+        "src": {"kind": "source"},
+        "q": {"kind": "queue", "drain_rps": 2_000, "buffer": 10**6},
+        "f": {
+            "kind": "fleet",
+            "replicas": 1,
+            "rps_per_replica": 2_000,
+            "service": {"mean_ms": 50},
+        },
+        "db": {"kind": "store", "rps": 100_000},
+    }
+    data = graph(nodes, [("src", "q"), ("q", "f")])
+    data["graph"]["edges"] += [
+        {"from": "f", "to": "db", "share": 0.8},
+        {"from": "f", "to": "q", "share": 0.2, "delay_s": delay_s},
+    ]
+    return GraphDesign.model_validate(data)
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_a_feedback_loop_by_hand(engine: str) -> None:
+    """1,000 URLs/s, evenly spaced, into a queue whose fleet sends a share 0.2 of its jobs
+    back 0.5 s later: in steady state the queue takes x = 1,000 + 0.2 x, so x = 1,000 /
+    0.8 = 1,250 a second, and the store 0.8 x 1,250 = 1,000. The demand the metrics
+    propagate around the loop is exactly that (saturation 1,250 / 2,000 = 0.625); the
+    counts are within a binomial spread of it (the loop is taken at random: about 2,500
+    returns in 10 s, sd below 60). URLs on the delayed edge at the end are in flight."""
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 20, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    m = gym.simulate(_retry_loop(), sc, engine=engine).metrics
+    q, db = m.components["q"], m.components["db"]
+    assert q.demand[10] == pytest.approx(1_250.0)
+    assert q.saturation[10] == pytest.approx(0.625)
+    assert db.demand[10] == pytest.approx(1_000.0)
+    arrived = int(m.record.components["q"].arrived[500:1_500].sum())  # t = 5-15 s
+    assert abs(arrived - 12_500) < 250
+    assert m.failed == 0
+    assert m.offered == m.served + m.in_flight_end
+    # At the end: about 0.5 s x 250/s on the delayed edge, 0.05 s x 1,250/s in the fleet.
+    assert 125 - 60 < m.record.in_flight_end["q"] < 125 + 60
+
+
+def test_a_delay_off_the_tick_grid_and_the_loop_rules() -> None:
+    """A delay is a whole number of ticks, at least one (a 1 ms delay on 10 ms ticks is
+    one tick; 26 ms is three); the demand shifts by it. A delay on the edge a queue hands
+    out over, or on a write buffer's edge to its store, is refused, naming the node."""
+    assert Edge("a", "b", delay_s=0.001).delay_ticks(10) == 1
+    assert Edge("a", "b", delay_s=0.026).delay_ticks(10) == 3
+    assert Edge("a", "b").delay_ticks(10) == 0
+    sc = Scenario.model_validate({"system": "graph", "duration_s": 5, "base_rps": 100})
+    r = gym.simulate(_retry_loop(0.001), sc)
+    m = r.metrics
+    assert m.offered == m.served + m.failed + m.in_flight_end
+    assert "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s" in r.warnings
+    nodes = dict(CHAIN)
+    data = graph(nodes, [("src", "q"), ("f", "db")])
+    data["graph"]["edges"].append({"from": "q", "to": "f", "delay_s": 1})
+    assert "graph.nodes.f: the edge from q has a delay" in refused(data)
+    buffered = {
+        "src": {"kind": "source"},
+        "buf": {"kind": "write_buffer", "buffer": 10},
+        "db": {"kind": "store", "rps": 10},
+    }
+    data = graph(buffered, [("src", "buf")])
+    data["graph"]["edges"].append({"from": "buf", "to": "db", "delay_s": 1})
+    assert "graph.nodes.buf: its edge to db has a delay" in refused(data)

@@ -108,3 +108,40 @@ class Junction(Component):
         self.pace[t0:t1] = np.sum([c.pace[t0:t1] for c in self.inputs], axis=0)
         self.depth[t0:t1] = np.sum([c.depth[t0:t1] for c in self.inputs], axis=0)
         self.periodic[t0:t1] = False
+
+
+class Delay(Component):
+    """An edge with a delay of ``ticks``: what its feeder sent on ``ticks`` ticks ago
+    arrives now, with the stream as it was sent (a retry's backoff, a link going back to
+    the queue). The engine advances a graph with delays in strides of at most the
+    shortest one, so the ticks it reads are always computed."""
+
+    name = "delay"
+
+    def __init__(self, env: simpy.Environment, ledger: Ledger, feeder: Component, ticks: int):
+        super().__init__(env, np.random.default_rng(0), ledger)  # draws nothing
+        assert ticks >= 1
+        self.feeder = feeder
+        self.ticks = ticks
+
+    def _advance(self, t0: int, t1: int) -> None:
+        src, d = self.feeder, self.ticks
+        lo = max(t0, d)  # ticks before the delay's first have nothing arriving
+        if lo >= t1:
+            return
+        assert src.t >= t1 - d, "advanced beyond what the delayed edge's feeder has sent"
+        a, b = lo - d, t1 - d
+        self.arrived[lo:t1] = src.out[a:b]
+        self.processed[lo:t1] = src.out[a:b]
+        self.out[lo:t1] = src.out[a:b]
+        self.expected[lo:t1] = src.expected[a:b]
+        self.dispersion[lo:t1] = src.dispersion[a:b]
+        self.jitter[lo:t1] = src.jitter[a:b]
+        self.pace[lo:t1] = src.pace[a:b]
+        self.depth[lo:t1] = src.depth[a:b]
+        self.periodic[lo:t1] = src.periodic[a:b]
+
+    def in_transit(self) -> int:
+        """URLs on the way at the end of the run: those sent in its last ``ticks`` ticks."""
+        n = self.ledger.n_ticks
+        return int(self.feeder.out[max(0, n - self.ticks) : n].sum())

@@ -20,7 +20,7 @@ import simpy
 
 from gym import crawler, kinds, latency
 from gym.components import Client, Component, Ledger
-from gym.components.junction import Junction, Splitter
+from gym.components.junction import Delay, Junction, Splitter
 from gym.kinds import Build
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
 from gym.models.graph import topology as graph_topology
@@ -93,6 +93,13 @@ def run_graph(
             feeds.update({(name, e.target): p for e, p in zip(out, splitter.ports, strict=True)})
         else:
             feeds.update({(name, e.target): built[name] for e in out})
+    # An edge with a delay hands its feeder's output on that many ticks later.
+    delays: dict[str, list[Delay]] = {}
+    for e in graph.edges:
+        if ticks := e.delay_ticks(timeline.tick_ms):
+            delay = Delay(env, ledger, feeds[(e.source, e.target)], ticks)
+            feeds[(e.source, e.target)] = delay
+            delays.setdefault(e.target, []).append(delay)
     junctions: dict[str, Junction] = {}
     for name in order:
         inputs = [feeds[(e.source, name)] for e in graph.inputs(name)]
@@ -103,15 +110,24 @@ def run_graph(
         kinds.kind(graph.node(name).kind).connect(built[name], inputs, outputs)
     pipeline: list[Component] = []
     for name in order:
+        pipeline += delays.get(name, [])
         if name in junctions:
             pipeline.append(junctions[name])
         pipeline.append(built[name])
         if name in splitters:
             pipeline.append(splitters[name])
 
+    # With delayed edges, in strides no longer than the shortest delay: a delayed edge
+    # reads only ticks its feeder has computed (the feeder may come later in the order).
+    stride = min((d.ticks for ds in delays.values() for d in ds), default=None)
+    synced = [0]
+
     def sync(tick: int) -> None:
-        for component in pipeline:
-            component.advance(tick)
+        while synced[0] < tick:
+            t = tick if stride is None else min(tick, synced[0] + stride)
+            for component in pipeline:
+                component.advance(t)
+            synced[0] = t
 
     ledger.sync = sync
 
@@ -156,6 +172,8 @@ def run_graph(
         # the sources offer; the rest hold, serve or fail URLs
         components=[built[n] for n in order if n not in offers],
         causes=causes or tuple(cause for n in order for cause in built[n].causes),
+        # URLs on a delayed edge at the end are in flight, on the way to its target.
+        in_transit={name: sum(d.in_transit() for d in ds) for name, ds in delays.items()},
     )
 
 

@@ -434,7 +434,7 @@ class Engine:
             self.routes[name] = (
                 [self.stages[e.target] for e in out],
                 shares,
-                [e.delay * timeline.tick_s for e in out],
+                [e.delay_ticks(timeline.tick_ms) * timeline.tick_s for e in out],
             )
         self.rng_route = {
             name: stream(seed, f"{name}/route")
@@ -442,6 +442,7 @@ class Engine:
             if len(graph.outputs(name)) > 1
         }
         self.route_draws: dict[str, list[float]] = {name: [] for name in self.rng_route}
+        self.transit = dict.fromkeys(self.stages, 0)  # URLs on delayed edges, by target
 
     def _next(self, name: str) -> tuple[Stage | None, float]:
         """The stage a URL leaving ``name`` goes to (None: finished there) and its delay."""
@@ -464,8 +465,10 @@ class Engine:
         last: Stage | None = None
         stage, delay = self._next(self.source)
         while stage is not None:
-            if delay:
+            if delay:  # on a delayed edge: in flight, on the way to the stage
+                self.transit[stage.name] += 1
                 yield env.timeout(delay)
+                self.transit[stage.name] -= 1
             go_on = yield from stage.visit(url, me)
             if not go_on:
                 return
@@ -526,6 +529,8 @@ class Engine:
         run = self.run_
         tallies = {name: stage.tally() for name, stage in self.stages.items()}
         in_flight = {name: int(t.backlog[-1]) for name, t in tallies.items()}
+        for name, count in self.transit.items():
+            in_flight[name] += count
         causes = tuple(c for s in self.stages.values() for c in s.log.failed)
         record = RunRecord(
             "request", 0, self.timeline, self.offered, tallies, in_flight, causes=causes

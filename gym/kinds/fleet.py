@@ -61,6 +61,13 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     if len(inputs) != 1:
         return [(where, f"a fleet takes its work from exactly one queue (it has {len(inputs)})")]
     feeder = graph.node(inputs[0].source)
+    if inputs[0].delay_s:
+        return [
+            (
+                where,
+                f"the edge from {feeder.name} has a delay; a queue hands out to its fleet at once",
+            )
+        ]
     if feeder.kind != "queue":
         return [(where, "a fleet takes its work from one queue: put one in front of it")]
     if len(graph.outputs(feeder.name)) > 1:

@@ -53,6 +53,8 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     store = graph.node(outputs[0].target) if len(outputs) == 1 else None
     if store is None or store.kind != "store":
         return [(where, "a write buffer holds writes for one store: connect it to one")]
+    if outputs[0].delay_s:
+        return [(where, f"its edge to {store.name} has a delay; it writes into its store at once")]
     if len(graph.inputs(store.name)) > 1:
         return [
             (

@@ -48,6 +48,16 @@ class EdgeSpec(InputModel):
         gt=0,
         le=1,
     )
+    delay_s: float = Field(
+        0.0,
+        description=(
+            "Seconds the URLs spend on the way (a retry's backoff, a link found by a fetch "
+            "going back to the queue): on the run's tick grid, at least one tick when above "
+            "0. A cycle of edges needs a delay on one of them."
+        ),
+        ge=0,
+        le=3600,
+    )
 
 
 class GraphSpec(InputModel):
@@ -93,7 +103,7 @@ def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
     graph = topology(design)
     found = [
         (p.field or "graph", p.message)
-        for p in problems(graph, sources=kinds.source_kinds(), where="graph", delays=False)
+        for p in problems(graph, sources=kinds.source_kinds(), where="graph")
     ]
     if found:
         return found
@@ -118,5 +128,5 @@ def topology(design: GraphDesign) -> Topology:
     for name, spec in design.graph.nodes.items():
         kind: str = getattr(spec, "kind")  # noqa: B009  (a union built from the kinds)
         nodes.append(Node(name, kind, None if kind == "source" else spec))
-    edges = tuple(Edge(e.source, e.target, e.share) for e in design.graph.edges)
+    edges = tuple(Edge(e.source, e.target, e.share, e.delay_s) for e in design.graph.edges)
     return Topology(tuple(nodes), edges)
