@@ -26,7 +26,7 @@ from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 
-from gym import costing, metrics, rounding
+from gym import costing, rounding
 from gym.budget import format_fraction
 from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
@@ -961,13 +961,10 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = load_scenario(scenario or default_scenario())
-    if s.system != "crawler":
-        raise GymError.single(
-            s._source, "system", "sweep varies crawler designs, under a crawler scenario, so far"
-        )
     if engine == "request" and (over := url_budget(s, planned, url_limit)) is not None:
         raise GymError([over])
     points = sweep.grid(design, vary, sets)
+    sweep.check_system(points, s)
     executor = _closing(make_executor(workers, scheduler))
     total = sum(runs for p in points if p.design is not None)
     try:
@@ -1104,7 +1101,7 @@ def optimize_cmd(
         typer.Option(
             "--max-cost",
             help="Search up to this many units (default: the scenario's cost SLO, else 20).",
-            min=4,
+            min=1,
             show_default=False,
         ),
     ] = None,
@@ -1146,11 +1143,9 @@ def optimize_cmd(
     optimize.check_sets(sets or [])
     s = load_scenario(scenario or default_scenario())
     base = load_design(design, sets) if design is not None else None
-    if base is not None and not isinstance(base, Design):
-        raise GymError.single(
-            str(design), None, "optimize searches crawler designs only, so far (this is a graph)"
-        )
-    optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs)
+    space = optimize.space_for(s, base)
+    optimize.check_sets(sets or [], space.searched)
+    optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs, space=space)
     executor = _closing(make_executor(workers, scheduler))
     with _count_progress(0, "searching") as report:
         opt = optimize.search(
@@ -1331,11 +1326,7 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt =
             raise GymError(problems)
     except GymError as err:
         raise _fail_invalid(err) from None
-    units = (
-        costing.units(d, s.catalog)
-        if isinstance(d, Design)
-        else metrics.graph_units(metrics.system_topology(d, s), s.catalog)
-    )
+    units = costing.units_of(d, s.catalog)
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
     console = _console()
     console.print(

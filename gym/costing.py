@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gym.errors import Problem
-from gym.models import Catalog, Design, Scenario
+from gym.models import Catalog, Design, GraphDesign, Scenario
 
 #: Component names, in pipeline order, as they appear in results.
 COMPONENTS: tuple[str, ...] = (
@@ -49,6 +49,16 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
     if design.async_writer is not None:
         per["async_writer"] = units_for(design.async_writer.buffer, catalog.async_writer.buffer)
     return {name: per[name] for name in COMPONENTS if name in per}
+
+
+def units_of(design: Design | GraphDesign, catalog: Catalog) -> dict[str, int]:
+    """Provisioned units per component of a crawler design, or per node of a graph."""
+    if isinstance(design, Design):
+        return units(design, catalog)
+    from gym.kinds import graph_units
+    from gym.models.graph import topology
+
+    return graph_units(topology(design), catalog)
 
 
 def frontier_units(design: Design, catalog: Catalog) -> int:

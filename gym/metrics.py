@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gym import costing, crawler, kinds
-from gym.models import Catalog, Design, GraphDesign, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.models.graph import topology as graph_topology
 from gym.record import RunRecord, Tally
 from gym.topology import Topology
@@ -183,7 +183,7 @@ def compute(record: RunRecord, design: Design | GraphDesign, scenario: Scenario)
         components=ordered,
         units=costing.units(design, scenario.catalog)
         if isinstance(design, Design)
-        else graph_units(graph, scenario.catalog),
+        else kinds.graph_units(graph, scenario.catalog),
         offered=int(record.offered.sum()),
         served=record.served_total,
         failed=sum(failed_by_cause.values()),
@@ -221,16 +221,6 @@ def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topolog
     if isinstance(design, Design):
         return crawler.topology(design, scenario)
     return graph_topology(design)
-
-
-def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
-    """Units per node of a graph design (its kinds' rules), sources left out."""
-    out = {}
-    for node in graph.nodes:
-        k = kinds.kind(node.kind)
-        if not k.source:
-            out[node.name] = k.units(node.params, catalog)
-    return out
 
 
 def _demand(

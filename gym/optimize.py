@@ -9,11 +9,17 @@ from the least a design can cost (one unit each of frontier, fetchers, cache and
 store), runs every design of that cost over the same seeds, and stops at the first cost
 where some design passes at the chosen confidence; it then looks a few units further for
 designs that buy more margin. Deterministic for a seed: same scenario, same answer.
+
+A graph design (``system: graph``) is searched the same way over its own nodes: each node
+whose kind is bought in units (:data:`gym.kinds.Kind.scale`: a queue, a fleet, a cache, a
+write buffer, a store) gets at least one, sized by its kind's rule; the base design gives
+the graph, the edges and everything the units do not set.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,7 +29,7 @@ from gym.costing import cache_hit_ratio, cache_units
 from gym.costing import check as check_units
 from gym.costing import units as costing_units
 from gym.errors import GymError, Problem
-from gym.models import Design, Scenario
+from gym.models import Design, GraphDesign, Scenario
 from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Progress, Serial
 
@@ -35,7 +41,7 @@ class Candidate:
     """A unit-aligned design and how it did."""
 
     units: dict[str, int]
-    design: Design
+    design: Design | GraphDesign
     result: MonteCarloResult
 
     @property
@@ -85,12 +91,11 @@ class Optimum:
     skipped: int = 0  # unit sets no design file can say (beyond a field's limit)
     runs: int = 0
     confidence: float = DEFAULT_CONFIDENCE
+    space: Space | None = None
 
     def why_nothing_cheaper(self) -> list[str]:
-        lines = [
-            "fewer than 4 units cannot build a design: frontier, fetchers, cache and "
-            "page store need one unit each"
-        ]
+        space = self.space or crawler_space(None)
+        lines = [f"fewer than {space.min_cost} units cannot build a design: {space.needs}"]
         for c in self.cheaper:
             reason = "; ".join(c.failing()) or "passes too rarely for the confidence asked"
             lines.append(
@@ -147,7 +152,7 @@ SEARCHED = (
 )
 
 
-def check_sets(sets: list[str]) -> None:
+def check_sets(sets: list[str], searched: tuple[str, ...] = SEARCHED) -> None:
     """Refuse a ``--set`` on a field the search chooses (or a section holding one): the
     search would replace it, so it would do nothing. Service times, the crash policy,
     dedup and the writer's flush ceiling are kept from the base, and may be set."""
@@ -155,7 +160,7 @@ def check_sets(sets: list[str]) -> None:
 
     for text in sets:
         path = ".".join(parse_override(text)[0])
-        for chosen in SEARCHED:
+        for chosen in searched:
             if path == chosen or chosen.startswith(path + ".") or path.startswith(chosen + "."):
                 raise GymError.single(
                     None,
@@ -219,30 +224,157 @@ def unit_design(
     return design
 
 
-def design_mapping(design: Design) -> dict[str, Any]:
-    """A design as a mapping that loads as a design file: defaults left out."""
-    data = design.model_dump(mode="json", exclude_defaults=True)
+def design_mapping(design: Design | GraphDesign) -> dict[str, Any]:
+    """A design as a mapping that loads as a design file: defaults left out (a graph's
+    edges keep their ``from`` and ``to``)."""
+    by_alias = isinstance(design, GraphDesign)
+    data = design.model_dump(mode="json", exclude_defaults=True, by_alias=by_alias)
+    if by_alias:  # each node's kind first, as a person writes it
+        nodes = data["graph"]["nodes"]
+        for name, node in nodes.items():
+            nodes[name] = {"kind": node.pop("kind"), **node}
     return {k: v for k, v in data.items() if v is not None}
 
 
-def _unit_sets(cost: int) -> list[dict[str, int]]:
-    """Every split of ``cost`` units: at least one each of frontier, fetchers, cache and
-    page store, the rest (possibly none) to the writer. There are C(cost, 4) of them."""
+@dataclass(frozen=True)
+class Space:
+    """What the search buys: the parts in units (each at least its minimum), and how a
+    set of units becomes a design."""
+
+    parts: tuple[str, ...]
+    mins: tuple[int, ...]
+    needs: str  # why the least design costs what it does, for the messages
+    build: Callable[[dict[str, int], Scenario, str], Design | GraphDesign]
+    #: Fields the search sets on every candidate (a ``--set`` of one would be dropped).
+    searched: tuple[str, ...] = ()
+
+    @property
+    def min_cost(self) -> int:
+        return sum(self.mins)
+
+
+def crawler_space(base: Design | None) -> Space:
+    """The crawler's: frontier, fetchers, cache and page store one unit each at least, the
+    async writer none or more."""
+    return Space(
+        parts=COMPONENTS,
+        mins=(1, 1, 1, 1, 0),
+        needs="frontier, fetchers, cache and page store need one unit each",
+        build=lambda units, scenario, name: unit_design(units, scenario, base, name),
+        searched=SEARCHED,
+    )
+
+
+def graph_space(base: GraphDesign, scenario: Scenario) -> Space:
+    """A graph design's: every node whose kind is bought in units, one unit each at least."""
+    from gym import kinds
+
+    parts = tuple(
+        name
+        for name, spec in base.graph.nodes.items()
+        if kinds.kind(getattr(spec, "kind")).scale is not None  # noqa: B009
+    )
+    if not parts:
+        raise GymError.single(
+            base._source, "graph.nodes", "has no node bought in units: nothing to search"
+        )
+    searched = tuple(
+        f"graph.nodes.{name}.{key}" for name in parts for key in _scaled(base, name, 1, scenario)
+    )
+    return Space(
+        parts=parts,
+        mins=(1,) * len(parts),
+        needs=f"{', '.join(parts)} need one unit each",
+        build=lambda units, sc, name: unit_graph(units, sc, base, name),
+        searched=searched,
+    )
+
+
+def _scaled(base: GraphDesign, name: str, units: int, scenario: Scenario) -> dict[str, Any]:
+    from gym import kinds
+
+    spec = base.graph.nodes[name]
+    scale = kinds.kind(getattr(spec, "kind")).scale  # noqa: B009
+    assert scale is not None
+    return scale(units, scenario.catalog)
+
+
+def unit_graph(
+    units: dict[str, int], scenario: Scenario, base: GraphDesign, name: str
+) -> GraphDesign:
+    """The base graph with each bought node as large as its units allow under the
+    scenario's catalog. Raises :class:`GymError` when no design file can say it."""
+    from gym import kinds
+    from gym.models.graph import topology
+
+    data = base.model_dump(mode="json", by_alias=True)
+    data["name"] = name
+    for node, count in units.items():
+        data["graph"]["nodes"][node].update(_scaled(base, node, count, scenario))
+    what = ", ".join(f"{k} {v}" for k, v in units.items() if v)
+    try:
+        design = GraphDesign.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise GymError.single(
+            None, where, f"{what}: beyond the field's limit under this catalog"
+        ) from None
+    got = {
+        n.name: kinds.kind(n.kind).units(n.params, scenario.catalog)
+        for n in topology(design).nodes
+        if n.name in units
+    }
+    if got != units:
+        raise GymError.single(
+            None, "graph.nodes", f"{what}: the catalog prices this design at {got}, not {units}"
+        )
+    return design
+
+
+def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
+    """What to search for ``scenario``: a graph scenario needs the graph to size."""
+    if scenario.system == "graph":
+        if not isinstance(base, GraphDesign):
+            raise GymError.single(
+                scenario._source,
+                "system",
+                "graph: give the graph design to size (gym optimize DESIGN --scenario ...); "
+                "the search keeps its nodes and edges and buys each node's units",
+            )
+        return graph_space(base, scenario)
+    if isinstance(base, GraphDesign):
+        raise GymError.single(
+            scenario._source,
+            "system",
+            f"{scenario.system}: {base.name or 'the design'} is a graph design; its scenario "
+            "needs system: graph",
+        )
+    return crawler_space(base)
+
+
+def _unit_sets(cost: int, space: Space | None = None) -> list[dict[str, int]]:
+    """Every split of ``cost`` units over the space's parts, each at least its minimum
+    (the crawler's: one each of frontier, fetchers, cache and page store, the rest,
+    possibly none, to the writer: C(cost, 4) of them)."""
+    space = space or crawler_space(None)
+    spare = cost - space.min_cost
+    if spare < 0:
+        return []
     out = []
-    for f in range(1, cost - 2):
-        for r in range(1, cost - f - 1):
-            for c in range(1, cost - f - r):
-                for st in range(1, cost - f - r - c + 1):
-                    out.append(
-                        {
-                            "frontier": f,
-                            "fetchers": r,
-                            "cache": c,
-                            "page_store": st,
-                            "async_writer": cost - f - r - c - st,
-                        }
-                    )
+    k = len(space.parts)
+    # Stars and bars: the spare units over k parts, in lexicographic order.
+    for bars in _compositions(spare, k):
+        out.append({p: m + b for p, m, b in zip(space.parts, space.mins, bars, strict=True)})
     return out
+
+
+def _compositions(total: int, k: int) -> list[tuple[int, ...]]:
+    """Every k-tuple of whole numbers >= 0 adding up to ``total``, in order."""
+    if k == 1:
+        return [(total,)]
+    return [
+        (first, *rest) for first in range(total + 1) for rest in _compositions(total - first, k - 1)
+    ]
 
 
 #: Simulations an optimization may run at most, unless allowed more (``--max-runs``).
@@ -257,9 +389,14 @@ def cost_limit(scenario: Scenario, max_cost: int | None) -> int:
     return int(slo.max) if slo is not None else 20
 
 
-def designs_up_to(limit: int) -> int:
-    """Unit-aligned designs of 4 to ``limit`` units: the sum of C(c, 4), = C(limit + 1, 5)."""
-    return math.comb(limit + 1, 5) if limit >= 4 else 0
+def designs_up_to(limit: int, space: Space | None = None) -> int:
+    """Unit-aligned designs of the least cost to ``limit`` units: the spare units over k
+    parts, C(spare + k - 1, k - 1) at each cost, summing to C(limit - least + k, k) (the
+    crawler's: C(limit + 1, 5))."""
+    space = space or crawler_space(None)
+    k = len(space.parts)
+    spare = limit - space.min_cost
+    return math.comb(spare + k, k) if spare >= 0 else 0
 
 
 def check(
@@ -269,26 +406,31 @@ def check(
     confidence: float,
     max_cost: int | None,
     max_runs: int = DEFAULT_MAX_RUNS,
+    space: Space | None = None,
 ) -> int:
     """Refuse, before anything runs, a search that cannot find anything or is too large;
     returns the cost limit. Computed, not tried: the worst case is every design up to
     the limit, each over ``runs`` seeds."""
     from gym.montecarlo import runs_needed, wilson
 
+    space = space or crawler_space(None)
+    least = space.min_cost
     problems = []
     slo = scenario.slos.cost_units
     limit = cost_limit(scenario, max_cost)
-    if max_cost is None and limit < 4:
+    if max_cost is None and limit < least:
         problems.append(
             Problem(
                 scenario._source,
                 "slos.cost_units.max",
-                f"{slo.max if slo else limit:g}: no design costs less than 4 units (one each "
-                "of frontier, fetchers, cache and page store), so none can pass",
+                f"{slo.max if slo else limit:g}: no design costs less than {least} units "
+                f"({space.needs}), so none can pass",
             )
         )
-    elif limit < 4:
-        problems.append(Problem(None, "--max-cost", f"{limit}: a design needs at least 4 units"))
+    elif limit < least:
+        problems.append(
+            Problem(None, "--max-cost", f"{limit}: a design needs at least {least} units")
+        )
     elif max_cost is not None and slo is not None and max_cost > slo.max:
         problems.append(
             Problem(
@@ -318,12 +460,13 @@ def check(
                     f"--runs {runs_needed(confidence)} or more",
                 )
             )
-    if not problems and (total := designs_up_to(limit) * runs) > max_runs:
+    if not problems and (total := designs_up_to(limit, space) * runs) > max_runs:
         problems.append(
             Problem(
                 None,
                 "--max-runs",
-                f"up to {designs_up_to(limit):,} designs of 4 to {limit} units x {runs} runs "
+                f"up to {designs_up_to(limit, space):,} designs of {least} to {limit} units "
+                f"x {runs} runs "
                 f"= {total:,} simulations, more than the limit of {max_runs:,}; lower "
                 f"--max-cost or --runs, or allow it with --max-runs {total}",
             )
@@ -336,7 +479,7 @@ def check(
 def search(
     scenario: Scenario,
     *,
-    base: Design | None = None,
+    base: Design | GraphDesign | None = None,
     runs: int = 20,
     seed: int = 0,
     confidence: float = DEFAULT_CONFIDENCE,
@@ -349,18 +492,26 @@ def search(
     """Search up in cost for the cheapest design that passes; see the module docstring.
     Refuses (GymError, before running anything) what :func:`check` refuses."""
     executor = executor or Serial()
-    limit = check(scenario, runs=runs, confidence=confidence, max_cost=max_cost, max_runs=max_runs)
-    opt = Optimum(best=None, runs=runs, confidence=confidence)
+    space = space_for(scenario, base)
+    limit = check(
+        scenario,
+        runs=runs,
+        confidence=confidence,
+        max_cost=max_cost,
+        max_runs=max_runs,
+        space=space,
+    )
+    opt = Optimum(best=None, runs=runs, confidence=confidence, space=space)
     passing: list[Candidate] = []
     stop_at = limit
     name = f"cheapest-for-{scenario.name}"
-    for cost in range(4, limit + 1):
+    for cost in range(space.min_cost, limit + 1):
         if cost > stop_at:
             break
         sets, designs = [], []
-        for u in _unit_sets(cost):
+        for u in _unit_sets(cost, space):
             try:
-                designs.append(unit_design(u, scenario, base, name))
+                designs.append(space.build(u, scenario, name))
             except GymError:
                 opt.skipped += 1
                 continue

@@ -31,19 +31,22 @@ def warnings(
     """One sentence per rounding that changes a service time, a capacity, the length of a
     stage or a fault, or the run's duration by more than :data:`TOLERANCE` (for a graph
     design, the scenario's alone so far)."""
-    if isinstance(design, GraphDesign):
-        fleets = [
-            line
-            for name, node in design.graph.nodes.items()
-            if getattr(node, "kind", None) == "fleet"
-            for line in _service_ticks(
-                f"graph.nodes.{name}.service.mean_ms", node.service.mean_ms, tick_ms
-            )
-        ]
-        return fleets + _edge_delays(design, tick_ms) + scenario_warnings(scenario, tick_ms)
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )
+
+
+def _graph_warnings(design: GraphDesign, tick_ms: int) -> list[str]:
+    """A graph's fleets' service times and its edges' delays on the tick grid."""
+    fleets = [
+        line
+        for name, node in design.graph.nodes.items()
+        if getattr(node, "kind", None) == "fleet"
+        for line in _service_ticks(
+            f"graph.nodes.{name}.service.mean_ms", node.service.mean_ms, tick_ms
+        )
+    ]
+    return fleets + _edge_delays(design, tick_ms)
 
 
 def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
@@ -64,9 +67,13 @@ def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
     return lines
 
 
-def design_warnings(design: Design, scenario: Scenario, *, engine: str, tick_ms: int) -> list[str]:
+def design_warnings(
+    design: Design | GraphDesign, scenario: Scenario, *, engine: str, tick_ms: int
+) -> list[str]:
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
+    if isinstance(design, GraphDesign):
+        return _graph_warnings(design, tick_ms)
     if engine == "flow":
         return _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
     return _slots(design, scenario, engine) + _flushes(design, tick_ms)

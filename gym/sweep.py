@@ -163,10 +163,6 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
     axes = plan(varies, fixed)
     # read once: up to 100,000 values and points, each a load of the base with its values
     contents = read_yaml(base)
-    if isinstance(contents, dict) and "graph" in contents:
-        raise GymError.single(
-            str(base), None, "sweep varies crawler designs only, so far (this is a graph)"
-        )
     # The ends of every axis first, then whole axes from the shortest: a bad value is
     # usually found in milliseconds, not after loading 100,000 good ones.
     ends = [(path, v) for path, values in axes for v in dict.fromkeys([values[0], values[-1]])]
@@ -191,6 +187,19 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
                 + "; ".join(str(p) for p in err.problems),
             ) from None
     return points
+
+
+def check_system(points: list[Point], scenario: Scenario) -> None:
+    """Refuse a grid whose designs and scenario are of different systems (a graph design
+    needs a ``system: graph`` scenario, a crawler design a crawler one) before it runs."""
+    design = next((p.design for p in points if p.design is not None), None)
+    if design is None or isinstance(design, GraphDesign) == (scenario.system == "graph"):
+        return
+    if isinstance(design, GraphDesign):
+        why = f"{design.name or 'the design'} is a graph design; its scenario needs system: graph"
+    else:
+        why = "is for graph designs; a crawler design runs under a crawler scenario"
+    raise GymError.single(scenario._source, "system", f"{scenario.system}: {why}")
 
 
 def _point_error(
@@ -233,7 +242,7 @@ def run(
     than ``max_urls`` simulated URLs in all. Ctrl-C raises :class:`SweepInterrupted` with
     the rows finished so far.
     """
-    from gym.costing import units
+    from gym.costing import units_of
     from gym.simulate import validate
 
     tasks = []
@@ -288,10 +297,10 @@ def run(
             )
             rows.append(row)
             continue
-        assert isinstance(p.design, Design)
+        assert p.design is not None
         mc = MonteCarloResult(by_point[i], confidence)
         row["status"] = "ok"
-        row["cost_units"] = sum(units(p.design, scenario.catalog).values())
+        row["cost_units"] = sum(units_of(p.design, scenario.catalog).values())
         warned = rounding.design_warnings(p.design, scenario, engine=engine, tick_ms=10)
         warned += grid_notes
         if warned:  # the engine's grid changed one of this point's figures by over 5%

@@ -53,6 +53,9 @@ class Kind:
     #: Builds the node's request-engine stage (:mod:`gym.engines.request_graph`) from the
     #: run, the node and its cause names; None for a source (the engine offers the load).
     request: Callable[[Run, Node, tuple[str, ...]], Stage] | None = None
+    #: The parameters ``units`` units buy under a catalog (the optimizer's unit-aligned
+    #: node, the rest of its parameters kept); None for what a design does not buy.
+    scale: Callable[[int, Catalog], dict[str, Any]] | None = None
     #: Whether its nodes offer the scenario's load (and take no input).
     source: bool = False
     #: Whether it holds work between ticks (a queue, a fleet, a buffer).
@@ -97,6 +100,15 @@ def kind(name: str) -> Kind:
 
 def source_kinds() -> tuple[str, ...]:
     return tuple(k.name for k in REGISTRY.values() if k.source)
+
+
+def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
+    """Units per node of a graph (each kind's rule), sources left out."""
+    return {
+        node.name: kind(node.kind).units(node.params, catalog)
+        for node in graph.nodes
+        if not kind(node.kind).source
+    }
 
 
 def node_models() -> tuple[type[Any], ...]:

@@ -59,11 +59,22 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return LossStage(run, node, causes, rate=p.rps, service=p.service, finish=p.hit_ratio)
 
 
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` cache units give: the hit ratio they reach and their lookups."""
+    from gym.costing import cache_hit_ratio, cache_units
+
+    ratio = cache_hit_ratio(units, c)
+    shown = round(ratio, 12)  # 0.96, not 0.9600000000000001, when that is still exact
+    ratio = shown if shown < 1 and cache_units(shown, c) == units else ratio
+    return {"hit_ratio": ratio, "rps": units * c.cache.lookups_rps}
+
+
 KIND = Kind(
     name="cache",
     summary="Serves a share hit_ratio of lookups; misses go on. No queue: Erlang loss.",
     node=CacheNode,
     units=_units,
+    scale=_scale,
     causes=("overload", "unavailable"),
     flow=_flow,
     request=_request,

@@ -5,7 +5,7 @@ back to the head of the queue."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -16,6 +16,7 @@ from gym.models.common import Rate, ServiceTime
 if TYPE_CHECKING:
     from gym.components.base import Component
     from gym.engines.request_graph import Run, Stage
+    from gym.models import Catalog
     from gym.topology import Node, Topology
 
 
@@ -87,11 +88,17 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return FleetStage(run, node, causes)
 
 
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` fleet units give: one replica each, at the catalog's fastest."""
+    return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
+
+
 KIND = Kind(
     name="fleet",
     summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
     node=FleetNode,
     units=lambda p, _c: p.replicas,
+    scale=_scale,
     causes=("crash_loss",),
     flow=_flow,
     request=_request,

@@ -90,11 +90,17 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return QueueStage(run, node, causes)
 
 
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` queue units give: each drains and holds one catalog frontier unit."""
+    return {"drain_rps": units * c.frontier.drain_rps, "buffer": units * c.frontier.buffer}
+
+
 KIND = Kind(
     name="queue",
     summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
     node=QueueNode,
     units=_units,
+    scale=_scale,
     causes=("overflow",),
     flow=_flow,
     request=_request,

@@ -56,11 +56,17 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return LossStage(run, node, causes, rate=node.params.rps, service=node.params.service)
 
 
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` store units give: their writes per second."""
+    return {"rps": units * c.page_store.rps}
+
+
 KIND = Kind(
     name="store",
     summary="Takes writes into concurrent slots (Erlang loss) and serves them.",
     node=StoreNode,
     units=_units,
+    scale=_scale,
     causes=("overload", "unavailable"),
     flow=_flow,
     request=_request,

@@ -72,11 +72,17 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return WriteBufferStage(run, node, causes)
 
 
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` write-buffer units give: the writes they hold."""
+    return {"buffer": units * c.async_writer.buffer}
+
+
 KIND = Kind(
     name="write_buffer",
     summary="Holds the writes its store cannot take and flushes them into spare room.",
     node=WriteBufferNode,
     units=_units,
+    scale=_scale,
     causes=("overflow",),
     flow=_flow,
     request=_request,
