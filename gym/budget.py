@@ -99,7 +99,7 @@ def compute(metrics: Metrics, availability_target: float | None) -> ErrorBudget:
             t0, t1 = tl.to_tick(seg.start_s), min(tl.to_tick(seg.end_s), tl.n_ticks)
             n = int(np.sum(counts[t0:t1]))
             if n:
-                owner = _owner(seg.events, component)
+                owner = _owner(seg.events, component, tl.affected_by)
                 charged[id(owner)][cause] += n
     spends = [
         EventSpend(e.name, e.kind, e.start_s, e.end_s, sum(by.values()), by)
@@ -126,8 +126,8 @@ def format_fraction(fraction: float | None) -> str:
     return f"{fraction:.0%}"
 
 
-def _owner(active: tuple[Event, ...], component: str) -> Event:
-    faults = [e for e in active if e.kind != "load" and matters_to(e, component)]
+def _owner(active: tuple[Event, ...], component: str, affected_by: dict[str, set[str]]) -> Event:
+    faults = [e for e in active if e.kind != "load" and matters_to(e, component, affected_by)]
     if faults:
         return max(faults, key=lambda e: e.start_s)
     return next(e for e in active if e.kind == "load")

@@ -14,6 +14,7 @@ from gym.kinds.cache import CacheNode
 from gym.kinds.fleet import FleetNode
 from gym.loading import load_design, load_scenario
 from gym.models import Design, GraphDesign, Scenario
+from gym.models.graph import topology as graph_topology
 from gym.record import RunRecord
 from gym.result import Result
 from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
@@ -219,6 +220,8 @@ def simulate(
     if problems:
         raise GymError(problems)
     timeline = Timeline(scenario, tick_ms)
+    if isinstance(design, GraphDesign):  # whose faults explain what, by the graph's edges
+        timeline.affected_by = kinds.affected_by(graph_topology(design))
     record = ENGINES[engine](
         design, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
     )

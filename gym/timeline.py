@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
 
@@ -41,10 +41,11 @@ class Segment:
     start_s: float
     end_s: float
     events: tuple[Event, ...]
+    affected_by: dict[str, set[str]] = field(default_factory=dict, compare=False)
 
     def describe(self, component: str | None = None) -> str:
         """The events in force, as words; with ``component``, only those that matter to it."""
-        return _describe(self.events, component)
+        return _describe(self.events, component, self.affected_by)
 
 
 class Timeline:
@@ -60,6 +61,10 @@ class Timeline:
         self.n_ticks = self.to_tick(scenario.duration_s)
         self.ticks_per_window = 1000 // tick_ms
         self.events = self._events()
+        #: Per node, the nodes whose faults explain what happens there besides its own (a
+        #: queue backs up when the fleet it feeds crashes): the crawler's unless the run's
+        #: graph says otherwise (:func:`gym.kinds.affected_by`).
+        self.affected_by: dict[str, set[str]] = CRAWLER_AFFECTED_BY
 
     def to_tick(self, t_s: float) -> int:
         """The first tick that starts at or after ``t_s`` (events act on tick boundaries)."""
@@ -105,32 +110,42 @@ class Timeline:
         segs = []
         for a, b in itertools.pairwise(cuts):
             if b > a:
-                segs.append(Segment(a, b, tuple(self.active_at(a))))
+                segs.append(Segment(a, b, tuple(self.active_at(a)), self.affected_by))
         return segs
 
     def describe_at(self, t_s: float, component: str | None = None) -> str:
         """The events in force at ``t_s``; with ``component``, only those that matter to it."""
-        return _describe(self.active_at(t_s), component)
+        return _describe(self.active_at(t_s), component, self.affected_by)
 
 
 #: Faults on these targets also explain what happens at the key component: the frontier
 #: backs up when the fetchers behind it lose replicas, the async writer fills when the
 #: store stalls. Otherwise a component is affected by the load and its own faults.
-_AFFECTED_BY: dict[str, set[str]] = {
+CRAWLER_AFFECTED_BY: dict[str, set[str]] = {
     "frontier": {"frontier", "fetchers"},
     "async_writer": {"async_writer", "page_store"},
 }
 
 
-def matters_to(event: Event, component: str | None) -> bool:
-    """Whether ``event`` can explain what happens at ``component``."""
+def matters_to(
+    event: Event, component: str | None, affected_by: dict[str, set[str]] | None = None
+) -> bool:
+    """Whether ``event`` can explain what happens at ``component`` (``affected_by``: the
+    run's map of the nodes whose faults matter to a node besides its own)."""
     if component is None or event.target is None:
         return True
-    return event.target in _AFFECTED_BY.get(component, {component})
+    table = CRAWLER_AFFECTED_BY if affected_by is None else affected_by
+    return event.target in table.get(component, {component})
 
 
-def _describe(events: list[Event] | tuple[Event, ...], component: str | None) -> str:
-    notable = [e.name for e in events if not e.is_base_load and matters_to(e, component)]
+def _describe(
+    events: list[Event] | tuple[Event, ...],
+    component: str | None,
+    affected_by: dict[str, set[str]] | None = None,
+) -> str:
+    notable = [
+        e.name for e in events if not e.is_base_load and matters_to(e, component, affected_by)
+    ]
     return ", ".join(notable) if notable else "base load"
 
 

@@ -884,3 +884,19 @@ def test_a_sweep_over_a_graph_node(tmp_path: Path) -> None:
     assert sat[0] > sat[1] > sat[2] >= sat[3]
     with pytest.raises(GymError, match="its scenario needs system: graph"):
         sweep.check_system(points, gym.load_scenario(CHAOS))
+
+
+def test_a_queue_backs_up_when_its_fleet_crashes() -> None:
+    """A queue's overflow is explained by the crash of the fleet it feeds (as the
+    crawler's frontier's is by the fetchers' crash), in the explanations and in the error
+    budget; a write buffer's by its store's faults. Read off the graph's edges."""
+    from gym import kinds
+
+    r = gym.simulate(SYSTEMS / "ingestion-no-headroom.yaml", SYSTEM_SCENARIOS / "ingestion.yaml")
+    assert kinds.affected_by(gym.models.graph.topology(r.design)) == {"log": {"log", "consumers"}}
+    overflow = next(e for e in r.explanations if e.cause == "log_overflow")
+    assert "consumers crash" in overflow.event
+    crash = next(s for s in r.budget.by_event if s.name.startswith("consumers crash"))
+    assert crash.by_cause["log_overflow"] == r.metrics.failed_by_cause["log_overflow"] > 0
+    buffered = gym.load_design(SYSTEMS / "ingestion.yaml")
+    assert kinds.affected_by(gym.models.graph.topology(buffered))["buffer"] == {"buffer", "db"}

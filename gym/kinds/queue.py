@@ -106,5 +106,6 @@ KIND = Kind(
     request=_request,
     connect=_connect,
     holds_work=True,
+    backs_up=True,
     faults=("stall", "slowdown"),
 )

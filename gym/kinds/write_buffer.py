@@ -88,6 +88,7 @@ KIND = Kind(
     request=_request,
     connect=_connect,
     holds_work=True,
+    backs_up=True,
     capped=False,
     fill_saturation=True,
     check=_check,
