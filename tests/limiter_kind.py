@@ -1,0 +1,118 @@
+"""A component kind written in one module, as docs/architecture.md describes: a rate
+limiter that lets through at most ``rps`` per second and turns the rest away.
+
+Its node model, its cost, its causes, its flow rule (per-tick counts) and its request
+rule (what one URL meets there) are all here; registering it is one line in
+``gym.kinds.REGISTRY``. ``tests/test_topology.py`` registers it for one test and runs a
+graph through both engines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, Literal
+
+import numpy as np
+import simpy
+from pydantic import Field
+
+from gym.components.base import RatedComponent
+from gym.engines.request_graph import Run, Stage, Url
+from gym.kinds import Build, Kind, connect_upstream
+from gym.models.common import InputModel, Rate
+from gym.record import Tally
+from gym.streams import stream
+from gym.topology import Node
+
+
+class LimiterParams(InputModel):
+    rps: Rate = Field(description="Requests per second it lets through.")
+
+
+class LimiterNode(LimiterParams):
+    kind: Literal["limiter"] = Field(description="Node kind.")
+
+
+class Limiter(RatedComponent):
+    """Flow: each tick lets through its whole-URL quota of what arrives; the rest fail."""
+
+    name = "limiter"
+    causes = ("rejected", "unavailable")
+
+    def __init__(self, env: simpy.Environment, rng: np.random.Generator, ledger: Any, rps: float):
+        super().__init__(env, rng, ledger, rps)
+        self.upstream: Any = None
+
+    def _advance(self, t0: int, t1: int) -> None:
+        self.out[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1)
+        self.pass_on_stream(t0, t1, self.upstream)
+        # What it sends on is paced at its rate: no more than its quota expected per tick.
+        self.expected[t0:t1] = np.minimum(self.expected[t0:t1], self.capacity[t0:t1])
+
+
+class LimiterStage(Stage):
+    """Request: a token bucket one tick deep refilled at ``rps``; a URL that finds no token
+    is turned away (``<node>_rejected``; ``<node>_unavailable`` while stalled)."""
+
+    def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
+        super().__init__(run, node, causes)
+        self.rate = float(node.params.rps)
+        self.depth = max(1.0, self.rate * run.tick_s)
+        self.tokens = self.depth
+        self.at = 0.0
+        self.stalls = 0
+        self.factor = 1.0
+        self.rate_log: list[tuple[int, float]] = [(0, self.rate)]
+
+    def _now_rate(self) -> float:
+        return 0.0 if self.stalls else self.rate / self.factor
+
+    def visit(self, url: Url, me: Any) -> Generator[simpy.Event, Any, bool]:
+        run, log = self.run, self.log
+        now = run.env.now
+        k = run.k(now)
+        self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
+        self.at = now
+        log.arrived[k] += 1
+        rejected, unavailable = log.failed
+        if self.stalls or self.tokens < 1.0:
+            log.failed[unavailable if self.stalls else rejected][k] += 1
+            return False
+        self.tokens -= 1.0
+        log.processed[k] += 1
+        log.out[k] += 1
+        return True
+        yield  # a generator, though a URL never waits here
+
+    def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
+        now = self.run.env.now
+        self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
+        self.at = now
+        self.stalls += stall
+        self.factor *= factor
+        self.rate_log.append((tick, self._now_rate()))
+
+    def tally(self) -> Tally:
+        run = self.run
+        return self.log.tally(run.capacity(self.rate_log), rate=run.rates(self.rate_log))
+
+
+def _flow(build: Build, node: Node) -> Limiter:
+    return Limiter(build.env, stream(build.seed, node.name), build.ledger, node.params.rps)
+
+
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    return LimiterStage(run, node, causes)
+
+
+KIND = Kind(
+    name="limiter",
+    summary="Lets through at most rps per second; turns the rest away.",
+    node=LimiterNode,
+    units=lambda _p, _c: 0,
+    causes=("rejected", "unavailable"),
+    flow=_flow,
+    request=_request,
+    connect=connect_upstream,
+    faults=("stall", "slowdown"),
+)
