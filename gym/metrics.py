@@ -259,7 +259,8 @@ def _demand(
                 if e.delay_s:
                     sent = _shifted(sent, e.delay_ticks(tick_ms) * tick_ms / 1000.0)
                 incoming.append(sent * e.share if e.share != 1.0 else sent)
-            total = incoming[0]
+            # Around a loop, before its first pass, a node may have nothing reaching it yet.
+            total = incoming[0] if incoming else np.zeros(len(offered_w))
             for more in incoming[1:]:
                 total = total + more
             tally = tallies[name]

@@ -167,7 +167,7 @@ def check_sets(sets: list[str], searched: tuple[str, ...] = SEARCHED) -> None:
                     "--set",
                     f"{text}: the optimizer chooses {chosen} for every candidate, "
                     "so this would be dropped; --set only what the base design keeps "
-                    "(service times, crash policy, dedup, the writer's flush ceiling)",
+                    "(service times, a crash policy, what its units do not buy)",
                 )
 
 
@@ -266,8 +266,14 @@ def crawler_space(base: Design | None) -> Space:
 
 
 def graph_space(base: GraphDesign, scenario: Scenario) -> Space:
-    """A graph design's: every node whose kind is bought in units, one unit each at least."""
+    """A graph design's: every node whose kind is bought in units, one unit each at least.
+    The base must run under the scenario (its faults name its nodes) before any search."""
     from gym import kinds
+    from gym.simulate import validate
+
+    wrong = [p for p in validate(base, scenario) if p.file == scenario._source]
+    if wrong:
+        raise GymError(wrong)
 
     parts = tuple(
         name

@@ -135,7 +135,11 @@ class Result:
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
             "latency_ms": {name: s.to_json() for name, s in self.latency.items()},
             "latency_source": (
-                "measured per URL" if self.engine == "request" else "estimated (flow engine)"
+                "measured per URL"
+                if self.engine == "request"
+                else "estimated (flow engine)"
+                if self.latency
+                else None  # the flow engine estimates none for a graph design
             ),
             "warmup_s": self.warmup_s,
             "error_budget": self.budget.to_json(),

@@ -73,7 +73,7 @@ def design_warnings(
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
     if isinstance(design, GraphDesign):
-        return _graph_warnings(design, tick_ms)
+        return _graph_warnings(design, tick_ms) + _graph_slots(design, engine)
     if engine == "flow":
         return _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
     return _slots(design, scenario, engine) + _flushes(design, tick_ms)
@@ -109,8 +109,9 @@ def paced_most(rate_per_s: Any, depth: Any, window_s: Any) -> Any:
 
 
 def flush_slots(flush_ceiling: float, slots: int) -> int:
-    """The store slots the request engine's writer may fill: floor(ceiling x slots)."""
-    return math.floor(flush_ceiling * slots + 1e-9)
+    """The store slots the request engine's writer may fill: floor(ceiling x slots), at
+    least one (else a store of one or two slots would never take a held write back)."""
+    return max(1, math.floor(flush_ceiling * slots + 1e-9))
 
 
 def station_slots(rate: float, mean_ms: float) -> int:
@@ -147,7 +148,6 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
     """Stations whose round(rate x service time) slots move their capacity: in the request
     engine every station; in the flow engine the loss stations (cache, resolver, and the
     store unless the async writer meters its writes), whose Erlang loss uses the slots."""
-    out = []
     f = design.fetchers
     stations = [
         ("fetchers", "fetchers.rps_per_replica", f.rps_per_replica, f.service.mean_ms),
@@ -163,22 +163,56 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
     if engine == "flow":
         skip = {"fetchers"} | ({"page_store"} if design.async_writer is not None else set())
         stations = [s for s in stations if s[0] not in skip]
+    paced = f.service.cv_value < PACED_BELOW_CV
+    return [
+        line
+        for name, field, rate, mean_ms in stations
+        for line in _slot_warning(name, field, rate, mean_ms, engine, name == "fetchers" and paced)
+    ]
+
+
+def _slot_warning(
+    name: str, field: str, rate: float, mean_ms: float, engine: str, paced: bool = False
+) -> list[str]:
+    """A station whose round(rate x service time) slots move its capacity by more than
+    the tolerance. ``paced``: a fleet whose starts are paced at its rate (extra slots add
+    no capacity; fewer still cut it)."""
+    exact = rate * mean_ms / 1000.0
+    slots = station_slots(rate, mean_ms)
+    if abs(slots - exact) <= TOLERANCE * exact or (paced and slots > exact):
+        return []
     who = "the request engine gives" if engine == "request" else "both engines give"
-    for name, field, rate, mean_ms in stations:
-        exact = rate * mean_ms / 1000.0
-        slots = station_slots(rate, mean_ms)
-        if abs(slots - exact) <= TOLERANCE * exact:
-            continue
-        if name == "fetchers" and f.service.cv_value < PACED_BELOW_CV and slots > exact:
-            # Starts are paced at rps_per_replica (see the request engine), so extra slots
-            # add no capacity; fewer slots than exact still cut it.
-            continue
-        capacity = slots / (mean_ms / 1000.0)
-        out.append(
-            f"{field}: {who} {name} round({rate:g}/s x {mean_ms:g} ms) = "
-            f"{slots} concurrent slot{'s' if slots != 1 else ''} ({exact:.2f} exactly), so "
-            f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
-        )
+    capacity = slots / (mean_ms / 1000.0)
+    return [
+        f"{field}: {who} {name} round({rate:g}/s x {mean_ms:g} ms) = "
+        f"{slots} concurrent slot{'s' if slots != 1 else ''} ({exact:.2f} exactly), so "
+        f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
+    ]
+
+
+def _graph_slots(design: GraphDesign, engine: str) -> list[str]:
+    """A graph's stations whose slots move their capacity, as :func:`_slots` for the
+    crawler: its loss stations in both engines (a store behind a write buffer only in the
+    request engine: the flow engine meters its writes), its fleets in the request engine."""
+    nodes = design.graph.nodes
+    metered = {e.target for e in design.graph.edges if nodes[e.source].kind == "write_buffer"}
+    out = []
+    for name, node in nodes.items():
+        where = f"graph.nodes.{name}"
+        if node.kind in ("cache", "service", "store"):
+            if engine == "flow" and name in metered:
+                continue
+            out += _slot_warning(name, f"{where}.rps", node.rps, node.service.mean_ms, engine)
+        elif node.kind == "fleet" and engine == "request":
+            paced = node.service.cv_value < PACED_BELOW_CV
+            out += _slot_warning(
+                name,
+                f"{where}.rps_per_replica",
+                node.rps_per_replica,
+                node.service.mean_ms,
+                engine,
+                paced,
+            )
     return out
 
 

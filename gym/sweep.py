@@ -190,10 +190,20 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
 
 
 def check_system(points: list[Point], scenario: Scenario) -> None:
-    """Refuse a grid whose designs and scenario are of different systems (a graph design
-    needs a ``system: graph`` scenario, a crawler design a crawler one) before it runs."""
+    """Refuse, before it runs, a grid whose designs and scenario are of different systems
+    (a graph design needs a ``system: graph`` scenario, a crawler design a crawler one),
+    or whose scenario is wrong for them (a fault naming a node they do not have)."""
+    from gym.simulate import validate
+
     design = next((p.design for p in points if p.design is not None), None)
-    if design is None or isinstance(design, GraphDesign) == (scenario.system == "graph"):
+    if design is None:
+        return
+    if isinstance(design, GraphDesign) == (scenario.system == "graph"):
+        # What is wrong with the scenario for these designs (a fault naming a node they
+        # do not have) is wrong at every point: say it once, before anything runs.
+        own = [p for p in validate(design, scenario) if p.file == scenario._source]
+        if own:
+            raise GymError(own)
         return
     if isinstance(design, GraphDesign):
         why = f"{design.name or 'the design'} is a graph design; its scenario needs system: graph"

@@ -14,7 +14,7 @@ import gym
 from gym import crawler
 from gym.cli import app
 from gym.errors import GymError
-from gym.loading import load_design, parse
+from gym.loading import dump_yaml, load_design, parse
 from gym.models import GraphDesign, Scenario
 from gym.topology import Edge, Node, Topology, problems
 from tests.conftest import CHAOS, ROOT
@@ -949,3 +949,131 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
 def _none(record: Any) -> dict[str, int]:
     """The record's other causes, all 0."""
     return {c: 0 for c in record.causes if not c.startswith("lim_")}
+
+
+# -- from the hostile review of graphs on both engines --------------------------------------
+
+
+def test_a_node_reached_only_by_a_delayed_edge_before_its_feeder() -> None:
+    """A retry service fed only by a delayed edge and declared before the fleet that feeds
+    it: the demand around the loop starts from nothing there (it crashed the metrics).
+    Both engines run it and keep every URL: 1,000/s with a share 0.2 retried."""
+    nodes = {
+        "users": {"kind": "source"},
+        "retry": {"kind": "service", "rps": 100_000, "service": {"mean_ms": 1}},
+        "q": {"kind": "queue", "drain_rps": 5_000, "buffer": 10_000},
+        "workers": {
+            "kind": "fleet",
+            "replicas": 4,
+            "rps_per_replica": 500,
+            "service": {"mean_ms": 20},
+        },
+        "db": {"kind": "store", "rps": 5_000, "service": {"mean_ms": 5}},
+    }
+    data = graph(nodes, [("users", "q"), ("q", "workers"), ("retry", "q")])
+    data["graph"]["edges"] += [
+        {"from": "workers", "to": "db", "share": 0.8},
+        {"from": "workers", "to": "retry", "share": 0.2, "delay_s": 0.5},
+    ]
+    d = GraphDesign.model_validate(data)
+    sc = Scenario.model_validate({"system": "graph", "duration_s": 10, "base_rps": 1_000})
+    for engine in ("flow", "request"):
+        m = gym.simulate(d, sc, engine=engine).metrics
+        assert m.failed == 0 and m.offered == m.served + m.in_flight_end
+        # Steady state: the queue takes 1,000 / 0.8 = 1,250 a second, the retries 250.
+        assert m.components["q"].demand[6] == pytest.approx(1_250, rel=0.05)
+        assert m.components["retry"].demand[6] == pytest.approx(250, rel=0.05)
+
+
+def test_a_service_finishing_work_near_the_end_and_a_reserved_name() -> None:
+    """A service with finish_share and its default 20 ms service: a request still in
+    service at the end is in flight, not counted (it crashed the request engine on four
+    seeds of five). A node may not be called end_to_end (the latency row's name)."""
+    nodes = {
+        "users": {"kind": "source"},
+        "svc": {"kind": "service", "rps": 5_000, "finish_share": 0.3},
+        "db": {"kind": "store", "rps": 100_000},
+    }
+    d = GraphDesign.model_validate(graph(nodes, [("users", "svc"), ("svc", "db")]))
+    sc = Scenario.model_validate({"system": "graph", "duration_s": 5, "base_rps": 1_000})
+    for seed in range(5):
+        m = gym.simulate(d, sc, engine="request", seed=seed).metrics
+        saved = int(m.record.components["svc"].extra["writes_saved"].sum())
+        assert saved == int(m.record.components["svc"].served.sum())
+        # Binomial: 0.3 of what it took, to within 4 sd (sqrt(n x 0.3 x 0.7), about 32).
+        took = int(m.record.components["svc"].processed.sum())
+        assert abs(saved - 0.3 * took) < 4 * (took * 0.21) ** 0.5
+    named = graph({**CHAIN, "end_to_end": {"kind": "store", "rps": 5}}, [*CHAIN_EDGES])
+    named["graph"]["edges"].append({"from": "db", "to": "end_to_end"})
+    assert refused(named) == (
+        "bad.yaml: graph.nodes.end_to_end: 'end_to_end' is reserved (results use it for the "
+        "end-to-end latency); choose another name"
+    )
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_a_write_buffer_in_front_of_a_one_slot_store_flushes(engine: str) -> None:
+    """A store taking one write a tick (100/s on 10 ms ticks; one slot of 10 ms): the
+    flush ceiling 0.85 x 1 rounded down was 0, so held writes never left. At least one a
+    tick now: the 2 s stall's 100 writes are held and all flushed after it."""
+    nodes = {
+        "users": {"kind": "source"},
+        "buf": {"kind": "write_buffer", "buffer": 5_000},
+        "db": {"kind": "store", "rps": 100, "service": {"mean_ms": 10}},
+    }
+    d = GraphDesign.model_validate(graph(nodes, [("users", "buf"), ("buf", "db")]))
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 20,
+            "base_rps": 50,
+            "arrivals": "deterministic",
+            "faults": [{"kind": "stall", "at_s": 5, "for_s": 2, "target": "db"}],
+        }
+    )
+    m = gym.simulate(d, sc, engine=engine).metrics
+    buf = m.record.components["buf"]
+    assert buf.backlog[699] >= 100  # the stall's writes, held at its end
+    assert buf.extra["flushed"].sum() == buf.extra["held_in"].sum() > 0
+    assert buf.backlog[-1] == 0 and m.failed == 0
+
+
+def test_only_a_metering_node_backs_up_and_mismatched_scenarios_are_refused_up_front(
+    tmp_path: Path,
+) -> None:
+    """A queue handing out at its own rate to a store is not backed up by the store's
+    stall (only a fleet's crash backs a queue up); sweep and optimize refuse a scenario
+    whose faults name nodes the design does not have, in one line, before running; a
+    store whose slots round far from rate x time is warned about."""
+    from gym import kinds, optimize, sweep
+
+    nodes = {
+        "users": {"kind": "source"},
+        "q": {"kind": "queue", "drain_rps": 900, "buffer": 500},
+        "db": {"kind": "store", "rps": 50, "service": {"mean_ms": 5}},
+    }
+    d = GraphDesign.model_validate(graph(nodes, [("users", "q"), ("q", "db")]))
+    assert kinds.affected_by(gym.models.graph.topology(d)) == {}
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 10,
+            "base_rps": 1_000,
+            "faults": [{"kind": "stall", "at_s": 3, "for_s": 2, "target": "db"}],
+        }
+    )
+    r = gym.simulate(d, sc)
+    stall = next(s for s in r.budget.by_event if s.name == "db stall")
+    assert stall.by_cause["q_overflow"] == 0 < r.metrics.failed_by_cause["q_overflow"]
+    assert any(
+        w.startswith("graph.nodes.db.rps: both engines give db round(50/s x 5 ms) = 1")
+        for w in r.warnings
+    )
+    ingestion = gym.load_scenario(SYSTEM_SCENARIOS / "ingestion.yaml")
+    path = tmp_path / "d.yaml"
+    path.write_text(dump_yaml({"name": "small", **graph(nodes, [("users", "q"), ("q", "db")])}))
+    points = sweep.grid(path, ["graph.nodes.q.buffer=100,200"])
+    with pytest.raises(GymError, match="'consumers' is not a node of small that can crash"):
+        sweep.check_system(points, ingestion)
+    with pytest.raises(GymError, match="'consumers' is not a node of small that can crash"):
+        optimize.search(ingestion, base=load_design(path), runs=16)

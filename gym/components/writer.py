@@ -64,7 +64,10 @@ class AsyncWriter(Component):
             self.out[t0:t1] = arriving
             self.processed[t0:t1] = arriving
             return
+        # At least one write a tick where the store takes any (else a store taking one or
+        # two a tick would never take a held write back).
         ceiling = np.floor(self.flush_ceiling * room + 1e-9).astype(np.int64)
+        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling)
         direct, excess, overflow, flushed, backlog = _write_behind(
             held, self.buffer, arriving.tolist(), room.tolist(), ceiling.tolist()
         )

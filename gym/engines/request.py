@@ -249,11 +249,13 @@ class Engine:
                     self.s_writer.append(0.0)
                     self.k_writer.append(ka)
             else:
+                # A write that had to be held (or overflowed): the buffer's demand, as the
+                # flow engine counts it.
+                wlog.extra["held_in"][k] += 1
                 if len(self.held) >= self.writer_buffer:
                     wlog.processed[k] -= 1
                     wlog.failed["writer_overflow"][k] += 1
                     return
-                wlog.extra["held_in"][k] += 1
                 ev = env.event()
                 self.held.append(ev)
                 if self.flusher_idle is not None and not self.flusher_idle.triggered:

@@ -291,17 +291,18 @@ class LossStage(Stage):
             end = station.occupy(now)
         log.processed[k] += 1
         finished = self.terminal
+        saved = False
         if self.finish:
             if not self.uniforms:
                 self.uniforms = self.rng.random(8192).tolist()
             if self.uniforms.pop() < self.finish:
-                finished = True
-                if self.saved:
-                    log.extra[self.saved][run.k(end)] += 1
+                finished, saved = True, bool(self.saved)
         if end >= run.end_s:  # still in service when the run ends
             return False
         run.sample(self.name, url, end - now)
         if finished:
+            if saved:
+                log.extra[str(self.saved)][run.k(end)] += 1
             log.served[run.k(end)] += 1
             run.sample("end_to_end", url, end - url.t_arrive)
             return False
@@ -350,11 +351,11 @@ class WriteBufferStage(Stage):
             url.end = self.store.occupy(now)
             run.sample(self.name, url, 0.0)
             return True
+        log.extra["held_in"][k] += 1  # had to be held (or overflowed): the buffer's demand
         if len(self.held) >= self.params.buffer:
             log.processed[k] -= 1
             log.failed[next(iter(log.failed))][k] += 1
             return False
-        log.extra["held_in"][k] += 1
         ev = run.env.event()
         self.held.append(ev)
         if self.idle is not None and not self.idle.triggered:

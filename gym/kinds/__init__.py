@@ -60,10 +60,10 @@ class Kind:
     source: bool = False
     #: Whether it holds work between ticks (a queue, a fleet, a buffer).
     holds_work: bool = False
-    #: Whether it backs up when the nodes it feeds slow down, stall or crash (a queue in
-    #: front of its fleet, a write buffer in front of its store): their faults explain
-    #: what happens at it too.
-    backs_up: bool = False
+    #: The kinds of node it backs up behind: when one it feeds slows down, stalls or
+    #: crashes, it holds more (a queue in front of its fleet, a write buffer in front of
+    #: its store), so their faults explain what happens at it too.
+    backs_up_behind: tuple[str, ...] = ()
     #: The share of what it takes that it passes on (a cache: its misses); the demand a
     #: node sends on is min(its demand, its capacity) x this (docs/model.md, saturation).
     passes: Callable[[Any], float] = lambda _params: 1.0
@@ -117,12 +117,15 @@ def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
 
 def affected_by(graph: Topology) -> dict[str, set[str]]:
     """Per node that backs up, the nodes whose faults explain what happens there: itself
-    and the nodes it feeds (a queue: its fleet's crash; a write buffer: its store's stall)."""
-    return {
-        node.name: {node.name, *(e.target for e in graph.outputs(node.name))}
-        for node in graph.nodes
-        if kind(node.kind).backs_up
-    }
+    and the nodes it feeds that meter it (a queue: its fleet's crash; a write buffer: its
+    store's stall; not a store a queue hands out to at its own rate)."""
+    out: dict[str, set[str]] = {}
+    for node in graph.nodes:
+        behind = kind(node.kind).backs_up_behind
+        meters = {e.target for e in graph.outputs(node.name) if graph.node(e.target).kind in behind}
+        if meters:
+            out[node.name] = {node.name, *meters}
+    return out
 
 
 def node_models() -> tuple[type[Any], ...]:

@@ -106,6 +106,6 @@ KIND = Kind(
     request=_request,
     connect=_connect,
     holds_work=True,
-    backs_up=True,
+    backs_up_behind=("fleet",),
     faults=("stall", "slowdown"),
 )

@@ -19,6 +19,8 @@ MAX_EDGES = 2_000
 #: A node's name: what results, faults and edges call it.
 NODE_NAME_PATTERN = r"^[A-Za-z][A-Za-z0-9_-]{0,63}$"
 NodeName = Annotated[str, Field(pattern=NODE_NAME_PATTERN)]
+#: Names a node may not have: results use them for figures of their own.
+RESERVED_NAMES = frozenset({"end_to_end"})
 
 
 def _node_union() -> Any:
@@ -107,6 +109,14 @@ def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
     ]
     if found:
         return found
+    for name in RESERVED_NAMES & set(graph.names):
+        found.append(
+            (
+                f"graph.nodes.{name}",
+                f"{name!r} is reserved (results use it for the end-to-end latency); "
+                "choose another name",
+            )
+        )
     sources = [n.name for n in graph.nodes if kinds.kind(n.kind).source]
     for extra in sources[1:]:
         found.append(

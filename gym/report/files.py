@@ -18,7 +18,11 @@ def resolved_yaml(model: object) -> str:
 
     assert isinstance(model, BaseModel)
     header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
-    return header + dump_yaml(model.model_dump(mode="json", by_alias=True))
+    data = model.model_dump(mode="json", by_alias=True)
+    if data.get("system") == "graph":  # a graph scenario has no crawler world
+        for key in ("resolver", "web", "dedup"):
+            data.pop(key, None)
+    return header + dump_yaml(data)
 
 
 def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:
