@@ -830,6 +830,66 @@ def compare_cmd(
     raise _exit_all_pass(rs)
 
 
+@app.command("grade")
+@_guarded
+def grade_cmd(
+    design: DesignArg,
+    scenario: ScenarioOpt = None,
+    seed: SeedOpt = 0,
+    engine: EngineOpt = "flow",
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    sets: SetOpt = None,
+    max_urls: MaxUrlsOpt = None,
+) -> None:
+    """Grade a crawler design on the problem's rubric from one run's measurements, beside
+    its SLO verdict. Exit 0 when the design passes its SLOs, 1 when it fails (as run)."""
+    from gym import rubric
+
+    urls = _url_limit(max_urls, engine)
+    loaded = load_design(design, sets)
+    if not isinstance(loaded, Design):
+        raise GymError.single(
+            str(design), None, "the rubric grades crawler designs (this is a graph design)"
+        )
+    (r,) = _results([design], scenario, seed, engine, sets, urls)
+    grades = rubric.grade(r)
+    points, counted = rubric.credit_points(grades)
+    if as_json:
+        out = {
+            "design": r.design.name,
+            "scenario": r.scenario.name,
+            "engine": r.engine,
+            "seed": r.seed,
+            "verdict": r.verdict,
+            "slos": [c.to_json() for c in r.checks],
+            "rubric": [g.to_json() for g in grades],
+            "points": points,
+            "out_of": counted,
+        }
+        sys.stdout.write(json.dumps(out, indent=2, allow_nan=False) + "\n")
+        raise _exit_all_pass([r])
+    console = _console()
+    console.print(
+        f"design {_one_line(r.design.name)}, scenario {_one_line(r.scenario.name)}, engine "
+        f"{r.engine}, seed {r.seed}: SLOs {_verdict(r.passed, bold=False)}"
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("rubric item", "credit", "measured"):
+        table.add_column(col)
+    styles = {"full": "green", "partial": "yellow", "none": "red"}
+    for g in grades:
+        measured = Text(_one_line(g.measured))
+        if g.trap:
+            measured.append(f"\ntrap: {_one_line(g.trap)}", style="red")
+        table.add_row(g.item, Text(g.credit, style=styles.get(g.credit, "dim")), measured)
+    console.print(table)
+    console.print(
+        f"\n{points:g} of {counted} points on the items this model can grade "
+        "(full 1, partial 0.5); untested and not gradable items are not counted."
+    )
+    raise _exit_all_pass([r])
+
+
 #: Image formats ``gym plot`` writes; a name without an extension gets ``.png``.
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
 

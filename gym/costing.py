@@ -98,12 +98,15 @@ class Politeness:
 
 
 def politeness(design: Design, scenario: Scenario) -> Politeness:
-    """The frontier's hand-out limit: min(drain_rps, active hosts / crawl delay)."""
+    """The frontier's hand-out limit: min(drain_rps, active hosts / crawl delay) for a
+    two-stage frontier; a global FIFO keeps no host apart, so only its drain limits it."""
     queues = design.frontier.back_queues
     if queues is None:
         queues = scenario.catalog.frontier.back_queues * frontier_units(design, scenario.catalog)
     active = min(queues, scenario.web.hosts)
     rate = active / scenario.web.crawl_delay_s
+    if design.frontier.structure == "global_fifo":
+        rate = math.inf
     return Politeness(queues, active, scenario.web.crawl_delay_s, rate, design.frontier.drain_rps)
 
 

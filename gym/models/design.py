@@ -28,6 +28,18 @@ class FrontierConfig(InputModel):
         gt=0,
         le=10**9,
     )
+    structure: Literal["two_stage", "global_fifo"] = Field(
+        "two_stage",
+        description=(
+            "two_stage (Mercator): front queues by priority band, one host per back queue, a "
+            "heap of next-eligible times: high-priority URLs go first and no host is fetched "
+            "faster than its crawl delay, at most back_queues / crawl delay URLs/s. "
+            "global_fifo: one first-in first-out queue handing out at drain_rps whatever the "
+            "host or priority: faster, but it fetches popular hosts faster than their crawl "
+            "delay (politeness violations) and serves high-priority URLs no sooner than the "
+            "rest."
+        ),
+    )
 
 
 class FetchersConfig(InputModel):

@@ -116,6 +116,21 @@ class WebConfig(InputModel):
         ge=0.001,
         le=3600,
     )
+    host_zipf: float = Field(
+        1.0,
+        description=(
+            "How URLs spread over hosts: the host of rank r gets a share proportional to "
+            "1 / r^host_zipf (0: every host alike; 1: a few hosts hold most URLs)."
+        ),
+        ge=0,
+        le=3,
+    )
+    high_priority_share: float = Field(
+        0.1,
+        description="Share of URLs in the high priority band (the rest are low).",
+        ge=0,
+        le=1,
+    )
 
 
 class DedupWorld(InputModel):

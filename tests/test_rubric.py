@@ -1,0 +1,159 @@
+"""The crawler's trade-offs as levers and the rubric that grades them (issue 13, first
+part): the frontier's structure, and `gym grade`."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym import rubric
+from gym.cli import app
+from gym.models import Design, Scenario
+from tests.conftest import CHAOS, ROOT
+
+DESIGNS = ROOT / "designs"
+
+
+def _design(**frontier: Any) -> Design:
+    return Design.model_validate(
+        {
+            "frontier": {"drain_rps": 100, "buffer": 10_000, **frontier},
+            "fetchers": {"replicas": 1, "rps_per_replica": 4_000},
+            "cache": {"hit_ratio": 0.92},
+            "page_store": {"rps": 25_000},
+        }
+    )
+
+
+def _scenario(**web: Any) -> Scenario:
+    return Scenario.model_validate(
+        {
+            "duration_s": 10,
+            "base_rps": 100,
+            "arrivals": "deterministic",
+            "web": {"crawl_delay_s": 1, **web},
+        }
+    )
+
+
+def test_a_fifo_fetching_one_host_violates_its_crawl_delay_by_hand() -> None:
+    """One host, a crawl delay of 1 s, a global FIFO handing out 100 URLs a second: each
+    second's first fetch is polite and the other 99 come too soon, 990 in 10 s
+    (n p - 1 + (1 - p)^n with p = 1). The two-stage frontier makes none: with one host it
+    hands out one URL per crawl delay (10 in 10 s)."""
+    sc = _scenario(hosts=1)
+    fifo = gym.simulate(_design(structure="global_fifo"), sc)
+    assert fifo.metrics.record.components["frontier"].processed.sum() == 1_000
+    assert rubric.politeness_violations(fifo.metrics.record, fifo.design, sc) == 990
+    polite = gym.simulate(_design(), sc)
+    assert polite.metrics.record.components["frontier"].processed.sum() == 10
+    assert rubric.politeness_violations(polite.metrics.record, polite.design, sc) == 0
+
+
+def test_violations_over_many_hosts_against_the_exact_sum() -> None:
+    """Hosts alike (host_zipf 0): n URLs over H hosts in a window come too soon
+    n - H (1 - (1 - 1/H)^n) times; Zipf-spread hosts beyond the 100,000 computed one by
+    one are summed to second order: within 0.5% of the exact sum over 10^6 hosts."""
+    sc = _scenario(hosts=50, host_zipf=0)
+    fifo = gym.simulate(_design(structure="global_fifo"), sc)
+    n, h = 100, 50
+    expected = 10 * (n - h * (1 - (1 - 1 / h) ** n))
+    got = rubric.politeness_violations(fifo.metrics.record, fifo.design, sc)
+    assert got == pytest.approx(expected, rel=1e-9)
+    # The tail: a million hosts, Zipf 1, 30,000 URLs in a window.
+    hosts, zipf, n = 10**6, 1.0, 30_000.0
+    p = np.arange(1, hosts + 1, dtype=np.float64) ** -zipf
+    p /= p.sum()
+    exact = float((n * p - 1 + np.power(1 - p, n)).sum())
+    shares, tail_sq = rubric._host_shares(hosts, zipf)
+    approx = float((n * shares - 1 + np.power(1 - shares, n)).sum()) + n * n * tail_sq / 2
+    assert approx == pytest.approx(exact, rel=0.005)
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_the_fifo_frontier_is_faster_and_impolite_the_two_stage_polite(engine: str) -> None:
+    """The politeness-bound design (10,000 back queues, 1 s crawl delay: 10,000 URLs/s)
+    offered 15,000 URLs/s: as a global FIFO the frontier drains up to 30,000/s, so it
+    hands out 1.5 times as much and keeps no backlog, but fetches popular hosts sooner than
+    their crawl delay; the two-stage frontier never does, and under its overload it hands
+    out every high-priority URL (10% of them, 1,500/s) while the FIFO hands them out no
+    more than the rest. In both engines (the lever is the frontier's hand-out limit)."""
+    sc = Scenario.model_validate({"duration_s": 10, "base_rps": 15_000})
+    base = gym.load_design(DESIGNS / "politeness-bound.yaml")
+    fifo_design = base.model_copy(
+        update={"frontier": base.frontier.model_copy(update={"structure": "global_fifo"})}
+    )
+    two = gym.simulate(base, sc, engine=engine).metrics
+    fifo = gym.simulate(fifo_design, sc, engine=engine).metrics
+    handed = [m.record.components["frontier"].processed.sum() for m in (two, fifo)]
+    assert handed[1] > 1.4 * handed[0]
+    # The two-stage frontier keeps the 5,000/s it cannot hand out: about 50,000 by the end.
+    backlog = [m.record.components["frontier"].backlog[-1] for m in (two, fifo)]
+    assert backlog[0] == pytest.approx(50_000, rel=0.03) and backlog[1] < 100
+    assert rubric.politeness_violations(two.record, base, sc) == 0
+    assert rubric.politeness_violations(fifo.record, fifo_design, sc) > 1_000
+    high_two = rubric.high_priority_served(two.record, base, sc)
+    high_fifo = rubric.high_priority_served(fifo.record, fifo_design, sc)
+    assert high_two == pytest.approx(1.0)
+    every = handed[1] / fifo.record.components["frontier"].arrived.sum()
+    assert high_fifo == pytest.approx(every)
+
+
+def test_defaults_keep_the_frontier_two_stage() -> None:
+    """Today's files say nothing of the structure: a two-stage frontier, as before."""
+    d = gym.load_design(DESIGNS / "reference.yaml")
+    assert d.frontier.structure == "two_stage"
+    sc = gym.load_scenario(CHAOS)
+    assert (sc.web.host_zipf, sc.web.high_priority_share) == (1.0, 0.1)
+
+
+def test_the_rubric_credits_the_reference_and_names_the_starters_gaps() -> None:
+    """The reference gets full credit on every item it has (its frontier, its spare
+    fetcher, its DNS cache); it has no async writer and no content hashing, and the rubric
+    says what that cost. The starter's gaps are named with their measurements: its third
+    replica cannot carry the crash (frontier overflow), its DNS cache lets the resolver
+    overload. Items the model cannot express are listed as not gradable, not credited."""
+    ref = {g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "reference.yaml", CHAOS))}
+    for item in ("frontier structure", "N+1 fetchers", "DNS caching"):
+        assert ref[item].credit == "full", ref[item]
+    assert ref["decoupled writes"].credit == "none"
+    assert "page writes lost while the page store was stalled" in ref["decoupled writes"].measured
+    assert ref["dedup layers"].credit == "partial"
+    assert {ref["storage split"].credit, ref["recrawl policy"].credit} == {"not gradable"}
+    writer = {
+        g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "writer-lossless.yaml", CHAOS))
+    }
+    assert writer["decoupled writes"].credit == "full"
+    assert writer["decoupled writes"].measured.endswith(", 0 lost")
+    starter = {g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "starter.yaml", CHAOS))}
+    assert starter["N+1 fetchers"].credit == "none"
+    assert "overflowed the frontier" in starter["N+1 fetchers"].measured
+    assert starter["DNS caching"].credit == "partial"
+    assert starter["decoupled writes"].credit == "none"
+
+
+def test_the_fifo_trap_is_named_and_grade_keeps_the_verdicts_exit_code(tmp_path: Any) -> None:
+    """A global FIFO gets partial credit with the trap named; `gym grade --json` carries
+    the SLO verdict and the rubric, and exits as `gym run` would (1: the SLOs fail)."""
+    d = tmp_path / "fifo.yaml"
+    d.write_text(
+        (DESIGNS / "starter.yaml")
+        .read_text()
+        .replace("buffer: 20000}", "buffer: 20000, structure: global_fifo}")
+    )
+    result = CliRunner().invoke(app, ["grade", str(d), "--json"])
+    assert result.exit_code == 1, result.output
+    out = json.loads(result.output)
+    assert out["verdict"] == "fail"
+    frontier = next(g for g in out["rubric"] if g["item"] == "frontier structure")
+    assert frontier["credit"] == "partial" and frontier["trap"].startswith("global FIFO")
+    assert "sooner than its 1 s crawl delay" in frontier["measured"]
+    ok = CliRunner().invoke(app, ["grade", str(DESIGNS / "reference.yaml")])
+    assert ok.exit_code == 0 and "frontier structure" in ok.output
+    graph = CliRunner().invoke(app, ["grade", str(ROOT / "designs/systems/ingestion.yaml")])
+    assert graph.exit_code == 2 and "grades crawler designs" in graph.output
