@@ -1477,6 +1477,8 @@ def _print_result(r: Result, console: Console) -> None:
         ]
         if dd["seen_urls_skipped"]:
             parts.append(f"{dd['seen_urls_skipped']:,} seen URLs skipped")
+        if dd["url_variants_skipped"]:
+            parts.append(f"{dd['url_variants_skipped']:,} variants of known URLs skipped")
         if dd["seen_set"] == "bloom":
             parts.append(
                 f"{dd['coverage_lost']:,} new URLs skipped by false positives "

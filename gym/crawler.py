@@ -21,6 +21,12 @@ from gym.models import Design, Scenario
 from gym.topology import Edge, Node, Topology
 
 
+def variants(design: Design, scenario: Scenario) -> float:
+    """The share of new URLs the frontier skips as variants of known ones: the scenario's
+    variants when the design canonicalizes URLs, else none (they are crawled again)."""
+    return scenario.dedup.variant_fraction if design.dedup.canonicalize else 0.0
+
+
 def topology(design: Design, scenario: Scenario) -> Topology:
     """The crawler's graph for ``design`` under ``scenario``."""
     polite = politeness(design, scenario)
@@ -36,6 +42,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
                 buffer=design.frontier.buffer,
                 seen_fraction=scenario.dedup.seen_url_fraction,
                 false_positive_rate=bloom,
+                variant_fraction=variants(design, scenario),
             ),
         ),
         Node("fetchers", "fleet", design.fetchers, prefix=""),

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 IntArray = np.ndarray
 
 #: Why a URL can be skipped (deduplicated): neither served nor failed.
-SKIP_CAUSES: tuple[str, ...] = ("seen_url", "bloom_false_positive")
+SKIP_CAUSES: tuple[str, ...] = ("seen_url", "bloom_false_positive", "url_variant")
 
 #: Every failure cause, in pipeline order.
 CAUSES: tuple[str, ...] = (

@@ -76,6 +76,8 @@ class Result:
             "seen_set_memory_GB": memory / 1e9,
             "seen_urls_skipped": skipped.get("seen_url", 0),
             "coverage_lost": skipped.get("bloom_false_positive", 0),
+            "canonicalize": d.canonicalize,
+            "url_variants_skipped": skipped.get("url_variant", 0),
             "content_hash": d.content_hash,
             "writes_saved": saved,
             "bytes_saved_GB": saved * w.page_kb * 1e3 / 1e9,

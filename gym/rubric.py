@@ -186,16 +186,24 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     layers = [f"seen-URL {kind}: {seen:,} URLs skipped as seen"]
     if mistaken:
         layers[0] += f" ({mistaken:,} new URLs skipped by mistake)"
+    variants = totals.get("url_variant", 0)
+    missing = []
+    if design.dedup.canonicalize:
+        layers.append(f"URL canonicalization: {variants:,} variants of known URLs skipped")
+    else:
+        # Crawled again: the scenario's share of the new URLs that the frontier handed out.
+        handed = int(record.components["frontier"].processed.sum())
+        again = scenario.dedup.variant_fraction * handed
+        missing.append(f"URL canonicalization (about {again:,.0f} variants fetched again)")
     if design.dedup.content_hash:
         layers.append(f"content hash: {saved:,} duplicate bodies not written")
-    if design.dedup.content_hash:
-        credit: Credit = "full"
-        measured = "; ".join(layers) + "; URL canonicalization is not a design field yet"
     else:
-        credit = "partial"
-        measured = layers[0] + "; missing: content hashing of page bodies"
-    if not scenario.dedup.seen_url_fraction and not scenario.dedup.duplicate_body_fraction:
-        measured += " (this scenario offers no seen URLs or duplicate bodies to measure)"
+        missing.append("content hashing of page bodies")
+    measured = "; ".join(layers) + ("; missing: " + ", ".join(missing) if missing else "")
+    credit: Credit = "partial" if missing else "full"
+    world = scenario.dedup
+    if not (world.seen_url_fraction or world.variant_fraction or world.duplicate_body_fraction):
+        measured += " (this scenario offers no seen URLs, variants or duplicate bodies)"
     return Grade("dedup layers", credit, measured)
 
 

@@ -16,9 +16,10 @@ class Frontier(RatedComponent):
 
     The hand-out rate is min(drain_rps, active hosts / crawl delay): politeness lets each
     back queue (one host) release one URL per crawl delay. At the door, the seen set drops
-    URLs crawled before (``seen_url``) and, if it is a Bloom filter, a fraction fp_rate of
-    the new ones by mistake (``bloom_false_positive``: coverage lost); both are skipped,
-    not failed."""
+    URLs crawled before (``seen_url``), URLs recognized by canonicalization as variants of
+    known ones (``url_variant``) and, if it is a Bloom filter, a fraction fp_rate of the
+    new ones by mistake (``bloom_false_positive``: coverage lost); all are skipped, not
+    failed."""
 
     name = "frontier"
     causes = ("frontier_overflow",)
@@ -33,6 +34,7 @@ class Frontier(RatedComponent):
         rate: float,
         seen_fraction: float = 0.0,
         false_positive_rate: float = 0.0,
+        variant_fraction: float = 0.0,
     ) -> None:
         super().__init__(env, rng, ledger, rate)
         self.buffer = buffer
@@ -42,8 +44,13 @@ class Frontier(RatedComponent):
         self.fleet: Component | None = None
         self.seen_fraction = seen_fraction
         self.false_positive_rate = false_positive_rate
+        self.variant_fraction = variant_fraction
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
-        self.skipped = {"seen_url": ledger.zeros(), "bloom_false_positive": ledger.zeros()}
+        self.skipped = {
+            "seen_url": ledger.zeros(),
+            "bloom_false_positive": ledger.zeros(),
+            "url_variant": ledger.zeros(),
+        }
 
     def tally(self) -> Tally:
         return Tally.of(self, limit=self.buffer, skipped=self.skipped, requeued=self.requeued)
@@ -66,11 +73,19 @@ class Frontier(RatedComponent):
             seen = self.rng.binomial(arrived, self.seen_fraction)
             self.skipped["seen_url"][t0:t1] = seen
             arrived = arrived - seen
+        if self.variant_fraction > 0:  # canonicalized: a variant of a known URL
+            variant = self.rng.binomial(arrived, self.variant_fraction)
+            self.skipped["url_variant"][t0:t1] = variant
+            arrived = arrived - variant
         if self.false_positive_rate > 0:
             wrong = self.rng.binomial(arrived, self.false_positive_rate)
             self.skipped["bloom_false_positive"][t0:t1] = wrong
             arrived = arrived - wrong
-        kept = (1.0 - self.seen_fraction) * (1.0 - self.false_positive_rate)
+        kept = (
+            (1.0 - self.seen_fraction)
+            * (1.0 - self.variant_fraction)
+            * (1.0 - self.false_positive_rate)
+        )
         self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
         self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
         self.pace[t0:t1] = self.upstream.pace[t0:t1]

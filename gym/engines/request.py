@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import simpy
 
+from gym import crawler
 from gym.components import tick_quota
 from gym.components.client import arrival_counts
 from gym.costing import cache_capacity_rps, politeness
@@ -79,7 +80,7 @@ class Engine:
                 n,
                 ("frontier_overflow",),
                 ("requeued_in",),
-                ("seen_url", "bloom_false_positive"),
+                ("seen_url", "bloom_false_positive", "url_variant"),
             ),
             "fetchers": Log("fetchers", n, ("crash_loss",), ("requeued",)),
             "cache": Log("cache", n, ("cache_overload", "cache_unavailable")),
@@ -95,6 +96,7 @@ class Engine:
 
         # Fetch stage: the frontier's waiting room in front of the replicas' slots.
         self.seen_fraction = scenario.dedup.seen_url_fraction
+        self.variant_fraction = crawler.variants(design, scenario)
         self.bloom_fp = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
         self.duplicates = (
             scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
@@ -311,10 +313,13 @@ class Engine:
         k = int(t * self.per_s + 1e-9)
         front = self.logs["frontier"]
         front.arrived[k] += 1
-        if self.seen_fraction or self.bloom_fp:  # the seen set, at the frontier's door
+        if self.seen_fraction or self.bloom_fp or self.variant_fraction:  # the seen set
             draw = self.rng_dedup.random()
             if draw < self.seen_fraction:
                 front.skipped["seen_url"][k] += 1
+                return
+            if self.variant_fraction and self.rng_dedup.random() < self.variant_fraction:
+                front.skipped["url_variant"][k] += 1  # canonicalized: a known URL's variant
                 return
             if self.rng_dedup.random() < self.bloom_fp:
                 front.skipped["bloom_false_positive"][k] += 1

@@ -156,7 +156,7 @@ class QueueStage(Stage):
     front of a fleet, the fleet's waiting room (the fleet's jobs run in this stage)."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
-        skips = ("seen_url", "bloom_false_positive")
+        skips = ("seen_url", "bloom_false_positive", "url_variant")
         super().__init__(run, node, causes, extra=("requeued_in",), skips=skips)
         self.rng = stream(run.seed, node.name)
         self.fleet: FleetStage | None = None
@@ -191,6 +191,9 @@ class QueueStage(Stage):
         log.arrived[k] += 1
         if p.seen_fraction and self.rng.random() < p.seen_fraction:
             log.skipped["seen_url"][k] += 1
+            return False
+        if p.variant_fraction and self.rng.random() < p.variant_fraction:
+            log.skipped["url_variant"][k] += 1
             return False
         if p.false_positive_rate and self.rng.random() < p.false_positive_rate:
             log.skipped["bloom_false_positive"][k] += 1

@@ -40,6 +40,15 @@ class QueueParams(InputModel):
         ge=0,
         lt=1,
     )
+    variant_fraction: float = Field(
+        0.0,
+        description=(
+            "Share of the new arrivals recognized at the door as variants of a known URL "
+            "(canonicalization; skipped, url_variant)."
+        ),
+        ge=0,
+        lt=1,
+    )
 
 
 class QueueNode(QueueParams):
@@ -61,6 +70,7 @@ def _flow(build: Build, node: Node) -> Component:
         p.drain_rps,
         seen_fraction=p.seen_fraction,
         false_positive_rate=p.false_positive_rate,
+        variant_fraction=p.variant_fraction,
     )
 
 

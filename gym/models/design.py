@@ -116,6 +116,14 @@ class DedupConfig(InputModel):
         False,
         description="Hash page bodies and skip the store write of a body already stored.",
     )
+    canonicalize: bool = Field(
+        False,
+        description=(
+            "Canonicalize URLs before the seen-URL test (lower-case host, drop default "
+            "ports, fragments and tracking parameters): a syntactic variant of a known URL "
+            "is then recognized and skipped (url_variant) instead of crawled again."
+        ),
+    )
 
 
 class Design(InputModel):

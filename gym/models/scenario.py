@@ -145,6 +145,16 @@ class DedupWorld(InputModel):
         ge=0,
         lt=1,
     )
+    variant_fraction: float = Field(
+        0.0,
+        description=(
+            "Fraction of the new URLs that are syntactic variants of a URL already known "
+            "(another case, a tracking parameter): only a canonicalizing crawler recognizes "
+            "them (skipped, url_variant); otherwise they are fetched again."
+        ),
+        ge=0,
+        lt=1,
+    )
     duplicate_body_fraction: float = Field(
         0.0,
         description="Fraction of new pages whose body duplicates one already stored.",
