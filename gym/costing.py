@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 
 from gym.errors import Problem
-from gym.models import Catalog, Design, GraphDesign, Scenario
+from gym.models import Catalog, Design, FetchersConfig, GraphDesign, Scenario
 
 #: Component names, in pipeline order, as they appear in results.
 COMPONENTS: tuple[str, ...] = (
@@ -108,6 +108,19 @@ def politeness(design: Design, scenario: Scenario) -> Politeness:
     if design.frontier.structure == "global_fifo":
         rate = math.inf
     return Politeness(queues, active, scenario.web.crawl_delay_s, rate, design.frontier.drain_rps)
+
+
+def fetchers_in_effect(design: Design, scenario: Scenario) -> FetchersConfig:
+    """The fetcher fleet as the scenario's web makes it: pages that need JavaScript
+    rendering cost ``js_render_cost`` times the CPU of a plain page, so a replica fetches
+    rps_per_replica / (1 - share + share x cost) pages a second (the design's own figure
+    when no page needs rendering)."""
+    web = scenario.web
+    cost = 1.0 - web.js_render_share + web.js_render_share * web.js_render_cost
+    if cost == 1.0:
+        return design.fetchers
+    rate = design.fetchers.rps_per_replica / cost
+    return design.fetchers.model_copy(update={"rps_per_replica": rate})
 
 
 def cache_capacity_rps(design: Design, catalog: Catalog) -> float:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 
-from gym.costing import cache_capacity_rps, politeness
+from gym.costing import cache_capacity_rps, fetchers_in_effect, politeness
 from gym.kinds.cache import CacheParams
 from gym.kinds.queue import QueueParams
 from gym.kinds.service import ServiceParams
@@ -45,7 +45,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
                 variant_fraction=variants(design, scenario),
             ),
         ),
-        Node("fetchers", "fleet", design.fetchers, prefix=""),
+        Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
         Node(
             "cache",
             "cache",

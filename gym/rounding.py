@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gym.costing import cache_capacity_rps
+from gym.costing import cache_capacity_rps, fetchers_in_effect
 from gym.erlang import mean_held
 from gym.models import Design, GraphDesign, Scenario
 from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
@@ -148,7 +148,7 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
     """Stations whose round(rate x service time) slots move their capacity: in the request
     engine every station; in the flow engine the loss stations (cache, resolver, and the
     store unless the async writer meters its writes), whose Erlang loss uses the slots."""
-    f = design.fetchers
+    f = fetchers_in_effect(design, scenario)  # JavaScript rendering slows a replica
     stations = [
         ("fetchers", "fetchers.rps_per_replica", f.rps_per_replica, f.service.mean_ms),
         (

@@ -193,3 +193,36 @@ def test_canonicalization_skips_the_variants_that_would_be_crawled_again(engine:
     assert {g.item: g for g in rubric.grade(gym.simulate(with_hash, sc))}[
         "dedup layers"
     ].credit == "full"
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_javascript_rendering_costs_fetcher_cpu(engine: str) -> None:
+    """A replica of 2,000 plain pages/s when 25% of pages need rendering at 5x the CPU:
+    2,000 / (0.75 + 0.25 x 5) = 1,000 pages/s. One replica offered 1,500 pages/s for
+    10 s keeps up with plain pages (saturation 0.75) and falls behind with rendering
+    (1.5: it hands out 1,000/s and the frontier keeps the rest). In both engines."""
+    d = Design.model_validate(
+        {
+            "frontier": {"drain_rps": 30_000, "buffer": 100_000},
+            "fetchers": {"replicas": 1, "rps_per_replica": 2_000},
+            "cache": {"hit_ratio": 0.92},
+            "page_store": {"rps": 25_000},
+        }
+    )
+    plain = Scenario.model_validate(
+        {"duration_s": 10, "base_rps": 1_500, "arrivals": "deterministic"}
+    )
+    rendered = Scenario.model_validate(
+        {
+            **plain.model_dump(mode="json", exclude_none=True),
+            "web": {"js_render_share": 0.25, "js_render_cost": 5},
+        }
+    )
+    a = gym.simulate(d, plain, engine=engine).metrics
+    b = gym.simulate(d, rendered, engine=engine).metrics
+    assert np.nanmax(a.components["fetchers"].saturation) == pytest.approx(0.75)
+    assert np.nanmax(b.components["fetchers"].saturation) == pytest.approx(1.5)
+    started = b.record.components["fetchers"].processed.sum()
+    assert started == pytest.approx(10_000, abs=60)  # 1,000/s (the request bucket: +50)
+    assert b.record.components["frontier"].backlog[-1] == pytest.approx(5_000, abs=60)
+    assert a.record.components["frontier"].backlog[-1] < 10

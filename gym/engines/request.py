@@ -34,7 +34,7 @@ import simpy
 from gym import crawler
 from gym.components import tick_quota
 from gym.components.client import arrival_counts
-from gym.costing import cache_capacity_rps, politeness
+from gym.costing import cache_capacity_rps, fetchers_in_effect, politeness
 from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
 from gym.latency import Samples
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
@@ -110,7 +110,7 @@ class Engine:
             overflow="frontier_overflow",
             buffer=design.frontier.buffer,
             drain=politeness(design, scenario).limit_rps,  # min(drain, hosts / delay)
-            fleet_params=design.fetchers,
+            fleet_params=fetchers_in_effect(design, scenario),
             fetch_rng=stream(seed, "fetchers"),
         )
 

@@ -125,6 +125,24 @@ class WebConfig(InputModel):
         ge=0,
         le=3,
     )
+    js_render_share: float = Field(
+        0.0,
+        description=(
+            "Share of pages that need JavaScript rendering (a headless browser) before "
+            "their links and text can be read."
+        ),
+        ge=0,
+        le=1,
+    )
+    js_render_cost: float = Field(
+        10.0,
+        description=(
+            "CPU a rendered page costs a fetcher, as a multiple of a plain page's: a "
+            "replica fetches rps_per_replica / (1 - share + share x cost) pages/s."
+        ),
+        ge=1,
+        le=1000,
+    )
     high_priority_share: float = Field(
         0.1,
         description="Share of URLs in the high priority band (the rest are low).",
