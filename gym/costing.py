@@ -6,7 +6,14 @@ import math
 from dataclasses import dataclass
 
 from gym.errors import Problem
-from gym.models import Catalog, Design, FetchersConfig, GraphDesign, Scenario
+from gym.models import (
+    Catalog,
+    Design,
+    FetchersConfig,
+    GraphDesign,
+    PageStoreConfig,
+    Scenario,
+)
 
 #: Component names, in pipeline order, as they appear in results.
 COMPONENTS: tuple[str, ...] = (
@@ -44,7 +51,7 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
         "fetchers": design.fetchers.replicas,
         "cache": cache_units(design.cache.hit_ratio, catalog) or _MAX_CACHE_UNITS,
         "resolver": 0,
-        "page_store": units_for(design.page_store.rps, catalog.page_store.rps),
+        "page_store": page_store_units(design, catalog),
     }
     if design.async_writer is not None:
         per["async_writer"] = units_for(design.async_writer.buffer, catalog.async_writer.buffer)
@@ -121,6 +128,25 @@ def fetchers_in_effect(design: Design, scenario: Scenario) -> FetchersConfig:
         return design.fetchers
     rate = design.fetchers.rps_per_replica / cost
     return design.fetchers.model_copy(update={"rps_per_replica": rate})
+
+
+def page_store_units(design: Design, catalog: Catalog) -> int:
+    """Units of the page store: object-storage units, or relational-database units (each
+    takes fewer multi-KB page writes) for a relational layout."""
+    per = catalog.page_store
+    if design.page_store.layout == "relational":
+        return units_for(design.page_store.rps, per.relational_rps)
+    return units_for(design.page_store.rps, per.rps)
+
+
+def page_store_in_effect(design: Design, catalog: Catalog) -> PageStoreConfig:
+    """The page store as it runs: a relational table takes at most the catalog's ceiling
+    of page writes a second, whatever the design asks (a split layout takes its rps)."""
+    store = design.page_store
+    ceiling = catalog.page_store.relational_max_rps
+    if store.layout == "relational" and store.rps > ceiling:
+        return store.model_copy(update={"rps": ceiling})
+    return store
 
 
 def cache_capacity_rps(design: Design, catalog: Catalog) -> float:

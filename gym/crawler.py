@@ -13,7 +13,12 @@ from __future__ import annotations
 
 import itertools
 
-from gym.costing import cache_capacity_rps, fetchers_in_effect, politeness
+from gym.costing import (
+    cache_capacity_rps,
+    fetchers_in_effect,
+    page_store_in_effect,
+    politeness,
+)
 from gym.kinds.cache import CacheParams
 from gym.kinds.queue import QueueParams
 from gym.kinds.service import ServiceParams
@@ -67,6 +72,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
     ]
     if design.async_writer is not None:
         nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
-    nodes.append(Node("page_store", "store", design.page_store, prefix="store"))
+    store = page_store_in_effect(design, scenario.catalog)
+    nodes.append(Node("page_store", "store", store, prefix="store"))
     edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
     return Topology(tuple(nodes), edges)

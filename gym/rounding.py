@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from gym.costing import cache_capacity_rps, fetchers_in_effect
+from gym.costing import cache_capacity_rps, fetchers_in_effect, page_store_in_effect
 from gym.erlang import mean_held
 from gym.models import Design, GraphDesign, Scenario
 from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
@@ -158,7 +158,12 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
             design.cache.service.mean_ms,
         ),
         ("resolver", "resolver.rps", scenario.resolver.rps, scenario.resolver.service.mean_ms),
-        ("page_store", "page_store.rps", design.page_store.rps, design.page_store.service.mean_ms),
+        (
+            "page_store",
+            "page_store.rps",
+            page_store_in_effect(design, scenario.catalog).rps,
+            design.page_store.service.mean_ms,
+        ),
     ]
     if engine == "flow":
         skip = {"fetchers"} | ({"page_store"} if design.async_writer is not None else set())

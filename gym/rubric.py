@@ -133,13 +133,7 @@ def grade(result: Result) -> list[Grade]:
         _decoupled_writes(result),
         _spare_fetcher(result),
         _dns_caching(result),
-        Grade(
-            "storage split",
-            "not gradable",
-            "page bodies and URL metadata are one page store in this model; the choice of "
-            "object storage plus a key-value store against one relational table is not a "
-            "design field yet",
-        ),
+        _storage(result),
         Grade(
             "recrawl policy",
             "not gradable",
@@ -278,6 +272,38 @@ def _spare_fetcher(result: Result) -> Grade:
     if crash:
         measured += f"; {crash:,} fetches in flight lost (on_crash: requeue keeps them)"
     return Grade("N+1 fetchers", credit, measured)
+
+
+def _storage(result: Result) -> Grade:
+    design = result.design
+    assert isinstance(design, Design)
+    from gym.costing import page_store_in_effect, page_store_units
+
+    m = result.metrics
+    cat = result.scenario.catalog
+    store = design.page_store
+    lost = m.failed_by_cause.get("store_overload", 0)
+    peak = np.nanmax(m.components["page_store"].saturation, initial=0.0)
+    units = page_store_units(design, cat)
+    if store.layout == "split":
+        return Grade(
+            "storage split",
+            "full",
+            f"page bodies in object storage, URL metadata in a key-value store: "
+            f"{store.rps:,.0f} writes/s for {units} unit{'s' if units != 1 else ''}, peak "
+            f"saturation {peak:.2f}, {lost:,} writes lost to overload",
+        )
+    runs = page_store_in_effect(design, cat).rps
+    split = design.model_copy(update={"page_store": store.model_copy(update={"layout": "split"})})
+    return Grade(
+        "storage split",
+        "none",
+        f"bodies as rows of one relational table: {store.rps:,.0f} writes/s asked for "
+        f"{units} units ({page_store_units(split, cat)} in object storage), and the table "
+        f"takes at most {runs:,.0f}/s: peak saturation {peak:.2f}, {lost:,} writes lost to "
+        "overload",
+        trap="blobs in a relational table: it costs more and stops at one primary's writes",
+    )
 
 
 def _dns_caching(result: Result) -> Grade:

@@ -115,17 +115,19 @@ def test_defaults_keep_the_frontier_two_stage() -> None:
 
 def test_the_rubric_credits_the_reference_and_names_the_starters_gaps() -> None:
     """The reference gets full credit on every item it has (its frontier, its spare
-    fetcher, its DNS cache); it has no async writer and no content hashing, and the rubric
-    says what that cost. The starter's gaps are named with their measurements: its third
-    replica cannot carry the crash (frontier overflow), its DNS cache lets the resolver
-    overload. Items the model cannot express are listed as not gradable, not credited."""
+    fetcher, its DNS cache, its storage split); it has no async writer and no content
+    hashing, and the rubric says what that cost. The starter's gaps are named with their
+    measurements: its third replica cannot carry the crash (frontier overflow), its DNS
+    cache lets the resolver overload. Items the model cannot express are listed as not
+    gradable, not credited."""
     ref = {g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "reference.yaml", CHAOS))}
     for item in ("frontier structure", "N+1 fetchers", "DNS caching"):
         assert ref[item].credit == "full", ref[item]
     assert ref["decoupled writes"].credit == "none"
     assert "page writes lost while the page store was stalled" in ref["decoupled writes"].measured
     assert ref["dedup layers"].credit == "partial"
-    assert {ref["storage split"].credit, ref["recrawl policy"].credit} == {"not gradable"}
+    assert ref["storage split"].credit == "full"  # object storage and a key-value store
+    assert ref["recrawl policy"].credit == "not gradable"
     writer = {
         g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "writer-lossless.yaml", CHAOS))
     }
@@ -226,3 +228,45 @@ def test_javascript_rendering_costs_fetcher_cpu(engine: str) -> None:
     assert started == pytest.approx(10_000, abs=60)  # 1,000/s (the request bucket: +50)
     assert b.record.components["frontier"].backlog[-1] == pytest.approx(5_000, abs=60)
     assert a.record.components["frontier"].backlog[-1] < 10
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_blobs_in_a_relational_table_cost_more_and_hit_its_ceiling(engine: str) -> None:
+    """12,000 page writes/s (24,000 URLs/s, half of them cache misses) asked of a page
+    store of 25,000 writes/s: in object storage that is 1 unit at saturation 0.48; as rows
+    of one relational table it is 10 units (2,500 writes/s each) and the table takes at
+    most 10,000/s, so saturation 1.2 and about 2,000 writes/s lost. In both engines; the
+    rubric names the trap."""
+    d = Design.model_validate(
+        {
+            "frontier": {"drain_rps": 30_000, "buffer": 100_000},
+            "fetchers": {"replicas": 7, "rps_per_replica": 4_000},
+            "cache": {"hit_ratio": 0.5},
+            "page_store": {"rps": 25_000},
+        }
+    )
+    relational = Design.model_validate(
+        {**d.model_dump(mode="json"), "page_store": {"rps": 25_000, "layout": "relational"}}
+    )
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 5,
+            "base_rps": 24_000,
+            "arrivals": "deterministic",
+            "resolver": {"rps": 100_000},  # neither the resolver nor politeness binds
+            "web": {"crawl_delay_s": 0.5},
+        }
+    )
+    a = gym.simulate(d, sc, engine=engine)
+    b = gym.simulate(relational, sc, engine=engine)
+    assert (a.metrics.units["page_store"], b.metrics.units["page_store"]) == (1, 10)
+    assert a.metrics.failed_by_cause["store_overload"] == 0
+    lost = b.metrics.failed_by_cause["store_overload"]
+    arrived = int(b.metrics.record.components["page_store"].arrived.sum())
+    # From t = 0.25 s (the first fetches end): 12,000 x 4.75 s = 57,000 writes.
+    assert arrived == pytest.approx(57_000, rel=0.01)
+    assert lost == pytest.approx(arrived - 4.75 * 10_000, rel=0.15)  # beyond its ceiling
+    grades = {g.item: g for g in rubric.grade(b)}
+    assert grades["storage split"].credit == "none"
+    assert grades["storage split"].trap.startswith("blobs in a relational table")
+    assert {g.item: g for g in rubric.grade(a)}["storage split"].credit == "full"

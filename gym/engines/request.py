@@ -34,7 +34,12 @@ import simpy
 from gym import crawler
 from gym.components import tick_quota
 from gym.components.client import arrival_counts
-from gym.costing import cache_capacity_rps, fetchers_in_effect, politeness
+from gym.costing import (
+    cache_capacity_rps,
+    fetchers_in_effect,
+    page_store_in_effect,
+    politeness,
+)
 from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
 from gym.latency import Samples
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
@@ -128,7 +133,7 @@ class Engine:
             "resolver",
         )
         self.store = LossStation(
-            design.page_store.rps,
+            page_store_in_effect(design, scenario.catalog).rps,
             design.page_store.service,
             stream(seed, "page_store"),
             "store",

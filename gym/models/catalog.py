@@ -37,6 +37,17 @@ class PageStoreUnit(InputModel):
     """One page-store unit."""
 
     rps: Rate = Field(25_000, description="Writes/s one page-store unit takes.")
+    relational_rps: Rate = Field(
+        2_500,
+        description="Page writes/s one relational-database unit takes with bodies in rows.",
+    )
+    relational_max_rps: Rate = Field(
+        10_000,
+        description=(
+            "Most page writes/s one relational table takes with bodies in rows, however "
+            "many units: its primary's write-ahead log and replication are the ceiling."
+        ),
+    )
 
 
 class AsyncWriterUnit(InputModel):

@@ -73,9 +73,19 @@ class CacheConfig(InputModel):
 
 
 class PageStoreConfig(InputModel):
-    """Object storage for fetched pages."""
+    """Where fetched pages are written."""
 
     rps: Rate = Field(description="Writes per second the page store takes.")
+    layout: Literal["split", "relational"] = Field(
+        "split",
+        description=(
+            "split: page bodies in object storage and URL metadata in a key-value store, "
+            "each scaling with its units. relational: bodies and metadata as rows of one "
+            "relational table, whose writes of multi-KB rows cost more units each and stop "
+            "at the catalog's ceiling (page_store.relational_max_rps) however many are "
+            "bought."
+        ),
+    )
     service: ServiceTime = Field(
         default_factory=lambda: ServiceTime(mean_ms=20.0),
         description="Write time (default 20 ms). Slots = rps x mean write time.",
