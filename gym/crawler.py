@@ -26,6 +26,15 @@ from gym.models import Design, Scenario
 from gym.topology import Edge, Node, Topology
 
 
+def seen_skipped(design: Design, scenario: Scenario) -> float:
+    """The share of offered URLs the seen set skips: those crawled before, less the ones a
+    recrawl fetches again (every one with recrawl: full; the changed ones by change rate)."""
+    world = scenario.dedup
+    if design.dedup.recrawl == "full":
+        return 0.0
+    return world.seen_url_fraction * (1.0 - world.changed_fraction)
+
+
 def variants(design: Design, scenario: Scenario) -> float:
     """The share of new URLs the frontier skips as variants of known ones: the scenario's
     variants when the design canonicalizes URLs, else none (they are crawled again)."""
@@ -45,7 +54,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
             QueueParams.model_construct(
                 drain_rps=polite.limit_rps,
                 buffer=design.frontier.buffer,
-                seen_fraction=scenario.dedup.seen_url_fraction,
+                seen_fraction=seen_skipped(design, scenario),
                 false_positive_rate=bloom,
                 variant_fraction=variants(design, scenario),
             ),

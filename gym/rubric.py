@@ -134,12 +134,7 @@ def grade(result: Result) -> list[Grade]:
         _spare_fetcher(result),
         _dns_caching(result),
         _storage(result),
-        Grade(
-            "recrawl policy",
-            "not gradable",
-            "the model has no recrawl of changed pages yet (recrawl: full or by change "
-            "rate is not a design field)",
-        ),
+        _recrawl(record, design, scenario),
     ]
 
 
@@ -213,6 +208,33 @@ def _fault_windows(result: Result, kinds: tuple[type, ...], target: str) -> list
 
 def _lost(counts: np.ndarray, windows: list[tuple[int, int]]) -> int:
     return sum(int(counts[a:b].sum()) for a, b in windows)
+
+
+def _recrawl(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
+    world = scenario.dedup
+    offered = int(record.offered.sum())
+    seen = world.seen_url_fraction * offered
+    if not seen:
+        return Grade("recrawl policy", "untested", "this scenario offers no URLs crawled before")
+    changed = seen * world.changed_fraction
+    unchanged = seen - changed
+    kb = world.page_kb
+    if design.dedup.recrawl == "full":
+        return Grade(
+            "recrawl policy",
+            "none",
+            f"every page seen before fetched again: about {unchanged:,.0f} of them unchanged, "
+            f"{unchanged * kb / 1e6:,.1f} GB of bandwidth wasted (and {changed:,.0f} changed "
+            "ones refreshed)",
+            trap="recrawl everything: most of the bandwidth goes to pages that did not change",
+        )
+    skipped = record.skipped_by_cause().get("seen_url", 0)
+    return Grade(
+        "recrawl policy",
+        "full",
+        f"by change rate: about {changed:,.0f} changed pages fetched again, {skipped:,} "
+        f"unchanged ones skipped ({skipped * kb / 1e6:,.1f} GB not fetched)",
+    )
 
 
 def _decoupled_writes(result: Result) -> Grade:

@@ -118,8 +118,8 @@ def test_the_rubric_credits_the_reference_and_names_the_starters_gaps() -> None:
     fetcher, its DNS cache, its storage split); it has no async writer and no content
     hashing, and the rubric says what that cost. The starter's gaps are named with their
     measurements: its third replica cannot carry the crash (frontier overflow), its DNS
-    cache lets the resolver overload. Items the model cannot express are listed as not
-    gradable, not credited."""
+    cache lets the resolver overload. Items the scenario cannot test are listed as
+    untested, not credited."""
     ref = {g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "reference.yaml", CHAOS))}
     for item in ("frontier structure", "N+1 fetchers", "DNS caching"):
         assert ref[item].credit == "full", ref[item]
@@ -127,7 +127,7 @@ def test_the_rubric_credits_the_reference_and_names_the_starters_gaps() -> None:
     assert "page writes lost while the page store was stalled" in ref["decoupled writes"].measured
     assert ref["dedup layers"].credit == "partial"
     assert ref["storage split"].credit == "full"  # object storage and a key-value store
-    assert ref["recrawl policy"].credit == "not gradable"
+    assert ref["recrawl policy"].credit == "untested"  # the chaos scenario has no seen URLs
     writer = {
         g.item: g for g in rubric.grade(gym.simulate(DESIGNS / "writer-lossless.yaml", CHAOS))
     }
@@ -270,3 +270,35 @@ def test_blobs_in_a_relational_table_cost_more_and_hit_its_ceiling(engine: str) 
     assert grades["storage split"].credit == "none"
     assert grades["storage split"].trap.startswith("blobs in a relational table")
     assert {g.item: g for g in rubric.grade(a)}["storage split"].credit == "full"
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_recrawling_everything_wastes_bandwidth_on_unchanged_pages(engine: str) -> None:
+    """1,000 URLs/s for 10 s, 60% of them crawled before and 20% of those changed since: a
+    recrawl by change rate skips the 0.6 x 0.8 = 48% unchanged (about 4,800, within 4
+    binomial sd of sqrt(10,000 x 0.48 x 0.52) = 50) and fetches 5,200; a full recrawl
+    fetches all 10,000, and the rubric counts the 4,800 unchanged pages it fetched again,
+    480 MB at 100 KB a page. In both engines."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 10,
+            "base_rps": 1_000,
+            "arrivals": "deterministic",
+            "dedup": {"seen_url_fraction": 0.6, "changed_fraction": 0.2, "page_kb": 100},
+        }
+    )
+    by_rate = _design(drain_rps=30_000)
+    full = _design({"recrawl": "full"}, drain_rps=30_000)
+    a = gym.simulate(by_rate, sc, engine=engine)
+    b = gym.simulate(full, sc, engine=engine)
+    skipped = a.metrics.skipped_by_cause["seen_url"]
+    assert abs(skipped - 4_800) < 4 * 50
+    assert b.metrics.skipped_by_cause["seen_url"] == 0
+    fetched = [r.metrics.record.components["fetchers"].arrived.sum() for r in (a, b)]
+    assert fetched[0] == pytest.approx(10_000 - skipped, abs=20)
+    assert fetched[1] == pytest.approx(10_000, abs=20)
+    g_rate = {g.item: g for g in rubric.grade(a)}["recrawl policy"]
+    g_full = {g.item: g for g in rubric.grade(b)}["recrawl policy"]
+    assert g_rate.credit == "full" and f"{skipped:,} unchanged ones skipped" in g_rate.measured
+    assert g_full.credit == "none" and g_full.trap.startswith("recrawl everything")
+    assert "about 4,800 of them unchanged, 0.5 GB of bandwidth wasted" in g_full.measured

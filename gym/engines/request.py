@@ -100,7 +100,7 @@ class Engine:
             )
 
         # Fetch stage: the frontier's waiting room in front of the replicas' slots.
-        self.seen_fraction = scenario.dedup.seen_url_fraction
+        self.seen_fraction = crawler.seen_skipped(design, scenario)
         self.variant_fraction = crawler.variants(design, scenario)
         self.bloom_fp = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
         self.duplicates = (

@@ -126,6 +126,15 @@ class DedupConfig(InputModel):
         False,
         description="Hash page bodies and skip the store write of a body already stored.",
     )
+    recrawl: Literal["change_rate", "full"] = Field(
+        "change_rate",
+        description=(
+            "Which URLs seen before are fetched again: change_rate, only pages whose "
+            "estimated change rate says they changed (the scenario's changed_fraction of "
+            "them); full, every one of them, changed or not (bandwidth wasted on unchanged "
+            "pages)."
+        ),
+    )
     canonicalize: bool = Field(
         False,
         description=(

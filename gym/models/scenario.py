@@ -158,10 +158,20 @@ class DedupWorld(InputModel):
         0.0,
         description=(
             "Fraction of offered URLs already crawled: the seen set drops them before the "
-            "frontier (outcome: skipped)."
+            "frontier (outcome: skipped), except those a recrawl fetches again (the "
+            "design's dedup.recrawl, changed_fraction)."
         ),
         ge=0,
         lt=1,
+    )
+    changed_fraction: float = Field(
+        0.0,
+        description=(
+            "Fraction of the URLs seen before whose page changed since its last crawl: a "
+            "recrawl by change rate fetches them again and skips the rest."
+        ),
+        ge=0,
+        le=1,
     )
     variant_fraction: float = Field(
         0.0,
