@@ -302,3 +302,57 @@ def test_recrawling_everything_wastes_bandwidth_on_unchanged_pages(engine: str) 
     assert g_rate.credit == "full" and f"{skipped:,} unchanged ones skipped" in g_rate.measured
     assert g_full.credit == "none" and g_full.trap.startswith("recrawl everything")
     assert "about 4,800 of them unchanged, 0.5 GB of bandwidth wasted" in g_full.measured
+
+
+LEVERS = ROOT / "designs" / "levers"
+LEVER_SCENARIOS = ROOT / "scenarios" / "levers"
+
+
+@pytest.mark.parametrize(
+    ("design", "scenario", "verdict", "item", "credit"),
+    [
+        # A FIFO passes the SLOs the politeness-bound design fails, impolitely.
+        (LEVERS / "fifo-frontier.yaml", CHAOS, "pass", "frontier structure", "partial"),
+        (DESIGNS / "politeness-bound.yaml", CHAOS, "fail", "frontier structure", "full"),
+        # Rows of a relational table: ten units for what one object-storage unit writes.
+        (LEVERS / "relational-store.yaml", CHAOS, "fail", "storage split", "none"),
+        # Recrawling everything overloads the fetchers; by change rate it passes.
+        (
+            LEVERS / "recrawl-everything.yaml",
+            LEVER_SCENARIOS / "freshness.yaml",
+            "fail",
+            "recrawl policy",
+            "none",
+        ),
+        (
+            DESIGNS / "reference.yaml",
+            LEVER_SCENARIOS / "freshness.yaml",
+            "pass",
+            "recrawl policy",
+            "full",
+        ),
+        # URL variants: the canonicalizing design passes, the reference does not.
+        (
+            LEVERS / "canonicalized.yaml",
+            LEVER_SCENARIOS / "url-variants.yaml",
+            "pass",
+            "dedup layers",
+            "partial",
+        ),
+        (
+            DESIGNS / "reference.yaml",
+            LEVER_SCENARIOS / "url-variants.yaml",
+            "fail",
+            "dedup layers",
+            "partial",
+        ),
+    ],
+)
+def test_the_lever_teaching_designs_teach_their_lesson(
+    design: Any, scenario: Any, verdict: str, item: str, credit: str
+) -> None:
+    """Each teaching design and scenario shipped for a lever gives the verdict its file's
+    lesson says, and the rubric credits the lever as the lesson says."""
+    r = gym.simulate(design, scenario)
+    assert r.verdict == verdict
+    assert {g.item: g for g in rubric.grade(r)}[item].credit == credit
