@@ -22,8 +22,6 @@ scored by the same code; per-URL times give the latency statistics.
 
 from __future__ import annotations
 
-import gc
-import itertools
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
@@ -32,7 +30,6 @@ import numpy as np
 import simpy
 
 from gym import crawler
-from gym.components import tick_quota
 from gym.components.client import arrival_counts
 from gym.costing import (
     cache_capacity_rps,
@@ -40,8 +37,17 @@ from gym.costing import (
     page_store_in_effect,
     politeness,
 )
-from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
-from gym.latency import Samples
+from gym.engines.stations import (
+    FetchStage,
+    Log,
+    LossStation,
+    _ArrivedProcess,
+    arrivals,
+    capacity_of,
+    latency_of,
+    rates_of,
+    run_until,
+)
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
 from gym.record import RunRecord
 from gym.rounding import flush_slots
@@ -292,26 +298,6 @@ class Engine:
             self.k_e2e.append(ka)
 
     # -- processes ------------------------------------------------------------------------
-    def arrivals(self) -> Generator[simpy.Event, Any, None]:
-        env, tick_s = self.env, self.timeline.tick_s
-        counts = self.offered.tolist()
-        arrive = self._arrive
-        next_report = 1.0
-        for k, count in enumerate(counts):
-            if count:
-                base = k * tick_s
-                if self.even:  # deterministic arrivals: evenly spaced within the tick
-                    offsets = (np.arange(count) + 0.5) * (tick_s / count)
-                else:
-                    offsets = np.sort(self.rng_times.random(count)) * tick_s
-                now = env.now
-                for off in offsets.tolist():
-                    simpy.Timeout(env, max(0.0, base + off - now)).callbacks.append(arrive)
-            yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
-            if self.progress is not None and env.now >= next_report:
-                self.progress(env.now)
-                next_report = env.now + 1.0
-
     def _arrive(self, ev: simpy.Event) -> None:
         """A URL arrives: the frontier takes it (and its process starts) or turns it away."""
         t = self.env.now
@@ -385,7 +371,17 @@ class Engine:
     # -- run ------------------------------------------------------------------------------
     def run(self) -> RunRecord:
         env, tl = self.env, self.timeline
-        env.process(self.arrivals())
+        env.process(
+            arrivals(
+                env,
+                self.offered,
+                tl.tick_s,
+                self.even,
+                self.rng_times,
+                self._arrive,
+                self.progress,
+            )
+        )
         if self.design.async_writer is not None:
             env.process(self.flusher())
         for fault in self.scenario.faults:
@@ -398,32 +394,15 @@ class Engine:
                     env.process(self.stall(fault, start, end))
                 else:
                     env.process(self.slowdown(fault, start, end))
-        # The run allocates hundreds of thousands of short-lived processes and no cycles
-        # that outlive them; the cyclic collector only slows it down.
-        gc_was_on = gc.isenabled()
-        gc.disable()
-        try:
-            env.run(until=self.n * tl.tick_s)
-        finally:
-            if gc_was_on:
-                gc.enable()
+        run_until(env, self.n * tl.tick_s)
         return self._record()
 
     def _rates(self, name: str) -> np.ndarray:
         """Capacity per second in force each tick, from the rate log."""
-        rates = np.zeros(self.n)
-        for (t0, rate), (t1, _) in itertools.pairwise(self.rate_log[name] + [(self.n, 0.0)]):
-            rates[t0:t1] = rate
-        return rates
+        return rates_of(self.rate_log[name], self.n)
 
     def _capacity(self, name: str) -> np.ndarray:
-        out = np.zeros(self.n, dtype=np.int64)
-        changes = self.rate_log[name] + [(self.n, 0.0)]
-        carry = 0.0
-        for (t0, rate), (t1, _) in itertools.pairwise(changes):
-            if t1 > t0:
-                out[t0:t1], carry = tick_quota(rate, self.timeline.tick_ms, t1 - t0, carry)
-        return out
+        return capacity_of(self.rate_log[name], self.n, self.timeline.tick_ms)
 
     def _record(self) -> RunRecord:
         logs = self.logs
@@ -452,11 +431,7 @@ class Engine:
         )
         in_flight = {name: int(t.backlog[-1]) for name, t in tallies.items()}
         record = RunRecord("request", 0, self.timeline, self.offered, tallies, in_flight)
-        record.latency = {
-            name: Samples.of(self.sample_ticks[name], np.asarray(values) * 1000.0)
-            for name, values in self.samples.items()
-            if values
-        }
+        record.latency = latency_of(self.samples, self.sample_ticks)
         record.check_conservation()
         return record
 

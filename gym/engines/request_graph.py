@@ -22,7 +22,6 @@ on the nodes they name on the tick grid. The run ends in the same
 
 from __future__ import annotations
 
-import gc
 import itertools
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
@@ -33,10 +32,18 @@ import numpy as np
 import simpy
 
 from gym import kinds
-from gym.components import tick_quota
 from gym.components.client import arrival_counts
-from gym.engines.stations import FetchStage, Log, LossStation, _ArrivedProcess
-from gym.latency import Samples
+from gym.engines.stations import (
+    FetchStage,
+    Log,
+    LossStation,
+    _ArrivedProcess,
+    arrivals,
+    capacity_of,
+    latency_of,
+    rates_of,
+    run_until,
+)
 from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
 from gym.record import RunRecord, Tally
 from gym.rounding import flush_slots
@@ -90,19 +97,11 @@ class Run:
 
     def rates(self, changes: list[tuple[int, float]]) -> np.ndarray:
         """Capacity per second in force each tick, from (tick, rate) changes."""
-        rates = np.zeros(self.n)
-        for (t0, rate), (t1, _) in itertools.pairwise([*changes, (self.n, 0.0)]):
-            rates[t0:t1] = rate
-        return rates
+        return rates_of(changes, self.n)
 
     def capacity(self, changes: list[tuple[int, float]]) -> np.ndarray:
         """Whole URLs per tick from (tick, rate) changes, as the flow engine counts them."""
-        out = np.zeros(self.n, dtype=np.int64)
-        carry = 0.0
-        for (t0, rate), (t1, _) in itertools.pairwise([*changes, (self.n, 0.0)]):
-            if t1 > t0:
-                out[t0:t1], carry = tick_quota(rate, self.tick_ms, t1 - t0, carry)
-        return out
+        return capacity_of(changes, self.n, self.tick_ms)
 
 
 class Stage:
@@ -484,31 +483,22 @@ class Engine:
         last.log.served[run.k(env.now)] += 1
         run.sample("end_to_end", url, env.now - t_arrive)
 
-    def arrivals(self) -> Generator[simpy.Event, Any, None]:
-        env, tick_s = self.env, self.timeline.tick_s
-        next_report = 1.0
-        for k, count in enumerate(self.offered.tolist()):
-            if count:
-                base = k * tick_s
-                if self.even:  # deterministic arrivals: evenly spaced within the tick
-                    offsets = (np.arange(count) + 0.5) * (tick_s / count)
-                else:
-                    offsets = np.sort(self.rng_times.random(count)) * tick_s
-                now = env.now
-                for off in offsets.tolist():
-                    t = base + off
-                    simpy.Timeout(env, max(0.0, t - now)).callbacks.append(self._arrive)
-            yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
-            if self.progress is not None and env.now >= next_report:
-                self.progress(env.now)
-                next_report = env.now + 1.0
-
     def _arrive(self, ev: simpy.Event) -> None:
         _ArrivedProcess(self.env, self.url(self.env.now))._resume(ev)
 
     def run(self) -> RunRecord:
         env, tl = self.env, self.timeline
-        env.process(self.arrivals())
+        env.process(
+            arrivals(
+                env,
+                self.offered,
+                tl.tick_s,
+                self.even,
+                self.rng_times,
+                self._arrive,
+                self.progress,
+            )
+        )
         for stage in self.stages.values():
             stage.start()
         for fault in self.scenario.faults:
@@ -520,13 +510,7 @@ class Engine:
             else:
                 assert end is not None  # stalls and slowdowns always end
                 env.process(_faults(target, fault, start, end))
-        gc_was_on = gc.isenabled()
-        gc.disable()  # many short-lived processes and no cycles: the collector only slows
-        try:
-            env.run(until=tl.n_ticks * tl.tick_s)
-        finally:
-            if gc_was_on:
-                gc.enable()
+        run_until(env, tl.n_ticks * tl.tick_s)
         return self._record()
 
     def _record(self) -> RunRecord:
@@ -539,11 +523,7 @@ class Engine:
         record = RunRecord(
             "request", 0, self.timeline, self.offered, tallies, in_flight, causes=causes
         )
-        record.latency = {
-            name: Samples.of(run.sample_ticks[name], np.asarray(values) * 1000.0)
-            for name, values in run.samples.items()
-            if values
-        }
+        record.latency = latency_of(run.samples, run.sample_ticks)
         record.check_conservation()
         return record
 

@@ -9,17 +9,21 @@ engine (:mod:`gym.engines.request_graph`) both build their runs from these.
 
 from __future__ import annotations
 
+import gc
 import heapq
+import itertools
 import math
 from collections import deque
-from collections.abc import Generator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import simpy
 
+from gym.components.base import tick_quota
 from gym.engines.sampling import Sampler
+from gym.latency import Samples
 from gym.models import CrashFault, ServiceTime
 from gym.record import Tally
 from gym.rounding import PACED_BELOW_CV, start_depth, station_slots
@@ -425,3 +429,73 @@ class FetchStage:
         self.drain_factor *= factor
         self.queue_rates.append((tick, self._rate()))
         self.dispatch()
+
+
+# -- what both request engines do the same way ----------------------------------------------
+
+
+def arrivals(
+    env: simpy.Environment,
+    offered: np.ndarray,
+    tick_s: float,
+    even: bool,
+    rng: np.random.Generator,
+    arrive: Callable[[simpy.Event], None],
+    progress: Callable[[float], None] | None,
+) -> Generator[simpy.Event, Any, None]:
+    """Each tick's URLs, at uniform random instants inside it (a Poisson process), or
+    evenly spaced for deterministic arrivals; ``arrive`` is called at each instant."""
+    next_report = 1.0
+    for k, count in enumerate(offered.tolist()):
+        if count:
+            base = k * tick_s
+            if even:
+                offsets = (np.arange(count) + 0.5) * (tick_s / count)
+            else:
+                offsets = np.sort(rng.random(count)) * tick_s
+            now = env.now
+            for off in offsets.tolist():
+                simpy.Timeout(env, max(0.0, base + off - now)).callbacks.append(arrive)
+        yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
+        if progress is not None and env.now >= next_report:
+            progress(env.now)
+            next_report = env.now + 1.0
+
+
+def run_until(env: simpy.Environment, until: float) -> None:
+    """Run SimPy to ``until`` with the cyclic garbage collector off: a run allocates
+    hundreds of thousands of short-lived processes and no cycles that outlive them."""
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        env.run(until=until)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def rates_of(changes: list[tuple[int, float]], n: int) -> np.ndarray:
+    """Capacity per second in force each tick, from (tick, rate) changes."""
+    rates = np.zeros(n)
+    for (t0, rate), (t1, _) in itertools.pairwise([*changes, (n, 0.0)]):
+        rates[t0:t1] = rate
+    return rates
+
+
+def capacity_of(changes: list[tuple[int, float]], n: int, tick_ms: int) -> np.ndarray:
+    """Whole URLs per tick from (tick, rate) changes, as the flow engine counts them."""
+    out = np.zeros(n, dtype=np.int64)
+    carry = 0.0
+    for (t0, rate), (t1, _) in itertools.pairwise([*changes, (n, 0.0)]):
+        if t1 > t0:
+            out[t0:t1], carry = tick_quota(rate, tick_ms, t1 - t0, carry)
+    return out
+
+
+def latency_of(samples: dict[str, list[float]], ticks: dict[str, list[int]]) -> dict[str, Samples]:
+    """Per-URL latencies (s), by component, as the run record's samples in ms."""
+    return {
+        name: Samples.of(ticks[name], np.asarray(values) * 1000.0)
+        for name, values in samples.items()
+        if values
+    }
