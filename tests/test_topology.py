@@ -194,13 +194,8 @@ def test_the_crawler_as_a_written_out_graph_gives_the_same_counts() -> None:
 # -- queueing through graphs --------------------------------------------------------------
 
 
-def test_a_tandem_of_two_queues_by_hand() -> None:
-    """1,000 URLs/s, evenly spaced, for 10 s into a queue draining 800/s, a fleet (250 ms
-    fetches), a second queue draining 600/s, a second fleet and a store. The first queue
-    hands out 800 x 10 = 8,000 and keeps 2,000; the first fleet finishes 7,800 (200 =
-    800/s x 0.25 s in flight). The second queue gets work from t = 0.25 s: it hands out
-    600 x 9.75 = 5,850 and keeps 7,800 - 5,850 = 1,950; the second fleet has 150 in
-    flight, and the store serves 5,700. Nothing fails: throughput 570/s, availability 1."""
+def _tandem() -> tuple[GraphDesign, Scenario]:
+    """Two queues and fleets in a row, then a store; 1,000 URLs/s evenly spaced, 10 s."""
     nodes = {
         "src": {"kind": "source"},
         "q1": {"kind": "queue", "drain_rps": 800, "buffer": 10**6},
@@ -210,10 +205,20 @@ def test_a_tandem_of_two_queues_by_hand() -> None:
         "out": {"kind": "store", "rps": 100_000},
     }
     edges = [("src", "q1"), ("q1", "f1"), ("f1", "q2"), ("q2", "f2"), ("f2", "out")]
-    d = GraphDesign.model_validate(graph(nodes, edges))
     sc = Scenario.model_validate(
         {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
     )
+    return GraphDesign.model_validate(graph(nodes, edges)), sc
+
+
+def test_a_tandem_of_two_queues_by_hand() -> None:
+    """1,000 URLs/s, evenly spaced, for 10 s into a queue draining 800/s, a fleet (250 ms
+    fetches), a second queue draining 600/s, a second fleet and a store. The first queue
+    hands out 800 x 10 = 8,000 and keeps 2,000; the first fleet finishes 7,800 (200 =
+    800/s x 0.25 s in flight). The second queue gets work from t = 0.25 s: it hands out
+    600 x 9.75 = 5,850 and keeps 7,800 - 5,850 = 1,950; the second fleet has 150 in
+    flight, and the store serves 5,700. Nothing fails: throughput 570/s, availability 1."""
+    d, sc = _tandem()
     m = gym.simulate(d, sc).metrics
     c = m.record.components
     assert (c["q1"].out.sum(), c["q1"].backlog[-1]) == (8_000, 2_000)
@@ -232,19 +237,7 @@ def test_the_tandem_through_the_request_engine() -> None:
     with one tick's hand-outs (8 at 800/s, 6 at 600/s, 10 ms ticks), so each hands out
     at most that many more than the flow engine's 8,000 and 5,850; the fleets hold the
     same 200 and 150 in flight (rate x 250 ms), and nothing fails."""
-    nodes = {
-        "src": {"kind": "source"},
-        "q1": {"kind": "queue", "drain_rps": 800, "buffer": 10**6},
-        "f1": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
-        "q2": {"kind": "queue", "drain_rps": 600, "buffer": 10**6},
-        "f2": {"kind": "fleet", "replicas": 1, "rps_per_replica": 4_000},
-        "out": {"kind": "store", "rps": 100_000},
-    }
-    edges = [("src", "q1"), ("q1", "f1"), ("f1", "q2"), ("q2", "f2"), ("f2", "out")]
-    d = GraphDesign.model_validate(graph(nodes, edges))
-    sc = Scenario.model_validate(
-        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
-    )
+    d, sc = _tandem()
     r = gym.simulate(d, sc, engine="request")
     c, flight = r.metrics.record.components, r.metrics.record.in_flight_end
     assert 8_000 <= c["q1"].out.sum() <= 8_008
