@@ -17,7 +17,6 @@ order, whatever the host or band.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -32,8 +31,9 @@ if TYPE_CHECKING:
 
 Credit = Literal["full", "partial", "none", "untested", "not gradable"]
 
-#: Hosts whose share is computed one by one; the rest by a second-order sum.
-EXACT_HOSTS = 100_000
+#: Hosts whose share is computed one by one; the rest in log-spaced groups of ranks.
+EXACT_HOSTS = 1_000
+HOST_GROUPS = 2_000
 
 
 @dataclass(frozen=True)
@@ -54,71 +54,80 @@ class Grade:
         }
 
 
-def _host_shares(hosts: int, zipf: float) -> tuple[np.ndarray, float]:
-    """The shares of the busiest hosts (at most EXACT_HOSTS, rank 1 first) and the sum of
-    the squared shares of all the others (for the second-order tail)."""
+def host_groups(hosts: int, zipf: float) -> tuple[np.ndarray, np.ndarray]:
+    """Host shares under the Zipf law, as (share of one host, hosts with that share): the
+    busiest EXACT_HOSTS one by one, the rest in HOST_GROUPS log-spaced groups of ranks,
+    each at the share of its geometric middle rank (shares change slowly there)."""
     k = min(hosts, EXACT_HOSTS)
     ranks = np.arange(1, k + 1, dtype=np.float64)
-    head = ranks**-zipf
-    # The tail's sums, from the integral of x^-a between k + 1/2 and hosts + 1/2.
-    lo, hi = k + 0.5, hosts + 0.5
-
-    def integral(a: float) -> float:
-        if hosts <= k:
-            return 0.0
-        if abs(a - 1.0) < 1e-12:
-            return math.log(hi / lo)
-        return float((hi ** (1 - a) - lo ** (1 - a)) / (1 - a))
-
-    total = float(head.sum()) + integral(zipf)
-    tail_sq = integral(2 * zipf) / total**2
-    return head / total, tail_sq
+    counts = np.ones(k)
+    if hosts > k:
+        edges = np.unique(np.geomspace(k + 1, hosts + 1, HOST_GROUPS + 1).round())
+        lo, hi = edges[:-1], edges[1:]
+        ranks = np.concatenate([ranks, np.sqrt(lo * (hi - 1))])
+        counts = np.concatenate([counts, hi - lo])
+    weight = ranks**-zipf
+    return weight / float((weight * counts).sum()), counts
 
 
 def politeness_violations(record: RunRecord, design: Design, scenario: Scenario) -> float:
-    """Expected fetches of a host sooner than its crawl delay after the previous one.
+    """Expected fetches of a host sooner than its crawl delay after its previous fetch.
 
-    A two-stage frontier makes none: one host per back queue, each handed out at most once
-    per crawl delay. A global FIFO hands out n URLs in a crawl delay's window in arrival
-    order; host h gets Binomial(n, p_h) of them, of which all but the first come too soon:
-    E[max(0, X - 1)] = n p_h - 1 + (1 - p_h)^n, summed over the hosts (the busiest ones
-    exactly, the rest to second order, (n p_h)^2 / 2) and over the run's windows.
+    A two-stage frontier makes none by construction: one host per back queue, each handed
+    out at most once per crawl delay. A global FIFO hands URLs out in arrival order: a
+    fetch in tick k is of host h with chance p_h, and comes too soon if host h was among
+    the w_k URLs handed out in the crawl delay before it (hand-outs spread evenly within
+    each tick, w_k taken at the middle of the tick, less the fetch itself). So tick k's
+    m_k fetches make
+    m_k (1 - sum_h p_h (1 - p_h)^w_k) violations, summed over the run.
     """
     if design.frontier.structure == "two_stage":
         return 0.0
     tl = record.timeline
-    per = max(1, round(scenario.web.crawl_delay_s * 1000 / tl.tick_ms))
-    handed = record.components["frontier"].processed
-    n_windows = math.ceil(len(handed) / per)
-    padded = np.zeros(n_windows * per, dtype=np.int64)
-    padded[: len(handed)] = handed
-    counts = padded.reshape(n_windows, per).sum(axis=1).astype(np.float64)
-    shares, tail_sq = _host_shares(scenario.web.hosts, scenario.web.host_zipf)
+    front = record.components["frontier"]
+    # Each URL handed out once: a crash's requeued fetches go out again.
+    handed = front.processed - front.extra.get("requeued", np.zeros_like(front.processed))
+    handed = np.maximum(handed, 0).astype(np.float64)
+    edges = np.arange(len(handed) + 1) * tl.tick_s  # cumulative hand-outs at tick edges
+    cum = np.concatenate([[0.0], np.cumsum(handed)])
+    middle = edges[:-1] + tl.tick_s / 2
+    before = np.interp(middle - scenario.web.crawl_delay_s, edges, cum, left=0.0)
+    # The URLs handed out in the crawl delay before a fetch, less the fetch itself: with
+    # m evenly spaced fetches, the cumulative count at a fetch holds half of its own.
+    window = np.maximum(np.interp(middle, edges, cum) - before - 0.5, 0.0)
+    shares, counts = host_groups(scenario.web.hosts, scenario.web.host_zipf)
+    weights = shares * counts
+    log_keep = np.log1p(-np.minimum(shares, 1.0 - 1e-15))
+    busy = handed > 0
     total = 0.0
-    for n, times in zip(*np.unique(counts[counts > 1], return_counts=True), strict=True):
-        head = n * shares - 1.0 + np.power(1.0 - shares, n)
-        total += times * (float(head.sum()) + n * n * tail_sq / 2.0)
+    for chunk in np.array_split(np.flatnonzero(busy), max(1, int(busy.sum()) // 256)):
+        if chunk.size == 0:
+            continue
+        unseen = np.exp(np.outer(window[chunk], log_keep)) @ weights
+        total += float((handed[chunk] * (1.0 - unseen)).sum())
     return total
 
 
 def high_priority_served(record: RunRecord, design: Design, scenario: Scenario) -> float | None:
-    """The share of high-priority URLs the frontier handed out (of those it admitted).
+    """The share of the high-priority URLs admitted that the frontier handed out.
 
-    A two-stage frontier serves its high band first: by each tick it has handed out
-    min(high URLs admitted so far, all it handed out). A global FIFO hands them out in
-    arrival order with the rest, the same share as every other URL. None without any.
+    A two-stage frontier serves its high band first (and, when full, drops low-priority
+    URLs first): it hands out min(high URLs admitted, all it handed out). A global FIFO
+    hands them out, and drops them, in arrival order with the rest: the same share as
+    every URL. None when no high-priority URL was admitted. The end-of-run share only:
+    how long each band waited is not measured.
     """
     front = record.components["frontier"]
-    skipped = sum((a for a in front.skipped.values()), np.zeros_like(front.arrived))
-    admitted = np.cumsum(front.arrived - skipped).astype(np.float64)
-    handed = np.cumsum(front.processed).astype(np.float64)
-    share = scenario.web.high_priority_share
-    high = share * admitted[-1] if len(admitted) else 0.0
+    skipped = sum(int(a.sum()) for a in front.skipped.values())
+    admitted = float(front.arrived.sum() - skipped)
+    requeued = front.extra.get("requeued", np.zeros(1))
+    handed = float(front.processed.sum() - requeued.sum())  # each URL once
+    high = scenario.web.high_priority_share * admitted
     if high <= 0:
         return None
     if design.frontier.structure == "global_fifo":
-        return float(handed[-1] / admitted[-1])
-    return float(np.minimum(share * admitted, handed)[-1] / high)
+        return handed / admitted
+    return min(high, handed) / high
 
 
 def grade(result: Result) -> list[Grade]:
@@ -143,7 +152,8 @@ def _frontier(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     high = high_priority_served(record, design, scenario)
     front = record.components["frontier"]
     admitted = int(front.arrived.sum() - sum(int(a.sum()) for a in front.skipped.values()))
-    every = front.processed.sum() / admitted if admitted else 1.0
+    requeued = int(front.extra.get("requeued", np.zeros(1)).sum())
+    every = (front.processed.sum() - requeued) / admitted if admitted else 1.0
     served = (
         f"high-priority URLs handed out: {high:.1%} (every URL: {every:.1%})"
         if high is not None
@@ -154,14 +164,15 @@ def _frontier(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
         return Grade(
             "frontier structure",
             "full",
-            f"two-stage frontier: 0 fetches of a host sooner than its {delay:g} s crawl "
-            f"delay; {served}",
+            f"two-stage frontier: no fetch of a host sooner than its {delay:g} s crawl "
+            f"delay (one host per back queue, by construction); {served}",
         )
     return Grade(
         "frontier structure",
         "partial",
         f"global FIFO: about {violations:,.0f} fetches of a host sooner than its {delay:g} s "
-        f"crawl delay (popular hosts, web.host_zipf {scenario.web.host_zipf:g}); {served}",
+        f"crawl delay ({scenario.web.hosts:,} hosts, web.host_zipf "
+        f"{scenario.web.host_zipf:g}); {served}",
         trap="global FIFO: fast, but impolite to popular hosts and blind to priority",
     )
 
@@ -192,7 +203,11 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     credit: Credit = "partial" if missing else "full"
     world = scenario.dedup
     if not (world.seen_url_fraction or world.variant_fraction or world.duplicate_body_fraction):
-        measured += " (this scenario offers no seen URLs, variants or duplicate bodies)"
+        return Grade(
+            "dedup layers",
+            "untested",
+            f"{measured} (this scenario offers no seen URLs, variants or duplicate bodies)",
+        )
     return Grade("dedup layers", credit, measured)
 
 
@@ -253,9 +268,9 @@ def _decoupled_writes(result: Result) -> Grade:
     if design.async_writer is None:
         return Grade(
             "decoupled writes",
-            "none",
+            "none" if lost else "untested",
             f"no async writer: {lost:,} page writes lost while the page store was stalled "
-            "or slowed",
+            "or slowed" + ("" if lost else " (its faults in this scenario cost nothing)"),
         )
     writer = record.components["async_writer"]
     held = _lost(writer.extra["held_in"], windows)
@@ -272,25 +287,30 @@ def _decoupled_writes(result: Result) -> Grade:
 def _spare_fetcher(result: Result) -> Grade:
     m = result.metrics
     record = m.record
-    windows = _fault_windows(result, (CrashFault,), "fetchers")
+    tl = record.timeline
+    windows = [(a, b) for a, b in _fault_windows(result, (CrashFault,), "fetchers") if a < b]
     if not windows:
         return Grade("N+1 fetchers", "untested", "this scenario crashes no fetcher replica")
     overflow = _lost(record.components["frontier"].failed["frontier_overflow"], windows)
     crash = _lost(record.components["fetchers"].failed["crash_loss"], windows)
-    tl = record.timeline
     per = tl.ticks_per_window
-    sat = m.components["fetchers"].saturation
-    during = [sat[w] for a, b in windows for w in range(a // per, max(a // per + 1, b // per))]
-    worst = max((float(x) for x in during if not math.isnan(x)), default=0.0)
-    live = int(record.components["fetchers"].extra["live"][windows[0][0]])
-    if overflow == 0 and worst <= 1.0:
-        credit: Credit = "full"
-    else:
-        credit = "none"
-    measured = (
-        f"with {live} replica{'s' if live != 1 else ''} left after the crash: fetchers' peak "
-        f"saturation {worst:.2f}, {overflow:,} URLs overflowed the frontier meanwhile"
+    cw = m.components["fetchers"]
+    during = sorted(
+        {w for a, b in windows for w in range(a // per, min(len(cw.saturation), -(-b // per)))}
     )
+    down = any(bool(cw.outage[w]) for w in during)  # every replica down: capacity 0
+    worst = max((float(cw.saturation[w]) for w in during if not cw.outage[w]), default=0.0)
+    live = int(record.components["fetchers"].extra["live"][windows[0][0]])
+    ok = overflow == 0 and worst <= 1.0 and not down
+    credit: Credit = "full" if ok else "none"
+    left = f"with {live} replica{'s' if live != 1 else ''} left after the crash"
+    if len(windows) > 1:
+        left = f"over {len(windows)} crashes ({live} replicas left after the first)"
+    measured = (
+        f"{left}: no fetcher capacity at all for a while"
+        if down
+        else f"{left}: fetchers' peak saturation {worst:.2f}"
+    ) + f", {overflow:,} URLs overflowed the frontier meanwhile"
     if crash:
         measured += f"; {crash:,} fetches in flight lost (on_crash: requeue keeps them)"
     return Grade("N+1 fetchers", credit, measured)
@@ -339,9 +359,9 @@ def _dns_caching(result: Result) -> Grade:
         f"cache hit ratio {hit:g}: the resolver's peak saturation {peak:.2f}, "
         f"{lost:,} lookups lost to its overload"
     )
-    if lost == 0 and peak <= 1.0:
-        return Grade("DNS caching", "full", measured)
-    credit: Credit = "partial" if hit > 0 else "none"
+    if hit <= 0:
+        return Grade("DNS caching", "none", measured + "; no lookup is cached")
+    credit: Credit = "full" if lost == 0 and peak <= 1.0 else "partial"
     return Grade("DNS caching", credit, measured)
 
 
