@@ -842,7 +842,8 @@ def grade_cmd(
     max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Grade a crawler design on the problem's rubric from one run's measurements, beside
-    its SLO verdict. Exit 0 when the design passes its SLOs, 1 when it fails (as run)."""
+    its SLO verdict. Exit 0 when the design passes its SLOs, 1 when it fails (as run), 2
+    on bad input."""
     from gym import rubric
 
     urls = _url_limit(max_urls, engine)
