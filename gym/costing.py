@@ -70,10 +70,11 @@ def units_of(design: Design | GraphDesign, catalog: Catalog) -> dict[str, int]:
 
 def frontier_units(design: Design, catalog: Catalog) -> int:
     """max(ceil(drain / 30,000), ceil(buffer / 100,000), ceil(back queues / 20,000)); the
-    back queues count only when the design sets them (else the units' own are used)."""
+    back queues count only when the design sets them (else the units' own are used) and
+    its frontier has them (a global FIFO has none)."""
     f, unit = design.frontier, catalog.frontier
     needs = [units_for(f.drain_rps, unit.drain_rps), units_for(f.buffer, unit.buffer)]
-    if f.back_queues is not None:
+    if f.back_queues is not None and f.structure == "two_stage":
         needs.append(units_for(f.back_queues, unit.back_queues))
     return max(needs)
 

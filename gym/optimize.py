@@ -196,7 +196,9 @@ def unit_design(
     cache["hit_ratio"] = shown if shown < 1 and cache_units(shown, cat) == units["cache"] else ratio
     data["cache"] = cache
     store = data.get("page_store", {})
-    store["rps"] = units["page_store"] * cat.page_store.rps
+    relational = store.get("layout") == "relational"  # a base's layout is kept
+    per = cat.page_store.relational_rps if relational else cat.page_store.rps
+    store["rps"] = units["page_store"] * per
     data["page_store"] = store
     if units.get("async_writer"):
         writer = data.get("async_writer") or {}

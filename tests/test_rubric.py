@@ -408,3 +408,28 @@ def test_the_spare_fetcher_and_the_dns_cache_are_credited_on_what_happened(tmp_p
     recrawl = ROOT / "scenarios" / "recrawl.yaml"
     g = {x.item: x for x in rubric.grade(gym.simulate(DESIGNS / "content-dedup.yaml", recrawl))}
     assert g["DNS caching"].credit == "none"
+
+
+def test_a_fifo_pays_for_no_back_queues() -> None:
+    """A global FIFO has no back queues: 100,000 of them cost 5 frontier units in a
+    two-stage frontier (20,000 each) and nothing extra in a FIFO."""
+    from gym.costing import frontier_units
+
+    catalog = gym.load_scenario(CHAOS).catalog
+    two = _design(back_queues=100_000)
+    fifo = _design(back_queues=100_000, structure="global_fifo")
+    assert (frontier_units(two, catalog), frontier_units(fifo, catalog)) == (5, 1)
+
+
+def test_the_optimizer_keeps_a_relational_base_and_prices_it() -> None:
+    """A base with a relational page store: each unit the search buys is a relational
+    unit (2,500 page writes/s), so candidates are priced right and one is found (before,
+    every candidate was skipped as mispriced)."""
+    from gym import optimize
+
+    base = gym.load_design(LEVERS / "relational-store.yaml")
+    opt = optimize.search(gym.load_scenario(CHAOS), base=base, runs=1)
+    assert opt.best is not None and opt.skipped == 0
+    store = opt.best.design.page_store
+    assert store.layout == "relational"
+    assert store.rps == opt.best.units["page_store"] * 2_500
