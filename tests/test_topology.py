@@ -604,10 +604,11 @@ def test_one_source_per_graph_and_a_crash_must_name_its_fleet(tmp_path: Path) ->
 @pytest.mark.parametrize(
     ("design", "scenario"),
     [
-        ("url-shortener", "url-shortener"),
+        # One design of each system (the request engine takes seconds each): the failing
+        # shortener (cache and store losses) and the passing ingestion (a fleet's crash,
+        # a write buffer holding a stall).
         ("url-shortener-undersized", "url-shortener"),
         ("ingestion", "ingestion"),
-        ("ingestion-no-headroom", "ingestion"),
     ],
 )
 def test_the_engines_agree_on_the_shipped_systems(design: str, scenario: str) -> None:
@@ -632,14 +633,14 @@ def test_the_crawler_as_a_graph_in_the_request_engine() -> None:
     engine agrees with the crawler's own request engine (the same stations, different
     random draws): served and each failure cause within 1% of what was offered."""
     d = load_design(ROOT / "designs" / "starter.yaml")
-    sc = gym.load_scenario(CHAOS).model_copy(update={"duration_s": 60.0})
+    sc = gym.load_scenario(CHAOS).model_copy(update={"duration_s": 25.0})
     built = crawler.topology(d, sc)
     nodes: dict[str, Any] = {}
     for node in built.nodes:
         params = {} if node.params is None else node.params.model_dump(mode="json")
         nodes[node.name] = {"kind": node.kind, **params}
     as_graph = GraphDesign.model_validate(graph(nodes, [(e.source, e.target) for e in built.edges]))
-    faults = [f.model_dump(mode="json", exclude_none=True) for f in sc.faults if f.at_s < 60]
+    faults = [f.model_dump(mode="json", exclude_none=True) for f in sc.faults if f.at_s < 25]
     graph_sc = Scenario.model_validate(
         {
             "system": "graph",

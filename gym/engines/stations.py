@@ -244,7 +244,8 @@ class FetchStage:
     def _refill(self) -> None:
         now = self.env.now
         elapsed = now - self.refilled_at
-        self.tokens = min(self.depth, self.tokens + elapsed * self._rate())
+        rate = 0.0 if self.stalls else self.drain / self.drain_factor  # _rate(), inline
+        self.tokens = min(self.depth, self.tokens + elapsed * rate)
         self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
         self.refilled_at = now
 
@@ -306,13 +307,6 @@ class FetchStage:
             ev, proc = self.waiting.popleft()
             self._start_fetch(ev, proc, r)
 
-    def _count_start(self, k: int) -> None:
-        self.front.processed[k] += 1
-        self.front.out[k] += 1
-        if self.fleet is not None:
-            self.fleet.arrived[k] += 1
-            self.fleet.processed[k] += 1
-
     def _start_fetch(self, ev: simpy.Event, proc: simpy.Process, r: Replica) -> None:
         """Start a waiting URL's fetch now; its process wakes when the fetch is done.
 
@@ -321,7 +315,13 @@ class FetchStage:
         a Timeout would be. It carries the start time and the replica.
         """
         now = self.env.now
-        self._count_start(int(now * self.per_s + 1e-9))
+        k = int(now * self.per_s + 1e-9)
+        front, fleet = self.front, self.fleet
+        front.processed[k] += 1
+        front.out[k] += 1
+        if fleet is not None:
+            fleet.arrived[k] += 1
+            fleet.processed[k] += 1
         r.fetching[proc] = None
         ev._ok = True
         ev._value = (now, r)
@@ -337,8 +337,10 @@ class FetchStage:
 
     def visit(self, me: Any) -> Generator[simpy.Event, Any, float | None]:
         """Wait in the queue and fetch (process ``me``); the fetch's start time, or None
-        if the URL failed here (overflow, or a crash with on_crash: fail)."""
+        if the URL failed here (overflow, or a crash with on_crash: fail). The hot path of
+        the request engine: its counts are kept inline."""
         env, per_s = self.env, self.per_s
+        front, fleet = self.front, self.fleet
         requeued = False
         while True:
             replica = None
@@ -347,12 +349,17 @@ class FetchStage:
             try:
                 if replica is not None:  # a free slot: fetch now
                     t_start = env.now
-                    self._count_start(int(t_start * per_s + 1e-9))
+                    k = int(t_start * per_s + 1e-9)
+                    front.processed[k] += 1
+                    front.out[k] += 1
+                    if fleet is not None:
+                        fleet.arrived[k] += 1
+                        fleet.processed[k] += 1
                     replica.fetching[me] = None
                     yield env.timeout(self.fetch())
                 else:  # wait in the queue; wake up when the fetch is done
                     if len(self.waiting) >= self.buffer:
-                        self.front.failed[self.overflow][int(env.now * per_s + 1e-9)] += 1
+                        front.failed[self.overflow][int(env.now * per_s + 1e-9)] += 1
                         return None
                     ev = env.event()
                     if requeued:
@@ -365,21 +372,21 @@ class FetchStage:
                         self.dispatch()
                     t_start, replica = yield ev
             except simpy.Interrupt:
-                assert self.fleet is not None
+                assert fleet is not None
                 k = int(env.now * per_s + 1e-9)
                 if self.on_crash == "fail":
-                    self.fleet.failed[self.crash_cause][k] += 1
+                    fleet.failed[self.crash_cause][k] += 1
                     return None
-                self.fleet.extra["requeued"][k] += 1
-                self.front.extra["requeued_in"][k] += 1
+                fleet.extra["requeued"][k] += 1
+                front.extra["requeued_in"][k] += 1
                 requeued = True
                 continue
             break
         replica.fetching.pop(me, None)
         replica.busy -= 1
         self.free += 1
-        if self.fleet is not None:
-            self.fleet.out[int(env.now * per_s + 1e-9)] += 1
+        if fleet is not None:
+            fleet.out[int(env.now * per_s + 1e-9)] += 1
         if self.waiting:
             self.dispatch()
         return t_start
