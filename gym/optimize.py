@@ -21,11 +21,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from gym.costing import cache_hit_ratio, cache_units
+from gym.costing import cache_hit_ratio, cache_units, units_of
 from gym.costing import check as check_units
 from gym.costing import units as costing_units
 from gym.errors import GymError, Problem
@@ -34,6 +34,8 @@ from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks
 from gym.parallel import Executor, Progress, Serial
 
 COMPONENTS = ("frontier", "fetchers", "cache", "page_store", "async_writer")
+
+M = TypeVar("M", Design, GraphDesign)
 
 
 @dataclass(frozen=True)
@@ -66,7 +68,7 @@ class Candidate:
         return min(slack) if slack else 0.0
 
     def describe(self) -> str:
-        return ", ".join(f"{k} {v}" for k, v in self.units.items() if v)
+        return _described(self.units)
 
     def failing(self) -> list[str]:
         out = []
@@ -206,14 +208,8 @@ def unit_design(
         data["async_writer"] = writer
     else:
         data["async_writer"] = None
-    what = ", ".join(f"{k} {v}" for k, v in units.items() if v)
-    try:
-        design = Design.model_validate(data)
-    except ValidationError as exc:
-        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-        raise GymError.single(
-            None, where, f"{what}: beyond the field's limit under this catalog"
-        ) from None
+    what = _described(units)
+    design = _validated(Design, data, what)
     problems = check_units(design, cat)
     got = {k: v for k, v in costing_units(design, cat).items() if k != "resolver"}
     if problems or got != {k: v for k, v in units.items() if v}:
@@ -224,6 +220,22 @@ def unit_design(
             "of cache units",
         )
     return design
+
+
+def _described(units: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in units.items() if v)
+
+
+def _validated(model: type[M], data: dict[str, Any], what: str) -> M:
+    """``data`` as a ``model``, or the GymError naming the field a unit set pushed past its
+    limit (what no design file could say)."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+        raise GymError.single(
+            None, where, f"{what}: beyond the field's limit under this catalog"
+        ) from None
 
 
 def design_mapping(design: Design | GraphDesign) -> dict[str, Any]:
@@ -312,26 +324,13 @@ def unit_graph(
 ) -> GraphDesign:
     """The base graph with each bought node as large as its units allow under the
     scenario's catalog. Raises :class:`GymError` when no design file can say it."""
-    from gym import kinds
-    from gym.models.graph import topology
-
     data = base.model_dump(mode="json", by_alias=True)
     data["name"] = name
     for node, count in units.items():
         data["graph"]["nodes"][node].update(_scaled(base, node, count, scenario))
-    what = ", ".join(f"{k} {v}" for k, v in units.items() if v)
-    try:
-        design = GraphDesign.model_validate(data)
-    except ValidationError as exc:
-        where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-        raise GymError.single(
-            None, where, f"{what}: beyond the field's limit under this catalog"
-        ) from None
-    got = {
-        n.name: kinds.kind(n.kind).units(n.params, scenario.catalog)
-        for n in topology(design).nodes
-        if n.name in units
-    }
+    what = _described(units)
+    design = _validated(GraphDesign, data, what)
+    got = {k: v for k, v in units_of(design, scenario.catalog).items() if k in units}
     if got != units:
         raise GymError.single(
             None, "graph.nodes", f"{what}: the catalog prices this design at {got}, not {units}"

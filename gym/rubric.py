@@ -108,6 +108,15 @@ def politeness_violations(record: RunRecord, design: Design, scenario: Scenario)
     return total
 
 
+def _frontier_totals(record: RunRecord) -> tuple[float, float]:
+    """URLs the frontier handed out (each once: a crash's requeued fetches go out again)
+    and URLs it admitted (what arrived less what its seen set skipped)."""
+    front = record.components["frontier"]
+    skipped = sum(int(a.sum()) for a in front.skipped.values())
+    requeued = int(front.extra.get("requeued", np.zeros(1)).sum())
+    return float(front.processed.sum() - requeued), float(front.arrived.sum() - skipped)
+
+
 def high_priority_served(record: RunRecord, design: Design, scenario: Scenario) -> float | None:
     """The share of the high-priority URLs admitted that the frontier handed out.
 
@@ -117,11 +126,7 @@ def high_priority_served(record: RunRecord, design: Design, scenario: Scenario) 
     every URL. None when no high-priority URL was admitted. The end-of-run share only:
     how long each band waited is not measured.
     """
-    front = record.components["frontier"]
-    skipped = sum(int(a.sum()) for a in front.skipped.values())
-    admitted = float(front.arrived.sum() - skipped)
-    requeued = front.extra.get("requeued", np.zeros(1))
-    handed = float(front.processed.sum() - requeued.sum())  # each URL once
+    handed, admitted = _frontier_totals(record)
     high = scenario.web.high_priority_share * admitted
     if high <= 0:
         return None
@@ -150,10 +155,8 @@ def grade(result: Result) -> list[Grade]:
 def _frontier(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     violations = politeness_violations(record, design, scenario)
     high = high_priority_served(record, design, scenario)
-    front = record.components["frontier"]
-    admitted = int(front.arrived.sum() - sum(int(a.sum()) for a in front.skipped.values()))
-    requeued = int(front.extra.get("requeued", np.zeros(1)).sum())
-    every = (front.processed.sum() - requeued) / admitted if admitted else 1.0
+    handed, admitted = _frontier_totals(record)
+    every = handed / admitted if admitted else 1.0
     served = (
         f"high-priority URLs handed out: {high:.1%} (every URL: {every:.1%})"
         if high is not None

@@ -141,16 +141,17 @@ class Component:
         self.failed = {cause: self.ledger.zeros() for cause in causes}
         return self
 
-    def pass_on_stream(self, t0: int, t1: int, source: Component) -> None:
-        """Send on ``source``'s stream as it is over ticks [t0, t1): what a loss station
-        downstream needs besides the counts (a component that changes the stream sets its
-        own after this)."""
-        self.expected[t0:t1] = source.expected[t0:t1]
-        self.dispersion[t0:t1] = source.dispersion[t0:t1]
-        self.jitter[t0:t1] = source.jitter[t0:t1]
-        self.pace[t0:t1] = source.pace[t0:t1]
-        self.depth[t0:t1] = source.depth[t0:t1]
-        self.periodic[t0:t1] = source.periodic[t0:t1]
+    def pass_on_stream(self, t0: int, t1: int, source: Component, lag: int = 0) -> None:
+        """Send on ``source``'s stream as it is over ticks [t0, t1) (as it was ``lag``
+        ticks earlier, for a delayed edge): what a loss station downstream needs besides
+        the counts (a component that changes the stream sets its own after this)."""
+        a, b = t0 - lag, t1 - lag
+        self.expected[t0:t1] = source.expected[a:b]
+        self.dispersion[t0:t1] = source.dispersion[a:b]
+        self.jitter[t0:t1] = source.jitter[a:b]
+        self.pace[t0:t1] = source.pace[a:b]
+        self.depth[t0:t1] = source.depth[a:b]
+        self.periodic[t0:t1] = source.periodic[a:b]
 
     # -- the contract -------------------------------------------------------------------
     def advance(self, t1: int) -> None:

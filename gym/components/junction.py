@@ -134,12 +134,7 @@ class Delay(Component):
         self.arrived[lo:t1] = src.out[a:b]
         self.processed[lo:t1] = src.out[a:b]
         self.out[lo:t1] = src.out[a:b]
-        self.expected[lo:t1] = src.expected[a:b]
-        self.dispersion[lo:t1] = src.dispersion[a:b]
-        self.jitter[lo:t1] = src.jitter[a:b]
-        self.pace[lo:t1] = src.pace[a:b]
-        self.depth[lo:t1] = src.depth[a:b]
-        self.periodic[lo:t1] = src.periodic[a:b]
+        self.pass_on_stream(lo, t1, src, lag=d)
 
     def in_transit(self) -> int:
         """URLs on the way at the end of the run: those sent in its last ``ticks`` ticks."""
