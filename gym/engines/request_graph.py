@@ -105,9 +105,8 @@ class Run:
 
 
 class Stage:
-    """A node's rule in the request engine."""
-
-    holds_work = True  # in flight at the end counts: requests in service, waiting, held
+    """A node's rule in the request engine. Every stage's requests still inside at the end
+    (waiting, in service, held) count as in flight (its log's backlog)."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...], **log: Any) -> None:
         self.run = run
