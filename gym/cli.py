@@ -538,7 +538,7 @@ def run(
         )
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
-    long_run = engine == "request" and expected_urls(s) > _PROGRESS_ABOVE_URLS
+    long_run = engine == "request" and expected_urls(s, d) > _PROGRESS_ABOVE_URLS
     with _progress(long_run, s.duration_s) as report:
         result = simulate(
             d,
@@ -588,7 +588,7 @@ def _run_many(
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
     problems = validate(d, s, tick_ms=tick_ms)
-    if engine == "request" and (over := url_budget(s, runs, max_urls)) is not None:
+    if engine == "request" and (over := url_budget(s, runs, max_urls, designs=[d])) is not None:
         problems.append(over)
     if problems:
         raise GymError(problems)
@@ -752,7 +752,10 @@ def _results(
     s = load_scenario(scenario or default_scenario())
     loaded = [load_design(d, sets) for d in designs]
     problems = [p for d in loaded for p in validate(d, s)]
-    if engine == "request" and (over := url_budget(s, len(loaded), max_urls)) is not None:
+    if (
+        engine == "request"
+        and (over := url_budget(s, len(loaded), max_urls, designs=loaded)) is not None
+    ):
         problems.append(over)
     if problems:
         raise GymError(problems)
@@ -1025,6 +1028,16 @@ def sweep_cmd(
     if engine == "request" and (over := url_budget(s, planned, url_limit)) is not None:
         raise GymError([over])
     points = sweep.grid(design, vary, sets)
+    if (
+        engine == "request"
+        and (
+            over := url_budget(
+                s, planned, url_limit, designs=[q.design for q in points if q.design is not None]
+            )
+        )
+        is not None
+    ):
+        raise GymError([over])
     sweep.check_system(points, s)
     executor = _closing(make_executor(workers, scheduler))
     total = sum(runs for p in points if p.design is not None)
@@ -1463,6 +1476,12 @@ def _print_result(r: Result, console: Console) -> None:
         f"{m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )
+    if links := sum(int(a.sum()) for a in m.record.created.values()):
+        console.print(
+            f"Links: {m.offered - links:,} seeds offered, {links:,} links found on fetched "
+            "pages (each looked up in the seen set)",
+            soft_wrap=True,
+        )
     if isinstance(r.design, Design):
         policy = (
             "fail (cause crash_loss)"

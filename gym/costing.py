@@ -17,6 +17,7 @@ from gym.models import (
 
 #: Component names, in pipeline order, as they appear in results.
 COMPONENTS: tuple[str, ...] = (
+    "seen_set",
     "frontier",
     "fetchers",
     "cache",
@@ -55,6 +56,8 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
     }
     if design.async_writer is not None:
         per["async_writer"] = units_for(design.async_writer.buffer, catalog.async_writer.buffer)
+    if design.discovery is not None:
+        per["seen_set"] = design.discovery.shards  # a unit per shard
     return {name: per[name] for name in COMPONENTS if name in per}
 
 
@@ -148,6 +151,21 @@ def page_store_in_effect(design: Design, catalog: Catalog) -> PageStoreConfig:
     if store.layout == "relational" and store.rps > ceiling:
         return store.model_copy(update={"rps": ceiling})
     return store
+
+
+def busiest_shard_share(design: Design, scenario: Scenario) -> float:
+    """Share of the seen set's lookups its busiest shard takes: the hot key's, all on one
+    shard, plus an even part of the rest (1 / shards with no hot key)."""
+    assert design.discovery is not None
+    hot = scenario.web.hot_key_share
+    return hot + (1.0 - hot) / design.discovery.shards
+
+
+def seen_set_capacity_rps(design: Design, scenario: Scenario) -> float:
+    """Lookups/s the seen set answers before its busiest shard is full: shard_rps / the
+    busiest shard's share (shards x shard_rps with no hot key; at most shard_rps / the hot
+    key's share however many shards)."""
+    return scenario.catalog.seen_set.shard_rps / busiest_shard_share(design, scenario)
 
 
 def cache_capacity_rps(design: Design, catalog: Catalog) -> float:

@@ -18,8 +18,11 @@ from gym.costing import (
     fetchers_in_effect,
     page_store_in_effect,
     politeness,
+    seen_set_capacity_rps,
 )
 from gym.kinds.cache import CacheParams
+from gym.kinds.links import LinksParams
+from gym.kinds.lookup import LookupParams
 from gym.kinds.queue import QueueParams
 from gym.kinds.service import ServiceParams
 from gym.models import Design, Scenario
@@ -41,22 +44,53 @@ def variants(design: Design, scenario: Scenario) -> float:
     return scenario.dedup.variant_fraction if design.dedup.canonicalize else 0.0
 
 
+#: The failure causes of the link-discovery loop's seen set (before the pipeline's).
+SEEN_SET_CAUSES: tuple[str, ...] = ("seen_set_overload", "seen_set_unavailable")
+
+
+def causes(design: Design) -> tuple[str, ...]:
+    """Every failure cause the crawler can record with ``design``, in pipeline order."""
+    from gym.record import CAUSES
+
+    return (SEEN_SET_CAUSES if design.discovery is not None else ()) + CAUSES
+
+
 def topology(design: Design, scenario: Scenario) -> Topology:
-    """The crawler's graph for ``design`` under ``scenario``."""
+    """The crawler's graph for ``design`` under ``scenario``.
+
+    With ``discovery`` the seen test moves from the frontier's door to its own node, and
+    the fetched pages' links come back to it::
+
+        client -> seen_set -> frontier -> fetchers -> cache -> ...
+                     ^                       | (a copy of each fetched page)
+                     +---- (1 tick) --- links
+    """
     polite = politeness(design, scenario)
     bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
     duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
-    nodes = [
-        Node("client", "source"),
+    seen, variant = seen_skipped(design, scenario), variants(design, scenario)
+    nodes = [Node("client", "source")]
+    if design.discovery is not None:
+        lookup = LookupParams.model_construct(
+            rps=seen_set_capacity_rps(design, scenario),
+            service=design.discovery.service,
+            seen_fraction=seen,
+            link_seen_fraction=scenario.web.links_seen_fraction,
+            variant_fraction=variant,
+            false_positive_rate=bloom,
+        )
+        nodes.append(Node("seen_set", "lookup", lookup))
+        seen = variant = bloom = 0.0  # the seen set tests them, not the frontier's door
+    nodes += [
         Node(
             "frontier",
             "queue",
             QueueParams.model_construct(
                 drain_rps=polite.limit_rps,
                 buffer=design.frontier.buffer,
-                seen_fraction=seen_skipped(design, scenario),
+                seen_fraction=seen,
                 false_positive_rate=bloom,
-                variant_fraction=variants(design, scenario),
+                variant_fraction=variant,
             ),
         ),
         Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
@@ -84,4 +118,17 @@ def topology(design: Design, scenario: Scenario) -> Topology:
     store = page_store_in_effect(design, scenario.catalog)
     nodes.append(Node("page_store", "store", store, prefix="store"))
     edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
+    if design.discovery is not None:
+        links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)
+        nodes.append(Node("links", "links", links))
+        edges += (
+            Edge("fetchers", "links", tee=True),
+            # a page's links reach the seen set a tick after its fetch (the loop's delay)
+            Edge("links", "seen_set", delay_s=LINK_DELAY_S),
+        )
     return Topology(tuple(nodes), edges)
+
+
+#: How long links take from a fetched page to the seen set: any delay above 0 is one
+#: tick on the run's grid (a feedback loop needs one).
+LINK_DELAY_S = 0.1

@@ -28,6 +28,8 @@ CAUSE_WORDS: dict[str, str] = {
     "writer_overflow": "async-writer overflow",
     "store_overload": "page-store overload",
     "store_unavailable": "page store unavailable",
+    "seen_set_overload": "seen-set overload",
+    "seen_set_unavailable": "seen set unavailable",
 }
 
 _MAX_PHASES = 6
@@ -96,7 +98,7 @@ def _slo(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
             f"URLs offered in {m.duration_s:g} s, {m.served:,} were served, {m.failed:,} failed"
             f"{top} and {m.in_flight_end:,} were still in flight at the end."
         )
-        if offered_rps < chk.target:
+        if offered_rps < chk.target and not m.record.created:  # links could add to it
             text += (
                 f" The scenario itself offers only {offered_rps:,.0f}/s, so no design "
                 "can meet this target."
@@ -132,7 +134,7 @@ def _top_causes(m: Metrics) -> str:
     causes = sorted(((n, c) for c, n in m.failed_by_cause.items() if n > 0), reverse=True)
     if not causes:
         return ""
-    crawler = m.record.causes == CAUSES
+    crawler = set(CAUSES) <= set(m.record.causes)
     return " (" + ", ".join(f"{_words(c, crawler)} {n:,}" for n, c in causes[:3]) + ")"
 
 
@@ -314,6 +316,14 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
             f"The async writer's {design.async_writer.buffer:,}-write buffer filled while the "
             "page store could not take the writes."
         )
+    if cause in ("seen_set_overload", "seen_set_unavailable") and design.discovery is not None:
+        return (
+            "Every URL the crawler meets, seeds and the links of every fetched page, is "
+            "looked up in the seen set, which has no queue: a lookup that finds all its "
+            "slots busy, or the set down, fails and the URL is lost. Its busiest shard "
+            "limits it (the hot key lands on one shard); more shards help until the hot "
+            "key's shard alone is full."
+        )
     return "The cache has no queue: a lookup that finds all its slots busy fails."
 
 
@@ -335,11 +345,11 @@ def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
         limit = np.minimum(c["frontier"].capacity, c["fetchers"].capacity)
         live = int(c["fetchers"].extra["live"][t0])
         return (
-            f" ({rate(rec.offered)} arrived, at most {rate(limit)} handed out: frontier "
+            f" ({rate(c['frontier'].arrived)} arrived, at most {rate(limit)} handed out: frontier "
             f"{rate(c['frontier'].capacity)}, {live} live fetchers {rate(c['fetchers'].capacity)})"
         )
     component = rec.component_of(cause)
-    if component in ("cache", "resolver", "page_store"):
+    if component in ("seen_set", "cache", "resolver", "page_store"):
         arrived, capacity = c[component].arrived, c[component].capacity
         text = f" ({rate(arrived)} arrived, capacity {rate(capacity)}"
         if arrived[t0:t1].sum() <= capacity[t0:t1].sum():

@@ -537,9 +537,9 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
     if kind == "missing":
         return Problem(file, field, "is required but missing")
     if kind in ("union_tag_invalid", "union_tag_not_found") and "nodes" in loc:
-        from gym.kinds import REGISTRY
+        from gym.kinds import graph_kinds
 
-        kinds = ", ".join(REGISTRY)
+        kinds = ", ".join(graph_kinds())
         said = f"{ctx.get('tag')!r} is not a node kind; expected" if ctx.get("tag") else "is "
         said += f"required: one of {kinds}" if not ctx.get("tag") else f" {kinds}"
         return Problem(file, _join_loc((*loc, "kind")), said)

@@ -148,7 +148,8 @@ def compute(record: RunRecord, design: Design | GraphDesign, scenario: Scenario)
     # none in most ticks and is not down in them (the whole-URL quota stays in ``capacity``).
     cap = {name: _rated(t, wsum, tl.tick_s) for name, t in c.items()}
     graph = system_topology(design, scenario)
-    demand = _demand(graph, c, offered_w, cap, wsum, tl.tick_ms)
+    made = {name: wsum(a) for name, a in record.created.items()}
+    demand = _demand(graph, c, offered_w, cap, wsum, tl.tick_ms, made)
 
     windows: dict[str, ComponentWindows] = {}
     for name, tally in c.items():
@@ -230,11 +231,13 @@ def _demand(
     cap: dict[str, FloatArray],
     wsum: Callable[[np.ndarray], np.ndarray],
     tick_ms: int = 10,
+    made: dict[str, IntArray] | None = None,
 ) -> dict[str, FloatArray]:
     """Each node's demand per window, propagated along the edges (the module docstring):
     what reaches it when every node upstream passes on at most its own capacity, times
     the share it passes on (a cache's misses), plus a write buffer's flushes; less what
-    the node itself skips (URLs its seen set drops at the door).
+    the node itself skips (URLs its seen set drops at the door). ``made``: per window, the
+    URLs a node made (links found on pages; the source offers the rest of ``offered_w``).
 
     A delayed edge (a feedback loop) carries what its source passed on its delay (on the
     tick grid) earlier, shifted by that many 1-second windows. Around a loop the demand
@@ -242,6 +245,8 @@ def _demand(
     share g of what enters it converges as g^n)."""
     passed: dict[str, FloatArray] = {}
     demand: dict[str, FloatArray] = {}
+    made = made or {}
+    seeds = offered_w - sum(made.values(), np.zeros_like(offered_w))
     looped = any(e.delay_s for e in graph.edges)
     for _ in range(MAX_LOOP_PASSES if looped else 1):
         before = dict(passed)
@@ -249,7 +254,10 @@ def _demand(
             node = graph.node(name)
             k = kinds.kind(node.kind)
             if k.source:
-                passed[name] = offered_w  # every source's offer, in the run's total
+                passed[name] = seeds  # every source's offer, in the run's total
+                continue
+            if k.creates:  # links found on pages: what it made, as counted
+                passed[name] = np.asarray(made.get(name, seeds * 0), dtype=float)
                 continue
             incoming = []
             for e in graph.inputs(name):
@@ -264,13 +272,17 @@ def _demand(
             for more in incoming[1:]:
                 total = total + more
             tally = tallies[name]
-            if tally.skipped:
+            if tally.skipped and k.skips_at_door:
                 skipped = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
                 total = total - skipped
             demand[name] = np.asarray(total).astype(float)
             sent = np.minimum(demand[name], cap[name]) if k.capped else demand[name]
             share = k.passes(node.params)
-            if share != 1.0:
+            if k.passes_as_counted:
+                took = wsum(tally.processed)
+                with np.errstate(invalid="ignore", divide="ignore"):
+                    sent = sent * np.where(took > 0, wsum(tally.out) / took, 0.0)
+            elif share != 1.0:
                 sent = sent * share
             if "flushed" in tally.extra:
                 sent = sent + wsum(tally.extra["flushed"])

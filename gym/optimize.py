@@ -208,6 +208,10 @@ def unit_design(
         data["async_writer"] = writer
     else:
         data["async_writer"] = None
+    if units.get("seen_set"):  # the link-discovery loop's seen set, a unit per shard
+        discovery = data.get("discovery") or {}
+        discovery["shards"] = units["seen_set"]
+        data["discovery"] = discovery
     what = _described(units)
     design = _validated(Design, data, what)
     problems = check_units(design, cat)
@@ -269,7 +273,16 @@ class Space:
 
 def crawler_space(base: Design | None) -> Space:
     """The crawler's: frontier, fetchers, cache and page store one unit each at least, the
-    async writer none or more."""
+    async writer none or more; with a base running the link-discovery loop, its seen set's
+    shards too (one at least)."""
+    if base is not None and base.discovery is not None:
+        return Space(
+            parts=(*COMPONENTS, "seen_set"),
+            mins=(1, 1, 1, 1, 0, 1),
+            needs="frontier, fetchers, cache, page store and seen set need one unit each",
+            build=lambda units, scenario, name: unit_design(units, scenario, base, name),
+            searched=(*SEARCHED, "discovery.shards"),
+        )
     return Space(
         parts=COMPONENTS,
         mins=(1, 1, 1, 1, 0),

@@ -93,6 +93,9 @@ class RunRecord:
     #: Every failure cause the system can record, in its order (the crawler's always list
     #: the writer's, with or without one).
     causes: tuple[str, ...] = CAUSES
+    #: URLs made in the run, per tick, by the node that made them (links found on fetched
+    #: pages): part of ``offered``, which is the source's load plus these.
+    created: dict[str, IntArray] = field(default_factory=dict)
 
     @property
     def served_total(self) -> int:
@@ -127,15 +130,19 @@ class RunRecord:
         components: list[Component],
         causes: tuple[str, ...] = CAUSES,
         in_transit: dict[str, int] | None = None,
+        created: dict[str, IntArray] | None = None,
     ) -> RunRecord:
         """The record of a run from its components, in pipeline order: each gives its own
         tally, and those that can hold work their URLs in flight at the end; ``in_transit``:
-        URLs on delayed edges at the end, by the node they are on their way to."""
+        URLs on delayed edges at the end, by the node they are on their way to;
+        ``created``: URLs made by nodes (links), per tick, added to the offered load."""
         tallies = {c.name: c.tally() for c in components}
         in_flight = {c.name: c.in_flight_end() for c in components if c.holds_work}
         for name, count in (in_transit or {}).items():
             in_flight[name] = in_flight.get(name, 0) + count
-        record = cls(engine, seed, timeline, offered.copy(), tallies, in_flight, causes=causes)
+        made = {name: a.copy() for name, a in (created or {}).items()}
+        total = offered + sum(made.values(), np.zeros_like(offered))
+        record = cls(engine, seed, timeline, total, tallies, in_flight, causes=causes, created=made)
         record.check_conservation()
         return record
 

@@ -16,7 +16,12 @@ from typing import Any
 
 import numpy as np
 
-from gym.costing import cache_capacity_rps, fetchers_in_effect, page_store_in_effect
+from gym.costing import (
+    cache_capacity_rps,
+    fetchers_in_effect,
+    page_store_in_effect,
+    seen_set_capacity_rps,
+)
 from gym.erlang import mean_held
 from gym.models import Design, GraphDesign, Scenario
 from gym.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
@@ -75,8 +80,25 @@ def design_warnings(
     if isinstance(design, GraphDesign):
         return _graph_warnings(design, tick_ms) + _graph_slots(design, engine)
     if engine == "flow":
-        return _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
-    return _slots(design, scenario, engine) + _flushes(design, tick_ms)
+        lines = _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
+    else:
+        lines = _slots(design, scenario, engine) + _flushes(design, tick_ms)
+    return lines + _links_unused(design, scenario)
+
+
+def _links_unused(design: Design, scenario: Scenario) -> list[str]:
+    """Links the scenario has pages yield, which a design without discovery ignores."""
+    if design.discovery is not None:
+        return []
+    stages = [s.links_per_page or 0.0 for s in scenario.load]
+    most = max([scenario.web.links_per_page, *stages])
+    if not most:
+        return []
+    return [
+        f"web.links_per_page: pages yield up to {most:g} links in this scenario, but the "
+        "design has no discovery section, so no link is followed (its frontier takes the "
+        "scenario's load alone); add discovery: {shards: N} to run the link-discovery loop"
+    ]
 
 
 def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
@@ -158,6 +180,18 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
             design.cache.service.mean_ms,
         ),
         ("resolver", "resolver.rps", scenario.resolver.rps, scenario.resolver.service.mean_ms),
+        *(
+            [
+                (
+                    "seen_set",
+                    "discovery.shards",
+                    seen_set_capacity_rps(design, scenario),
+                    design.discovery.service.mean_ms,
+                )
+            ]
+            if design.discovery is not None
+            else []
+        ),
         (
             "page_store",
             "page_store.rps",

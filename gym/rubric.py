@@ -202,10 +202,21 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
         layers.append(f"content hash: {saved:,} duplicate bodies not written")
     else:
         missing.append("content hashing of page bodies")
+    if "seen_set" in record.components:  # the link-discovery loop's sharded seen set
+        lost = int(record.components["seen_set"].failed["seen_set_overload"].sum())
+        assert design.discovery is not None
+        layers[0] += f", {design.discovery.shards} shards"
+        if lost:
+            missing.append(f"seen-set lookup capacity ({lost:,} new URLs lost to overload)")
     measured = "; ".join(layers) + ("; missing: " + ", ".join(missing) if missing else "")
     credit: Credit = "partial" if missing else "full"
     world = scenario.dedup
-    if not (world.seen_url_fraction or world.variant_fraction or world.duplicate_body_fraction):
+    links = sum(int(a.sum()) for a in record.created.values())
+    tested = links and scenario.web.links_seen_fraction
+    if (
+        not (world.seen_url_fraction or world.variant_fraction or world.duplicate_body_fraction)
+        and not tested
+    ):
         return Grade(
             "dedup layers",
             "untested",
@@ -230,7 +241,8 @@ def _lost(counts: np.ndarray, windows: list[tuple[int, int]]) -> int:
 
 def _recrawl(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     world = scenario.dedup
-    offered = int(record.offered.sum())
+    # the seeds: links found on pages are new URLs or skipped as seen, not recrawled
+    offered = int(record.offered.sum()) - sum(int(a.sum()) for a in record.created.values())
     seen = world.seen_url_fraction * offered
     if not seen:
         return Grade("recrawl policy", "untested", "this scenario offers no URLs crawled before")

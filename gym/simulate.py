@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 
@@ -36,12 +36,22 @@ def default_scenario() -> Path:
 
 
 def url_budget(
-    scenario: Scenario, runs: int, max_urls: int, *, what: str = "run"
+    scenario: Scenario,
+    runs: int,
+    max_urls: int,
+    *,
+    what: str = "run",
+    designs: Sequence[Design | GraphDesign] = (),
 ) -> Problem | None:
     """The request engine's limit on work, for ``runs`` runs of ``scenario``: a problem
     when they would simulate more than ``max_urls`` URLs in all (minutes of work), with
-    the ``--max-urls`` that would allow them. ``what`` names the runs ("run", "sweep")."""
-    expected = request.expected_urls(scenario)
+    the ``--max-urls`` that would allow them. ``what`` names the runs ("run", "sweep");
+    ``designs``: the designs run (a crawler's link-discovery loop adds its links; the
+    largest counts for every run)."""
+    expected = max(
+        (request.expected_urls(scenario, d) for d in designs),
+        default=request.expected_urls(scenario),
+    )
     total = expected * runs
     if total <= max_urls:
         return None
@@ -215,7 +225,10 @@ def simulate(
         problems.append(
             Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")
         )
-    if engine == "request" and (over := url_budget(scenario, 1, max_urls)) is not None:
+    if (
+        engine == "request"
+        and (over := url_budget(scenario, 1, max_urls, designs=[design])) is not None
+    ):
         problems.append(over)
     if problems:
         raise GymError(problems)

@@ -282,7 +282,12 @@ def run(
             f"{max_runs:,}; allow it with --max-runs {len(tasks)}",
         )
     if engine == "request" and max_urls is not None:
-        over = url_budget(scenario, len(tasks), max_urls)
+        over = url_budget(
+            scenario,
+            len(tasks),
+            max_urls,
+            designs=[q.design for q in points if q.design is not None],
+        )
         if over is not None:
             raise GymError([over])
     interrupted: Interrupted | None = None

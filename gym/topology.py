@@ -34,6 +34,9 @@ class Edge:
     target: str
     share: float = 1.0  # of the source's output, where it has several edges
     delay_s: float = 0.0  # seconds on the way (a feedback edge needs more than 0)
+    #: A tee: the target sees every URL the source passes on (a copy, not a share; the
+    #: links a fetched page yields), beside the source's own outgoing edges.
+    tee: bool = False
 
     def delay_ticks(self, tick_ms: int) -> int:
         """The delay on a run's tick grid: the nearest whole number of ticks, at least one
@@ -83,7 +86,16 @@ class Topology:
         return tuple(e for e in self.edges if e.target == name)
 
     def outputs(self, name: str) -> tuple[Edge, ...]:
-        """Edges out of ``name``, in declaration order."""
+        """Edges out of ``name`` that share its output, in declaration order (tees left
+        out: :meth:`tees`)."""
+        return tuple(e for e in self.edges if e.source == name and not e.tee)
+
+    def tees(self, name: str) -> tuple[Edge, ...]:
+        """Tee edges out of ``name``: each sees a copy of what it passes on."""
+        return tuple(e for e in self.edges if e.source == name and e.tee)
+
+    def leaving(self, name: str) -> tuple[Edge, ...]:
+        """Every edge out of ``name``, tees included."""
         return tuple(e for e in self.edges if e.source == name)
 
     def order(self) -> tuple[str, ...]:
@@ -100,7 +112,7 @@ class Topology:
         while ready:
             name = ready.pop(0)
             done.append(name)
-            for e in self.outputs(name):
+            for e in self.leaving(name):
                 if not e.delay_s and e.target in waiting:
                     waiting[e.target] -= 1
                     if waiting[e.target] == 0:
@@ -222,7 +234,7 @@ def _reachable(topology: Topology, starts: list[str]) -> set[str]:
     seen = set(starts)
     todo = list(starts)
     while todo:
-        for e in topology.outputs(todo.pop()):
+        for e in topology.leaving(todo.pop()):
             if e.target not in seen:
                 seen.add(e.target)
                 todo.append(e.target)
@@ -238,7 +250,7 @@ def _cycle_without_delay(topology: Topology) -> list[str]:
     def visit(name: str) -> list[str]:
         state[name] = 1
         path.append(name)
-        for e in topology.outputs(name):
+        for e in topology.leaving(name):
             if e.delay_s:
                 continue
             if state.get(e.target) == 1:

@@ -42,7 +42,7 @@ class Ledger:
         return np.zeros(self.n_ticks + extra, dtype=np.int64)
 
 
-def thinned(dispersion: IntArray, kept: float) -> IntArray:
+def thinned(dispersion: IntArray, kept: float | np.ndarray) -> IntArray:
     """The dispersion of a stream after each URL is kept with chance ``kept`` (a cache hit
     taking a URL out, a body found stored): variance kept^2 I n + kept (1 - kept) n over a
     mean of kept n, so I' = kept I + 1 - kept; thinning makes any stream more Poisson."""

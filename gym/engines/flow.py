@@ -24,7 +24,7 @@ from gym.components.junction import Delay, Junction, Splitter
 from gym.kinds import Build
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
 from gym.models.graph import topology as graph_topology
-from gym.record import CAUSES, RunRecord
+from gym.record import RunRecord
 from gym.streams import stream
 from gym.timeline import Timeline
 from gym.topology import Topology
@@ -48,7 +48,7 @@ def run(
     check that every per-tick array is the same tick by tick as in one stride)."""
     if isinstance(design, Design):
         graph = crawler.topology(design, scenario)
-        record = run_graph(graph, scenario, seed, timeline, step, causes=CAUSES)
+        record = run_graph(graph, scenario, seed, timeline, step, causes=crawler.causes(design))
         record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
     else:
         record = run_graph(graph_topology(design), scenario, seed, timeline, step)
@@ -69,7 +69,7 @@ def run_graph(
     in the topology's order)."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
-    build = Build(env=env, ledger=ledger, seed=seed, scenario=scenario)
+    build = Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
     order = graph.order()
     built: dict[str, Component] = {}
     for name in order:
@@ -93,6 +93,8 @@ def run_graph(
             feeds.update({(name, e.target): p for e, p in zip(out, splitter.ports, strict=True)})
         else:
             feeds.update({(name, e.target): built[name] for e in out})
+        # A tee sees what the node passes on, whatever edge each URL then takes.
+        feeds.update({(name, e.target): built[name] for e in graph.tees(name)})
     # An edge with a delay hands its feeder's output on that many ticks later.
     delays: dict[str, list[Delay]] = {}
     for e in graph.edges:
@@ -160,17 +162,20 @@ def run_graph(
     # What a node without an outgoing edge passes on is finished there (served).
     for name in order:
         component = built[name]
-        if not graph.outputs(name) and name not in offers and component.out.any():
+        if not graph.leaving(name) and name not in offers and component.out.any():
             component.served = component.served + component.out
             component.out = np.zeros_like(component.out)
 
+    # Nodes that make URLs (links found on pages) add them to what the run offered.
+    makers = [n for n in order if kinds.kind(graph.node(n).kind).creates]
     return RunRecord.collect(
         timeline=timeline,
         engine="flow",
         seed=seed,
         offered=sources[0].out,  # one source per graph (gym.models.graph)
         # the sources offer; the rest hold, serve or fail URLs
-        components=[built[n] for n in order if n not in offers],
+        components=[built[n] for n in order if n not in offers and n not in makers],
+        created={n: built[n].out for n in makers},
         causes=causes or tuple(cause for n in order for cause in built[n].causes),
         # URLs on a delayed edge at the end are in flight, on the way to its target.
         in_transit={name: sum(d.in_transit() for d in ds) for name, ds in delays.items()},

@@ -22,6 +22,7 @@ scored by the same code; per-URL times give the latency statistics.
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
@@ -445,30 +446,58 @@ def run(
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, one SimPy process per URL (a graph design
-    through :mod:`gym.engines.request_graph`)."""
-    if isinstance(design, GraphDesign):
+    """Simulate ``design`` under ``scenario``, one SimPy process per URL (a graph design,
+    and a crawler with the link-discovery loop, through :mod:`gym.engines.request_graph`)."""
+    if isinstance(design, GraphDesign) or design.discovery is not None:
+        # A graph, or a crawler with the link-discovery loop (its built-in graph walked).
         from gym.engines import request_graph
         from gym.models.graph import topology
 
-        return request_graph.run(
-            topology(design),
+        graph = (
+            topology(design)
+            if isinstance(design, GraphDesign)
+            else crawler.topology(design, scenario)
+        )
+        record = request_graph.run(
+            graph,
             scenario,
             seed=seed,
             timeline=timeline,
             warmup_s=warmup_s,
             progress=progress,
         )
+        if isinstance(design, Design):
+            record.causes = crawler.causes(design)
+        return record
     record = Engine(design, scenario, seed, timeline, warmup_s, progress).run()
     record.seed = seed
     return record
 
 
-def expected_urls(scenario: Scenario) -> float:
-    """How many URLs a scenario offers on average (what the request engine will simulate)."""
+def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None) -> float:
+    """How many URLs a scenario offers on average (what the request engine will simulate);
+    with a crawler design's link-discovery loop, also the links its fetched pages yield: at
+    most links per page x pages fetched, the pages fetched being what the seeds and the new
+    links sustain (seeds x seeds kept / (1 - links x links kept)), capped by the fleet's
+    rate."""
     total = 0.0
     stages = scenario.load
+    links = scenario.web.links_per_page
+    fleet = math.inf
+    kept = new = 1.0
+    if isinstance(design, Design) and design.discovery is not None:
+        fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
+        variant = crawler.variants(design, scenario)
+        kept = (1.0 - crawler.seen_skipped(design, scenario)) * (1.0 - variant)
+        new = (1.0 - scenario.web.links_seen_fraction) * (1.0 - variant)
+    else:
+        links = 0.0
     for i, stage in enumerate(stages):
         end = stages[i + 1].at_s if i + 1 < len(stages) else scenario.duration_s
-        total += scenario.base_rps * stage.multiplier * (end - stage.at_s)
+        seeds = scenario.base_rps * stage.multiplier
+        if stage.links_per_page is not None and links:
+            links = stage.links_per_page
+        loop = links * new
+        pages = min(fleet, seeds * kept / (1.0 - loop)) if loop < 1.0 else fleet
+        total += (seeds + links * pages) * (end - stage.at_s)
     return total

@@ -69,10 +69,17 @@ class Run:
     """What every stage of one run shares: the clock, the tick grid, latency samples."""
 
     def __init__(
-        self, env: simpy.Environment, timeline: Timeline, seed: int, warmup_s: float
+        self,
+        env: simpy.Environment,
+        timeline: Timeline,
+        seed: int,
+        warmup_s: float,
+        scenario: Scenario,
     ) -> None:
         self.env = env
+        self.scenario = scenario
         self.seed = seed
+        self.timeline = timeline
         self.n = timeline.n_ticks
         self.tick_ms = timeline.tick_ms
         self.tick_s = timeline.tick_s
@@ -325,6 +332,123 @@ class LossStage(Stage):
         return tally
 
 
+class LookupStage(LossStage):
+    """A seen-URL set: a loss station whose lookups skip what was seen before (the
+    kind's skip causes, tested in order); the new URLs go on when their lookup ends.
+    Links reach it in batches, without a process each (:meth:`batch`)."""
+
+    def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
+        p = node.params
+        super().__init__(run, node, causes, rate=p.rps, service=p.service)
+        self.tests = [
+            [(cause, share) for cause, share in p.skips(links=links).items() if share]
+            for links in (False, True)
+        ]
+        for cause in p.skips():
+            self.log.skipped[cause] = [0] * (run.n + 1)
+        self.start_from: Callable[[Stage, Url, float], None]  # set by the engine
+
+    def look_up(self, now: float, links: bool = False) -> float | None:
+        """One lookup at ``now`` (of a link found on a page, or of a seed): its end time
+        if the URL is new and goes on, else None (failed, skipped, or still being looked
+        up when the run ends)."""
+        run, log, station = self.run, self.log, self.station
+        k = run.k(now)
+        log.arrived[k] += 1
+        tests = self.tests[links]
+        cause = station.admit(now)
+        if cause:
+            # A lost lookup of a link to a page already seen loses nothing: skipped as seen.
+            if links and tests and tests[0][0] == "seen_url":
+                if not self.uniforms:
+                    self.uniforms = self.rng.random(8192).tolist()
+                if self.uniforms.pop() < tests[0][1]:
+                    log.skipped["seen_url"][k] += 1
+                    return None
+            log.failed[cause][k] += 1
+            return None
+        log.processed[k] += 1
+        end = station.occupy(now)
+        if tests:
+            if not self.uniforms:
+                self.uniforms = self.rng.random(8192).tolist()
+            for skip, share in tests:
+                if self.uniforms.pop() < share:
+                    log.skipped[skip][k] += 1
+                    return None
+                if not self.uniforms:
+                    self.uniforms = self.rng.random(8192).tolist()
+        if end >= run.end_s:  # still being looked up when the run ends
+            return None
+        return end
+
+    def visit(self, url: Url, me: Any) -> Generator[simpy.Event, Any, bool]:
+        run = self.run
+        now = run.env.now
+        end = self.look_up(now)
+        if end is None:
+            return False
+        run.sample(self.name, url, end - now)
+        yield run.env.timeout(end - now)
+        self.log.out[run.k(run.env.now)] += 1
+        return True
+
+    def batch(self, count: int) -> None:
+        """``count`` links arrive now: each is looked up, and each new one starts its walk
+        from here when its lookup ends (a process only for those)."""
+        run = self.run
+        now = run.env.now
+        tick = run.k(now)
+        measured = now >= run.warmup_s
+        for _ in range(count):
+            end = self.look_up(now, links=True)
+            if end is not None:
+                url = Url(now, tick, measured)
+                run.sample(self.name, url, end - now)
+                self.start_from(self, url, end)
+
+
+class LinksStage(Stage):
+    """Links found on pages: each page a tee edge copies here yields Poisson(links per
+    page) new URLs, sent along its one edge (:meth:`page`); it fails and holds nothing."""
+
+    def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
+        super().__init__(run, node, causes)
+        from gym.kinds.links import schedule
+
+        self.per_page = schedule(node.params.links_per_page, run.scenario, run.timeline)
+        self.rng = stream(run.seed, node.name)
+        self.draws: list[int] = []
+        self.drawn_for = -1.0
+        self.target: LookupStage
+        self.delay = 0.0
+
+    def page(self, now: float) -> int:
+        """A page is fetched at ``now``: the number of links it yields (counted here)."""
+        run, log = self.run, self.log
+        k = run.k(now)
+        per = float(self.per_page[min(k, run.n - 1)])
+        if per != self.drawn_for:
+            self.draws, self.drawn_for = [], per
+        if not self.draws:
+            self.draws = self.rng.poisson(per, 8192).tolist()
+        count = int(self.draws.pop())
+        log.arrived[k] += 1
+        log.processed[k] += 1
+        log.out[k] += count
+        return count
+
+    def visit(self, url: Url, me: Any) -> Generator[simpy.Event, Any, bool]:
+        raise AssertionError("links are made by pages (LinksStage.page), not visited")
+        yield
+
+    def tally(self) -> Tally:
+        run = self.run
+        tally = self.log.tally(np.zeros(run.n, dtype=np.int64))
+        tally.backlog = np.zeros(run.n, dtype=np.int64)  # it makes URLs; it holds none
+        return tally
+
+
 class WriteBufferStage(Stage):
     """A write buffer: a write its store has a slot for goes straight in; otherwise it is
     held (up to ``buffer``; beyond, it fails) and flushed each tick into the store slots
@@ -408,7 +532,7 @@ class Engine:
     ) -> None:
         self.graph, self.scenario, self.timeline = graph, scenario, timeline
         self.env = simpy.Environment()
-        self.run_ = Run(self.env, timeline, seed, warmup_s)
+        self.run_ = Run(self.env, timeline, seed, warmup_s, scenario)
         self.progress = progress
         self.order = graph.order()
         sources = [n for n in self.order if kinds.kind(graph.node(n).kind).source]
@@ -445,6 +569,21 @@ class Engine:
         }
         self.route_draws: dict[str, list[float]] = {name: [] for name in self.rng_route}
         self.transit = dict.fromkeys(self.stages, 0)  # URLs on delayed edges, by target
+        # Tees: the links stages a node's passed-on URLs are copied to (each a page).
+        self.tees: dict[str, list[LinksStage]] = {}
+        for name in self.order:
+            for e in graph.tees(name):
+                links = self.stages[e.target]
+                assert isinstance(links, LinksStage)
+                self.tees.setdefault(name, []).append(links)
+                (edge,) = graph.outputs(e.target)
+                target = self.stages[edge.target]
+                assert isinstance(target, LookupStage)
+                links.target = target
+                links.delay = edge.delay_ticks(timeline.tick_ms) * timeline.tick_s
+        for stage in self.stages.values():
+            if isinstance(stage, LookupStage):
+                stage.start_from = self._start_from
 
     def _next(self, name: str) -> tuple[Stage | None, float]:
         """The stage a URL leaving ``name`` goes to (None: finished there) and its delay."""
@@ -461,11 +600,42 @@ class Engine:
         return targets[i], delays[i]
 
     def url(self, t_arrive: float) -> Generator[simpy.Event, Any, None]:
-        run, env = self.run_, self.env
+        run = self.run_
         url = Url(t_arrive, run.k(t_arrive), t_arrive >= run.warmup_s)
+        yield from self._walk(url, None, *self._next(self.source))
+
+    def _start_from(self, stage: Stage, url: Url, at: float) -> None:
+        """Start ``url`` on its way from ``stage``, which it leaves at ``at``."""
+        self.env.process(self._leave(stage, url, at))
+
+    def _leave(self, stage: Stage, url: Url, at: float) -> Generator[simpy.Event, Any, None]:
+        env = self.env
+        yield env.timeout(at - env.now)
+        stage.log.out[self.run_.k(env.now)] += 1
+        yield from self._walk(url, stage, *self._next(stage.name))
+
+    def _links(self, links: LinksStage) -> None:
+        """A page passed a tee: its links go to the seen set, after the edge's delay."""
+        count = links.page(self.env.now)
+        if not count:
+            return
+        target = links.target
+        if not links.delay:
+            target.batch(count)
+            return
+        self.transit[target.name] += count
+
+        def arrive(_event: simpy.Event) -> None:
+            self.transit[target.name] -= count
+            target.batch(count)
+
+        self.env.timeout(links.delay).callbacks.append(arrive)
+
+    def _walk(
+        self, url: Url, last: Stage | None, stage: Stage | None, delay: float
+    ) -> Generator[simpy.Event, Any, None]:
+        run, env = self.run_, self.env
         me = env.active_process
-        last: Stage | None = None
-        stage, delay = self._next(self.source)
         while stage is not None:
             if delay:  # on a delayed edge: in flight, on the way to the stage
                 self.transit[stage.name] += 1
@@ -474,13 +644,15 @@ class Engine:
             go_on = yield from stage.visit(url, me)
             if not go_on:
                 return
+            for links in self.tees.get(stage.name, ()):
+                self._links(links)
             last = stage
             stage, delay = self._next(stage.name)
         # Passed on by a node with no outgoing edge that does not serve by itself.
         assert last is not None
         last.log.out[run.k(env.now)] -= 1
         last.log.served[run.k(env.now)] += 1
-        run.sample("end_to_end", url, env.now - t_arrive)
+        run.sample("end_to_end", url, env.now - url.t_arrive)
 
     def _arrive(self, ev: simpy.Event) -> None:
         _ArrivedProcess(self.env, self.url(self.env.now))._resume(ev)
@@ -519,8 +691,21 @@ class Engine:
         for name, count in self.transit.items():
             in_flight[name] += count
         causes = tuple(c for s in self.stages.values() for c in s.log.failed)
+        # Links stages make URLs: part of what was offered, not components of the record.
+        makers = [n for n, s in self.stages.items() if isinstance(s, LinksStage)]
+        created = {n: tallies.pop(n).out for n in makers}
+        for name in makers:
+            in_flight.pop(name)
+        offered = self.offered + sum(created.values(), np.zeros_like(self.offered))
         record = RunRecord(
-            "request", 0, self.timeline, self.offered, tallies, in_flight, causes=causes
+            "request",
+            0,
+            self.timeline,
+            offered,
+            tallies,
+            in_flight,
+            causes=causes,
+            created=created,
         )
         record.latency = latency_of(run.samples, run.sample_ticks)
         record.check_conservation()

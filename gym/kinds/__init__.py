@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gym.components.base import Component, Ledger
     from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog, Scenario
+    from gym.timeline import Timeline
     from gym.topology import Node, Topology
 
 
@@ -33,6 +34,7 @@ class Build:
     ledger: Ledger
     seed: int
     scenario: Scenario
+    timeline: Timeline
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,14 @@ class Kind:
     source: bool = False
     #: Whether it holds work between ticks (a queue, a fleet, a buffer).
     holds_work: bool = False
+    #: Whether what it passes on is new URLs it makes (links found on pages), added to the
+    #: run's offered load; such a node is fed by a tee edge and keeps no tally of its own.
+    creates: bool = False
+    #: Whether it is built by the crawler alone (no graph design may name it).
+    internal: bool = False
+    #: Whether what it skips is dropped at its door, before it takes any of its capacity
+    #: (a queue's seen set); a lookup's skips come out of the work it did.
+    skips_at_door: bool = False
     #: The kinds of node it backs up behind: when one it feeds slows down, stalls or
     #: crashes, it holds more (a queue in front of its fleet, a write buffer in front of
     #: its store), so their faults explain what happens at it too.
@@ -67,6 +77,9 @@ class Kind:
     #: The share of what it takes that it passes on (a cache: its misses); the demand a
     #: node sends on is min(its demand, its capacity) x this (docs/model.md, saturation).
     passes: Callable[[Any], float] = lambda _params: 1.0
+    #: Whether the share it passes on is the one it passed in each window, as counted
+    #: (a seen set testing seeds and links with different shares), not ``passes``.
+    passes_as_counted: bool = False
     #: Whether the demand it sends on is capped at its capacity; a write buffer's is not
     #: (it holds the excess and flushes it later: its flushes add to the demand).
     capped: bool = True
@@ -88,10 +101,20 @@ def connect_upstream(
 
 
 def _registry() -> dict[str, Kind]:
-    from gym.kinds import cache, fleet, queue, service, source, store, write_buffer
+    from gym.kinds import (
+        cache,
+        fleet,
+        links,
+        lookup,
+        queue,
+        service,
+        source,
+        store,
+        write_buffer,
+    )
 
     kinds: tuple[Kind, ...] = (source.KIND, queue.KIND, fleet.KIND, cache.KIND, service.KIND)
-    kinds += (write_buffer.KIND, store.KIND)
+    kinds += (write_buffer.KIND, store.KIND, lookup.KIND, links.KIND)
     return {k.name: k for k in kinds}
 
 
@@ -100,6 +123,11 @@ REGISTRY: dict[str, Kind] = _registry()
 
 def kind(name: str) -> Kind:
     return REGISTRY[name]
+
+
+def graph_kinds() -> tuple[str, ...]:
+    """The kinds a graph design may name (the crawler's own left out)."""
+    return tuple(k.name for k in REGISTRY.values() if not k.internal)
 
 
 def source_kinds() -> tuple[str, ...]:
@@ -111,7 +139,7 @@ def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
     return {
         node.name: kind(node.kind).units(node.params, catalog)
         for node in graph.nodes
-        if not kind(node.kind).source
+        if not kind(node.kind).source and not kind(node.kind).creates
     }
 
 
@@ -129,5 +157,6 @@ def affected_by(graph: Topology) -> dict[str, set[str]]:
 
 
 def node_models() -> tuple[type[Any], ...]:
-    """Each kind's node model (its parameters and ``kind``), for graph designs."""
-    return tuple(k.node for k in REGISTRY.values())
+    """Each kind's node model (its parameters and ``kind``), for graph designs (the
+    crawler's own kinds left out)."""
+    return tuple(k.node for k in REGISTRY.values() if not k.internal)

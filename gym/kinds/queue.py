@@ -116,6 +116,7 @@ KIND = Kind(
     request=_request,
     connect=_connect,
     holds_work=True,
+    skips_at_door=True,
     backs_up_behind=("fleet",),
     faults=("stall", "slowdown"),
 )

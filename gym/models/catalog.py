@@ -58,6 +58,12 @@ class AsyncWriterUnit(InputModel):
     )
 
 
+class SeenSetUnit(InputModel):
+    """One seen-URL set shard (the link-discovery loop's seen set, ``discovery.shards``)."""
+
+    shard_rps: Rate = Field(50_000, description="Lookups/s one seen-set shard answers.")
+
+
 class Catalog(InputModel):
     """Prices in units. Every field has the default of docs/specification.md section 5."""
 
@@ -67,4 +73,7 @@ class Catalog(InputModel):
     page_store: PageStoreUnit = Field(default_factory=PageStoreUnit, description="Page-store unit.")
     async_writer: AsyncWriterUnit = Field(
         default_factory=AsyncWriterUnit, description="Async-writer unit."
+    )
+    seen_set: SeenSetUnit = Field(
+        default_factory=SeenSetUnit, description="Seen-URL set shard (one unit each)."
     )

@@ -145,6 +145,26 @@ class DedupConfig(InputModel):
     )
 
 
+class DiscoveryConfig(InputModel):
+    """The link-discovery loop: fetched pages yield links (the scenario's
+    web.links_per_page); a seen-URL set looks up every URL met, seeds and links alike,
+    skips the ones already seen, and sends the new ones to the frontier."""
+
+    shards: int = Field(
+        description=(
+            "Shards of the seen-URL set, split by URL hash; each answers the catalog's "
+            "seen_set.shard_rps lookups/s and costs a unit. A hot key (the scenario's "
+            "web.hot_key_share) lands on one shard however many there are."
+        ),
+        gt=0,
+        le=10_000,
+    )
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=1.0),
+        description="Lookup time (default 1 ms). Slots = lookup capacity x mean lookup time.",
+    )
+
+
 class Design(InputModel):
     """A complete crawler capacity design."""
 
@@ -162,4 +182,12 @@ class Design(InputModel):
     )
     dedup: DedupConfig = Field(
         default_factory=DedupConfig, description="URL and content deduplication."
+    )
+    discovery: DiscoveryConfig | None = Field(
+        None,
+        description=(
+            "Optional link-discovery loop: fetched pages feed their links back through a "
+            "sharded seen-URL set to the frontier. Without it the seen test is free and "
+            "the frontier's only load is the scenario's."
+        ),
     )

@@ -34,6 +34,15 @@ class LoadStage(InputModel):
     label: str | None = Field(
         None, description="Name of the stage in explanations.", max_length=200
     )
+    links_per_page: float | None = Field(
+        None,
+        description=(
+            "From at_s on, links a fetched page yields (a deep crawl: more); omit to keep "
+            "the stage before's (at first web.links_per_page). Needs a design with discovery."
+        ),
+        ge=0,
+        le=1_000,
+    )
 
 
 class _FaultBase(InputModel):
@@ -146,6 +155,35 @@ class WebConfig(InputModel):
     high_priority_share: float = Field(
         0.1,
         description="Share of URLs in the high priority band (the rest are low).",
+        ge=0,
+        le=1,
+    )
+    links_per_page: float = Field(
+        0.0,
+        description=(
+            "Links a fetched page yields (Poisson per page), each looked up in the seen-URL "
+            "set and, when new, crawled: the link-discovery loop of a design with "
+            "discovery (ignored without it). A load stage may change it."
+        ),
+        ge=0,
+        le=1_000,
+    )
+    links_seen_fraction: float = Field(
+        0.9,
+        description=(
+            "Share of the links found that point to URLs already seen (a page links "
+            "mostly to known pages): the seen-URL set skips them (seen_url)."
+        ),
+        ge=0,
+        le=1,
+    )
+    hot_key_share: float = Field(
+        0.0,
+        description=(
+            "Share of seen-set lookups for one hot URL (a link on every page): they all "
+            "land on one shard, so the busiest shard takes hot_key_share + (1 - "
+            "hot_key_share) / shards of the lookups."
+        ),
         ge=0,
         le=1,
     )

@@ -31,6 +31,7 @@ COMPONENT_COLORS = {
     "resolver": "#9467bd",
     "async_writer": "#8c564b",
     "page_store": "#ff7f0e",
+    "seen_set": "#17becf",
 }
 #: Colours for the causes of a graph design's nodes, in turn.
 _SPARE_COLORS = ("#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22")
@@ -51,6 +52,8 @@ CAUSE_COLORS = dict(
         strict=True,
     )
 )
+# The link-discovery loop's seen set (a crawler design with discovery).
+CAUSE_COLORS.update({"seen_set_overload": "#17becf", "seen_set_unavailable": "#9edae5"})
 EVENT_STYLE = {
     "load": {"color": "#1f77b4", "alpha": 0.10, "hatch": None},
     "crash": {"color": "#d62728", "alpha": 0.10, "hatch": "//"},
@@ -110,7 +113,10 @@ def context(result: Result) -> PlotContext:
         duration_s=tl.duration_s,
         ceiling=slo.max if slo else None,
         frontier_buffer=_entry_buffer(result),
-        entry=next(iter(result.metrics.components)),
+        # the crawler's frontier (after the seen set, with the link-discovery loop)
+        entry="frontier"
+        if isinstance(result.design, Design)
+        else next(iter(result.metrics.components)),
         causes=result.metrics.record.causes,
         offered=None
         if isinstance(result.design, Design)

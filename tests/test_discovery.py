@@ -1,0 +1,255 @@
+"""The link-discovery loop (issue 13): fetched pages yield links, a sharded seen-URL set
+looks every URL up, and the new ones go back to the frontier; a deep crawl is a change in
+links per page. Every figure here is the model's own arithmetic (docs/model.md, "The
+link-discovery loop"), checked in both engines."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym import costing, optimize
+from gym.cli import app
+from gym.models import Design, Scenario
+from gym.rounding import warnings
+from gym.simulate import url_budget
+from tests.conftest import ROOT
+
+LEVERS = ROOT / "designs" / "levers"
+DEEP_CRAWL = ROOT / "scenarios" / "levers" / "deep-crawl.yaml"
+ENGINES = ("flow", "request")
+
+
+def _design(shards: int = 4, **discovery: Any) -> Design:
+    return Design.model_validate(
+        {
+            "frontier": {"drain_rps": 30_000, "buffer": 80_000},
+            "fetchers": {"replicas": 4, "rps_per_replica": 4_000},
+            "cache": {"hit_ratio": 0.92},
+            "page_store": {"rps": 25_000},
+            "discovery": {"shards": shards, **discovery},
+        }
+    )
+
+
+def _scenario(**parts: Any) -> Scenario:
+    web = {"links_per_page": 2, "links_seen_fraction": 0.75, **parts.pop("web", {})}
+    return Scenario.model_validate(
+        {
+            "duration_s": 20,
+            "base_rps": 1_000,
+            "arrivals": "deterministic",
+            "web": web,
+            "dedup": {"seen_url_fraction": 0.5},
+            **parts,
+        }
+    )
+
+
+def _windows(a: np.ndarray, ticks_per_s: int = 100) -> np.ndarray:
+    return np.add.reduceat(a, np.arange(0, len(a), ticks_per_s))
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_loop_sustains_what_the_geometric_series_says(engine: str) -> None:
+    """1,000 seeds/s, half of them new: 500 new URLs/s. Each fetched page yields 2 links,
+    a quarter of them new: half a new URL per page, so generation g brings 500 x 0.5^g
+    URLs/s, one fetch (250 ms) and the links' way to the seen set (0.1 s) after the one
+    before: by T = 20 s the frontier took sum_g 500 x 0.5^g x (T - 0.35 g) =
+    500 x (2 x 20 - 0.35 x 2) = 19,650 URLs. Seed to seed the count varies by about 1.3%
+    (Poisson links, Binomial skips, amplified by the loop); three seeds' mean is held to
+    2% (about 2.7 standard errors)."""
+    counts = [
+        int(
+            gym.simulate(_design(), _scenario(), engine=engine, seed=seed)
+            .metrics.record.components["frontier"]
+            .arrived.sum()
+        )
+        for seed in range(3)
+    ]
+    assert np.mean(counts) == pytest.approx(19_650, rel=0.02)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_links_are_offered_urls_and_each_page_yields_poisson_links(engine: str) -> None:
+    """What the run offers is the seeds plus the links pages yielded (conservation holds
+    over both); the links are Poisson(2) per fetched page, so their total is within four
+    standard deviations (sqrt(2 x pages)) of 2 x the pages fetched."""
+    result = gym.simulate(_design(), _scenario(), engine=engine)
+    record = result.metrics.record
+    links = int(record.created["links"].sum())
+    assert int(record.offered.sum()) == 20_000 + links  # deterministic seeds: 1,000/s
+    pages = int(record.components["fetchers"].out.sum())
+    assert abs(links - 2 * pages) <= 4 * np.sqrt(2 * pages)
+    assert "links" not in record.components  # it makes URLs; it serves and fails none
+    assert result.metrics.units["seen_set"] == 4  # a unit per shard
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_hot_key_caps_what_shards_buy(engine: str) -> None:
+    """Shards of 10,000 lookups/s, a hot key with 20% of the lookups. With 4 shards the
+    busiest takes 0.2 + 0.8 / 4 = 40% of them, so the set holds 10,000 / 0.4 = 25,000/s,
+    and 20,000 evenly spaced seeds/s saturate it at 0.8 exactly; 16 shards hold
+    10,000 / (0.2 + 0.8 / 16) = 40,000/s, 1.6 times as much for 4 times the shards (no
+    number of shards gets past 10,000 / 0.2 = 50,000/s)."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 5,
+            "base_rps": 20_000,
+            "arrivals": "deterministic",
+            "web": {"hot_key_share": 0.2},
+            "catalog": {"seen_set": {"shard_rps": 10_000}},
+        }
+    )
+    four, sixteen = _design(4), _design(16)
+    assert costing.seen_set_capacity_rps(four, sc) == pytest.approx(25_000)
+    assert costing.seen_set_capacity_rps(sixteen, sc) == pytest.approx(40_000)
+    result = gym.simulate(four, sc, engine=engine)
+    peak, _window = result.metrics.components["seen_set"].peak()
+    assert peak == pytest.approx(0.8, abs=1e-9)
+    assert result.metrics.units["seen_set"] == 4
+    one = gym.simulate(_design(1), sc, engine=engine)  # 10,000/s against 20,000 asked
+    assert one.metrics.components["seen_set"].peak()[0] == pytest.approx(2.0, abs=1e-9)
+    assert one.metrics.failed_by_cause["seen_set_overload"] > 40_000  # about half of 100,000
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_lost_lookup_of_a_seen_link_loses_nothing(engine: str) -> None:
+    """Every link points to a page already seen (links_seen_fraction 1): a link whose
+    lookup an overloaded set loses is skipped as seen, not failed; only seeds fail. The
+    set loses far more lookups than there are seeds, yet no more URLs fail than seeds
+    came in (10,000), and every lookup is accounted for as processed, failed or skipped."""
+    sc = _scenario(
+        web={"links_per_page": 20, "links_seen_fraction": 1.0},
+        catalog={"seen_set": {"shard_rps": 5_000}},
+        duration_s=10,
+    )
+    m = gym.simulate(_design(1), sc, engine=engine).metrics
+    c = m.record.components["seen_set"]
+    lost = int(c.arrived.sum() - c.processed.sum())
+    seeds = 10_000  # deterministic 1,000/s for 10 s
+    # the set is overloaded: 1,000 seeds/s and 20 links from each of up to 500 pages/s
+    # against 5,000 lookups/s
+    assert lost > 2 * seeds
+    failed = m.failed_by_cause["seen_set_overload"]
+    assert 0 < failed <= seeds
+    assert m.failed == failed
+    skipped = sum(int(a.sum()) for a in c.skipped.values())
+    assert lost == failed + (skipped - int(c.processed.sum() - c.out.sum()))
+
+
+def test_the_deep_crawl_lesson_in_the_flow_engine() -> None:
+    """scenarios/levers/deep-crawl.yaml: 63,000 lookups/s, 183,000/s in the deep crawl. One
+    shard (50,000/s) saturates at once; four lose new URLs in the deep crawl (their set holds
+    50,000 / (0.05 + 0.95 / 4) = 174,000/s); twelve (387,000/s) pass at 19 units."""
+    one = gym.simulate(LEVERS / "seen-set-1.yaml", DEEP_CRAWL)
+    assert one.verdict == "fail"
+    sat = one.metrics.components["seen_set"].peak()[0]
+    assert sat is not None and sat > 1.0  # 63,000 / 50,000 before anything backs off
+    four = gym.simulate(LEVERS / "seen-set-4.yaml", DEEP_CRAWL)
+    assert four.verdict == "fail"
+    causes = four.metrics.failed_by_cause
+    assert max(causes, key=lambda c: causes[c]) == "seen_set_overload"
+    twelve = gym.simulate(LEVERS / "seen-set-12.yaml", DEEP_CRAWL)
+    assert twelve.verdict == "pass"
+    assert twelve.metrics.units["seen_set"] == 12
+
+
+def test_a_deep_crawl_is_a_change_in_links_per_page() -> None:
+    """The seeds stay at 3,000/s; at t=10 s pages go from 10 links (5% new: half a new URL
+    a page) to 15 (0.75 a page). The crawl runs at 3,000 / (1 - 0.5) = 6,000 pages/s, then
+    3,000 / (1 - 0.75) = 12,000: twice as fast, with no change in the load. Means over
+    seconds 4-9 and 20-29 (the loop settles within a few tenths of a second per
+    generation), within 2% (Poisson seeds: about 0.5% per mean)."""
+    m = gym.simulate(LEVERS / "seen-set-12.yaml", DEEP_CRAWL).metrics
+    per_s = _windows(m.record.components["fetchers"].arrived)
+    assert per_s[4:10].mean() == pytest.approx(6_000, rel=0.02)
+    assert per_s[20:30].mean() == pytest.approx(12_000, rel=0.02)
+
+
+def test_the_deep_crawl_in_the_request_engine_scaled_down() -> None:
+    """The same loop, scaled down for the request engine: 300 seeds/s, shards of 5,000
+    lookups/s (20 ms lookups: as many slots as the full-size set's). The crawl doubles
+    from 600 to 1,200 pages/s when pages go from 10 to 15 links; two shards lose over ten
+    times as many new URLs in the deep crawl as eight, which lose under one in a hundred.
+    The flow engine agrees on the pages fetched within 5%."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 20,
+            "base_rps": 300,
+            "load": [
+                {"at_s": 0, "multiplier": 1.0},
+                {"at_s": 8, "multiplier": 1.0, "links_per_page": 15},
+            ],
+            "web": {"links_per_page": 10, "links_seen_fraction": 0.95, "hot_key_share": 0.05},
+            "catalog": {"seen_set": {"shard_rps": 5_000}},
+        }
+    )
+    slow = {"service": {"mean_ms": 20}}
+    eight = gym.simulate(_design(8, **slow), sc, engine="request").metrics
+    per_s = _windows(eight.record.components["fetchers"].arrived)
+    assert per_s[3:8].mean() == pytest.approx(600, rel=0.05)
+    assert per_s[13:20].mean() == pytest.approx(1_200, rel=0.05)
+    new_lost = eight.failed_by_cause["seen_set_overload"]
+    assert new_lost < 0.01 * int(eight.record.components["frontier"].arrived.sum())
+    two = gym.simulate(_design(2, **slow), sc, engine="request").metrics
+    assert two.failed_by_cause["seen_set_overload"] > 10 * max(new_lost, 1)
+    flow = gym.simulate(_design(8, **slow), sc).metrics
+    pages = int(flow.record.components["fetchers"].arrived.sum())
+    assert pages == pytest.approx(int(eight.record.components["fetchers"].arrived.sum()), rel=0.05)
+
+
+def test_links_without_discovery_are_named_not_silently_dropped() -> None:
+    reference = gym.load_design(ROOT / "designs" / "reference.yaml")
+    sc = gym.load_scenario(DEEP_CRAWL)
+    lines = warnings(reference, sc, engine="flow", tick_ms=10)
+    assert any("no discovery section" in line and "15 links" in line for line in lines)
+    assert not any(
+        "discovery" in line for line in warnings(_design(), sc, engine="flow", tick_ms=10)
+    )
+
+
+def test_the_request_engines_url_limit_counts_the_links() -> None:
+    """The deep crawl offers 90,000 seeds but its loop adds links: 10 s at 6,000 pages x 10
+    links and 20 s at 12,000 x 15, 4.29 million URLs in all; a limit between the two is
+    refused for the design that follows links, not for one that does not."""
+    sc = gym.load_scenario(DEEP_CRAWL)
+    twelve = gym.load_design(LEVERS / "seen-set-12.yaml")
+    reference = gym.load_design(ROOT / "designs" / "reference.yaml")
+    assert url_budget(sc, 1, 1_000_000, designs=[reference]) is None
+    over = url_budget(sc, 1, 1_000_000, designs=[twelve])
+    assert over is not None and "4,290,000" in over.message
+
+
+def test_the_optimizer_buys_seen_set_shards_for_a_discovery_base() -> None:
+    """A base with the loop: the search's parts include the seen set, and a unit set
+    becomes that many shards (the base's lookup time kept)."""
+    base = _design(1, service={"mean_ms": 2})
+    space = optimize.space_for(gym.load_scenario(DEEP_CRAWL), base)
+    assert space.parts[-1] == "seen_set" and space.mins[-1] == 1
+    units = {"frontier": 1, "fetchers": 4, "cache": 1, "page_store": 1, "seen_set": 6}
+    built = optimize.unit_design(units, gym.load_scenario(DEEP_CRAWL), base, "x")
+    assert built.discovery is not None and built.discovery.shards == 6
+    assert built.discovery.service.mean_ms == 2
+    assert (
+        costing.units(built, Scenario.model_validate({"duration_s": 1, "base_rps": 1}).catalog)[
+            "seen_set"
+        ]
+        == 6
+    )
+
+
+def test_a_graph_design_cannot_name_the_crawlers_own_kinds(tmp_path: Any) -> None:
+    path = tmp_path / "g.yaml"
+    path.write_text(
+        "graph:\n  nodes:\n    in: {kind: source}\n    s: {kind: lookup, rps: 10}\n"
+        "  edges:\n    - {from: in, to: s}\n"
+    )
+    out = CliRunner().invoke(app, ["validate", str(path)])
+    assert out.exit_code == 2
+    assert "'lookup' is not a node kind" in out.output
+    assert "lookup" not in out.output.split("expected", 1)[1]
