@@ -175,7 +175,12 @@ class Design(InputModel):
     )
     frontier: FrontierConfig = Field(description="The URL frontier (queue).")
     fetchers: FetchersConfig = Field(description="The fetcher fleet.")
-    cache: CacheConfig = Field(description="The DNS + seen-URL cache.")
+    cache: CacheConfig = Field(
+        description=(
+            "The DNS + seen-URL cache (with a discovery section the seen-URL test is the "
+            "sharded seen set's; the cache keeps its place and rule in the pipeline)."
+        )
+    )
     page_store: PageStoreConfig = Field(description="The page store.")
     async_writer: AsyncWriterConfig | None = Field(
         None, description="Optional write-behind buffer in front of the page store."
