@@ -117,7 +117,8 @@ def estimate_flow(
     when the hand-out rate changes (after a crash) or is 0 for a while (a stall). URLs
     still queued at the end are left out. Fetches take the fetch time; the cache, the
     resolver and the store have no queue in the flow engine, so their latency is their
-    mean service time (the resolver's multiplied by any slowdown in force).
+    mean service time (the resolver's multiplied by any slowdown in force), as is the
+    seen set's of a design with the link-discovery loop (added end to end).
 
     End to end, over served URLs: the URLs finishing at the cache in tick j left the
     frontier in tick j - L (L = the fetch time in ticks), so they carry the frontier waits
@@ -154,9 +155,14 @@ def estimate_flow(
     )
     out["resolver"] = _since(start, ticks, res_ms, resolver.processed)
 
+    # The link-discovery loop's seen set: a lookup before the frontier (its mean time).
+    seen_ms = design.discovery.service.mean_ms if design.discovery is not None else 0.0
+    if "seen_set" in c:
+        out["seen_set"] = _since(start, ticks, np.full(n, seen_ms), c["seen_set"].processed)
+
     # Per tick j of finishing the fetch: what each way of being served adds to the
     # frontier wait (ms), and how many URLs took it.
-    upstream = np.full(n, fetch + lookup)
+    upstream = np.full(n, seen_ms + fetch + lookup)
     resolved = upstream + res_ms
     paths: list[tuple[np.ndarray, np.ndarray]] = [(upstream, c["cache"].served)]
     paths.append((resolved, resolver.served))  # bodies stored already (content hashing)
@@ -207,7 +213,8 @@ def estimate_flow(
     out["end_to_end"] = _since(
         start, np.concatenate(e_ticks), np.concatenate(e_values), np.concatenate(e_weights)
     )
-    return {name: samples for name, samples in out.items() if samples.weights.size}
+    order = ["seen_set", *(name for name in out if name != "seen_set")]  # pipeline order
+    return {name: out[name] for name in order if name in out and out[name].weights.size}
 
 
 def fifo_segments(
