@@ -111,12 +111,15 @@ def topology(design: Design, scenario: Scenario) -> Topology:
                 service=scenario.resolver.service,
                 finish_share=duplicates,
             ),
+            retry=design.retries,
         ),
     ]
     if design.async_writer is not None:
         nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
     store = page_store_in_effect(design, scenario.catalog)
-    nodes.append(Node("page_store", "store", store, prefix="store"))
+    # Retries at the store: of the writes it fails (behind the async writer it fails none).
+    retry = design.retries if design.async_writer is None else None
+    nodes.append(Node("page_store", "store", store, prefix="store", retry=retry))
     edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
     if design.discovery is not None:
         links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)

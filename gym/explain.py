@@ -291,6 +291,18 @@ def _why(m: Metrics, cause: str, design: Design) -> str:
             f"rps_per_replica x {design.fetchers.service.mean_ms:g} ms of fetches. With "
             "fetchers.on_crash: requeue they would go back to the frontier instead."
         )
+    tried = ""
+    if design.retries is not None and cause.startswith(("resolver_", "store_")):
+        r = design.retries
+        tried = (
+            f" Each failed only after {r.attempts} tries (retries: waits of "
+            f"{r.backoff_s:g} s, x{r.multiplier:g} each time); the retries added to the load."
+        )
+    return _rule(m, cause, design) + tried
+
+
+def _rule(m: Metrics, cause: str, design: Design) -> str:
+    """The rule that lost the URLs (without the retries' sentence)."""
     if cause in ("resolver_overload", "resolver_unavailable"):
         return (
             "Every cache miss needs a fresh DNS lookup and the resolver has no queue: a lookup "

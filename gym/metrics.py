@@ -272,6 +272,8 @@ def _demand(
             for more in incoming[1:]:
                 total = total + more
             tally = tallies[name]
+            if "retries" in tally.extra:  # later tries of what failed here
+                total = total + wsum(tally.extra["retries"])
             if tally.skipped and k.skips_at_door:
                 skipped = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
                 total = total - skipped

@@ -56,6 +56,8 @@ class Node:
     #: What its failure causes are called: ``<prefix>_<the kind's cause>`` (the node's name
     #: unless given; "" for the kind's own names, the crawler's ``crash_loss``).
     prefix: str | None = None
+    #: A retry policy for what fails at it (a loss station's lookups or writes), or None.
+    retry: Any = None
 
     def causes(self, suffixes: tuple[str, ...]) -> tuple[str, ...]:
         """The node's cause names for its kind's ``suffixes``."""

@@ -18,14 +18,18 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Generator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
 
 from gym import erlang
-from gym.models import ServiceTime, SlowdownFault, StallFault
+from gym.models import RetryPolicy, ServiceTime, SlowdownFault, StallFault
 from gym.record import Tally
 from gym.rounding import paced_most, station_slots
+
+if TYPE_CHECKING:
+    from gym.components.retry import Retries
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
@@ -289,6 +293,31 @@ class LossStation(RatedComponent):
         self._memory = 0  # ticks the longest kernel reaches back
         self._lost_carry = 0.0
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
+        self.retries: Retries | None = None  # a retry policy's machinery (gym.components.retry)
+
+    def retry(self, policy: RetryPolicy, rng: np.random.Generator) -> int:
+        """Retry what fails here under ``policy`` (after the upstream is connected): the
+        longest stride, in ticks, the engine may advance it in."""
+        from gym.components.retry import Retries
+
+        self.retries = Retries(self, policy, rng)
+        self.holds_work = True  # requests waiting to be tried again
+        return self.retries.min_ticks
+
+    def advance(self, t1: int) -> None:
+        if self.retries is None or t1 <= self.t:
+            super().advance(t1)
+            return
+        t0 = self.t
+        self.retries.feed.advance(t1)
+        super().advance(t1)
+        self.retries.settle(t0, t1)
+
+    def tally(self) -> Tally:
+        tally = super().tally()
+        if self.retries is not None:
+            tally.extra.update(self.retries.extra())
+        return tally
 
     def _quota(self, n: int) -> IntArray:
         factor = 1.0

@@ -32,7 +32,10 @@ class Resolver(LossStation):
         self.writes_saved = ledger.zeros()
 
     def tally(self) -> Tally:
-        return Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
+        tally = Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
+        if self.retries is not None:
+            tally.extra.update(self.retries.extra())
+        return tally
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None

@@ -19,7 +19,7 @@ import numpy as np
 import simpy
 
 from gym import crawler, kinds, latency
-from gym.components import Client, Component, Ledger
+from gym.components import Client, Component, Ledger, LossStation
 from gym.components.junction import Delay, Junction, Splitter
 from gym.kinds import Build
 from gym.models import CrashFault, Design, GraphDesign, Scenario, SlowdownFault, StallFault
@@ -110,6 +110,14 @@ def run_graph(
             inputs = [junctions[name]]
         outputs = [built[e.target] for e in graph.outputs(name)]
         kinds.kind(graph.node(name).kind).connect(built[name], inputs, outputs)
+    # A retry policy on a loss station: its failures come back to it after their waits.
+    retry_strides = []
+    for name in order:
+        node = graph.node(name)
+        if node.retry is not None:
+            station = built[name]
+            assert isinstance(station, LossStation)
+            retry_strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
     pipeline: list[Component] = []
     for name in order:
         pipeline += delays.get(name, [])
@@ -121,7 +129,10 @@ def run_graph(
 
     # With delayed edges, in strides no longer than the shortest delay: a delayed edge
     # reads only ticks its feeder has computed (the feeder may come later in the order).
-    stride = min((d.ticks for ds in delays.values() for d in ds), default=None)
+    # With retries, in strides no longer than the shortest wait (a stretch's failures come
+    # back after it).
+    waits = [d.ticks for ds in delays.values() for d in ds] + retry_strides
+    stride = min(waits, default=None)
     synced = [0]
 
     def sync(tick: int) -> None:

@@ -447,9 +447,11 @@ def run(
     progress: Progress | None = None,
 ) -> RunRecord:
     """Simulate ``design`` under ``scenario``, one SimPy process per URL (a graph design,
-    and a crawler with the link-discovery loop, through :mod:`gym.engines.request_graph`)."""
-    if isinstance(design, GraphDesign) or design.discovery is not None:
-        # A graph, or a crawler with the link-discovery loop (its built-in graph walked).
+    and a crawler with the link-discovery loop or retries, through
+    :mod:`gym.engines.request_graph`)."""
+    if isinstance(design, GraphDesign) or design.discovery or design.retries:
+        # A graph, or a crawler with the link-discovery loop or retries (its built-in graph
+        # walked).
         from gym.engines import request_graph
         from gym.models.graph import topology
 

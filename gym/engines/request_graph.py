@@ -269,7 +269,9 @@ class LossStage(Stage):
         finish: float = 0.0,
         saved: str | None = None,
     ) -> None:
-        super().__init__(run, node, causes, extra=(saved,) if saved else ())
+        extra = ((saved,) if saved else ()) + (("retries", "retried") if node.retry else ())
+        super().__init__(run, node, causes, extra=extra)
+        self.retry = node.retry  # a retry policy for what fails here, or None
         what = causes[0].removesuffix("_overload")
         self.station = LossStation(rate, service, stream(run.seed, f"{node.name}/service"), what)
         self.finish = finish
@@ -293,6 +295,18 @@ class LossStage(Stage):
             end = url.end
         else:
             cause = station.admit(now)
+            tries = 1
+            while cause and self.retry is not None and tries < self.retry.attempts:
+                # Wait (backoff x multiplier^(tries - 1), with jitter) and try again.
+                log.extra["retried"][k] += 1
+                policy = self.retry
+                jitter = self.rng.uniform(1.0 - policy.jitter, 1.0 + policy.jitter)
+                yield run.env.timeout(policy.wait_s(tries) * jitter)
+                now = run.env.now
+                k = run.k(now)
+                log.extra["retries"][k] += 1
+                cause = station.admit(now)
+                tries += 1
             if cause:
                 log.failed[cause][k] += 1
                 return False

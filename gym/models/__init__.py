@@ -11,6 +11,7 @@ from gym.models.design import (
     FetchersConfig,
     FrontierConfig,
     PageStoreConfig,
+    RetryPolicy,
 )
 from gym.models.graph import GraphDesign
 from gym.models.scenario import (
@@ -44,6 +45,7 @@ __all__ = [
     "LoadStage",
     "PageStoreConfig",
     "ResolverConfig",
+    "RetryPolicy",
     "SLOs",
     "Scenario",
     "ServiceTime",

@@ -165,6 +165,39 @@ class DiscoveryConfig(InputModel):
     )
 
 
+class RetryPolicy(InputModel):
+    """Retries of a DNS lookup or a page write that failed (every slot busy, or the
+    resolver or page store down): each waits a backoff, longer each time, then tries again."""
+
+    attempts: int = Field(
+        description="Tries in all, the first included (2: one retry), 2 to 20.", ge=2, le=20
+    )
+    backoff_s: float = Field(
+        description="Wait before the first retry, seconds (at least a millisecond).",
+        ge=0.001,
+        le=3600,
+    )
+    multiplier: float = Field(
+        2.0,
+        description="Each further retry waits this many times the one before (1: a fixed wait).",
+        ge=1,
+        le=10,
+    )
+    jitter: float = Field(
+        0.5,
+        description=(
+            "Each wait is drawn evenly within plus or minus this share of it (0: the "
+            "failures of one instant all come back at one instant)."
+        ),
+        ge=0,
+        lt=1,
+    )
+
+    def wait_s(self, retry: int) -> float:
+        """The mean wait before retry number ``retry`` (1 for the first)."""
+        return self.backoff_s * self.multiplier ** (retry - 1)
+
+
 class Design(InputModel):
     """A complete crawler capacity design."""
 
@@ -187,6 +220,15 @@ class Design(InputModel):
     )
     dedup: DedupConfig = Field(
         default_factory=DedupConfig, description="URL and content deduplication."
+    )
+    retries: RetryPolicy | None = Field(
+        None,
+        description=(
+            "Optional retries of lookups and writes that fail at the resolver or the page "
+            "store (a store behind the async writer never fails a write): a failure waits "
+            "and tries again, up to attempts tries, and counts as failed only after the "
+            "last. Retries add to the load they meet: a tight policy is a retry storm."
+        ),
     )
     discovery: DiscoveryConfig | None = Field(
         None,
