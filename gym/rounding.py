@@ -83,7 +83,22 @@ def design_warnings(
         lines = _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
     else:
         lines = _slots(design, scenario, engine) + _flushes(design, tick_ms)
-    return lines + _links_unused(design, scenario)
+    return lines + _links_unused(design, scenario) + _retry_waits(design, engine, tick_ms)
+
+
+def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
+    """Retry waits the flow engine's tick grid lengthens (it waits at least one tick)."""
+    r = design.retries
+    if r is None or engine != "flow":
+        return []
+    shortest = r.backoff_s * (1.0 - r.jitter) * 1000.0
+    if shortest >= tick_ms * (1.0 - TOLERANCE):
+        return []
+    return [
+        f"retries.backoff_s: the flow engine waits whole ticks, at least one, so waits from "
+        f"{shortest:g} ms run as {tick_ms} ms on {tick_ms} ms ticks (use a finer --tick-ms, "
+        "or the request engine)"
+    ]
 
 
 def _links_unused(design: Design, scenario: Scenario) -> list[str]:

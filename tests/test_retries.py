@@ -127,3 +127,16 @@ def test_a_store_behind_the_async_writer_gets_no_retries() -> None:
     m = gym.simulate(d, _stall()).metrics
     assert "retries" not in m.record.components["page_store"].extra
     assert np.all(m.record.components["resolver"].extra["retries"] == 0)
+
+
+def test_a_wait_shorter_than_a_tick_is_named() -> None:
+    """The flow engine waits whole ticks, at least one: a 5 ms wait on 10 ms ticks runs as
+    10 ms, and the run says so; the request engine waits the 5 ms."""
+    from gym.rounding import warnings
+
+    sc = gym.load_scenario(BROWNOUT)
+    short = _design(attempts=3, backoff_s=0.005, jitter=0)
+    lines = warnings(short, sc, engine="flow", tick_ms=10)
+    assert any(line.startswith("retries.backoff_s") and "5 ms" in line for line in lines)
+    assert not any("retries" in line for line in warnings(short, sc, engine="request", tick_ms=10))
+    assert not any("retries" in line for line in warnings(short, sc, engine="flow", tick_ms=1))
