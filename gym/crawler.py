@@ -63,7 +63,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
 
         client -> seen_set -> frontier -> fetchers -> cache -> ...
                      ^                       | (a copy of each fetched page)
-                     +---- (1 tick) --- links
+                     +---- (0.05 s) --- links
     """
     polite = politeness(design, scenario)
     bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
@@ -76,6 +76,8 @@ def topology(design: Design, scenario: Scenario) -> Topology:
             service=design.discovery.service,
             seen_fraction=seen,
             link_seen_fraction=scenario.web.links_seen_fraction,
+            shards=design.discovery.shards,
+            hot_key_share=scenario.web.hot_key_share,
             variant_fraction=variant,
             false_positive_rate=bloom,
         )
@@ -126,12 +128,13 @@ def topology(design: Design, scenario: Scenario) -> Topology:
         nodes.append(Node("links", "links", links))
         edges += (
             Edge("fetchers", "links", tee=True),
-            # a page's links reach the seen set a tick after its fetch (the loop's delay)
+            # a page's links reach the seen set after its fetch (the loop's delay)
             Edge("links", "seen_set", delay_s=LINK_DELAY_S),
         )
     return Topology(tuple(nodes), edges)
 
 
-#: How long links take from a fetched page to the seen set: any delay above 0 is one
-#: tick on the run's grid (a feedback loop needs one).
-LINK_DELAY_S = 0.1
+#: How long links take from a fetched page to the seen set, on average (parsing the page:
+#: the request engine spreads a page's links evenly over twice this, the flow engine holds
+#: them this long, to the nearest tick, at least one: a feedback loop needs a delay).
+LINK_DELAY_S = 0.05

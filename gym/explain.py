@@ -331,10 +331,10 @@ def _rule(m: Metrics, cause: str, design: Design) -> str:
     if cause in ("seen_set_overload", "seen_set_unavailable") and design.discovery is not None:
         return (
             "Every URL the crawler meets, seeds and the links of every fetched page, is "
-            "looked up in the seen set, which has no queue: a lookup that finds all its "
-            "slots busy, or the set down, fails and the URL is lost. Its busiest shard "
-            "limits it (the hot key lands on one shard); more shards help until the hot "
-            "key's shard alone is full."
+            "looked up in the seen set, whose shards have no queue: a lookup that finds "
+            "all its shard's slots busy fails, and the URL is lost if it was new. Its "
+            "busiest shard limits it (the hot key lands on one shard); more shards help "
+            "until the hot key's shard alone is full."
         )
     return "The cache has no queue: a lookup that finds all its slots busy fails."
 

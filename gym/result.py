@@ -114,6 +114,8 @@ class Result:
             "slos": [c.to_json() for c in self.checks],
             "metrics": {
                 "offered": m.offered,
+                # of them, links found on fetched pages (the link-discovery loop)
+                "links_found": sum(int(a.sum()) for a in m.record.created.values()),
                 "served": m.served,
                 "failed": m.failed,
                 "in_flight_end": m.in_flight_end,

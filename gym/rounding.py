@@ -83,7 +83,38 @@ def design_warnings(
         lines = _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
     else:
         lines = _slots(design, scenario, engine) + _flushes(design, tick_ms)
+    if design.discovery is not None:
+        lines += link_delay_warnings(tick_ms)
     return lines + _links_unused(design, scenario) + _retry_waits(design, engine, tick_ms)
+
+
+def _loop(design: Design, scenario: Scenario, most: float) -> list[str]:
+    from gym.crawler import variants
+
+    new = (1.0 - scenario.web.links_seen_fraction) * (1.0 - variants(design, scenario))
+    if most * new < 1.0:
+        return []
+    return [
+        f"web.links_per_page: at {most:g} links a page, {1 - scenario.web.links_seen_fraction:g} "
+        f"of them new, each page brings back {most * new:.3g} new URLs (1 or more): the crawl "
+        "grows until the fetchers or the frontier stop it, so their saturation and the "
+        "frontier's overflow are the loop's, not the load's"
+    ]
+
+
+def link_delay_warnings(tick_ms: int) -> list[str]:
+    """The link-discovery loop's delay on the tick grid, when the grid moves it."""
+    from gym.crawler import LINK_DELAY_S
+    from gym.topology import Edge
+
+    ticks = Edge("links", "seen_set", delay_s=LINK_DELAY_S).delay_ticks(tick_ms)
+    runs = ticks * tick_ms / 1000.0
+    if abs(runs - LINK_DELAY_S) <= TOLERANCE * LINK_DELAY_S:
+        return []
+    return [
+        f"discovery: links reach the seen set {LINK_DELAY_S:g} s after their page on average; "
+        f"on {tick_ms} ms ticks that is {runs:g} s (a finer --tick-ms keeps it)"
+    ]
 
 
 def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
@@ -102,11 +133,12 @@ def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
 
 
 def _links_unused(design: Design, scenario: Scenario) -> list[str]:
-    """Links the scenario has pages yield, which a design without discovery ignores."""
-    if design.discovery is not None:
-        return []
+    """Links the scenario has pages yield, which a design without discovery ignores; with
+    discovery, a loop that grows without end, and the links' delay off the tick grid."""
     stages = [s.links_per_page or 0.0 for s in scenario.load]
     most = max([scenario.web.links_per_page, *stages])
+    if design.discovery is not None:
+        return _loop(design, scenario, most)
     if not most:
         return []
     return [

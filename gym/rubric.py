@@ -205,7 +205,8 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     if "seen_set" in record.components:  # the link-discovery loop's sharded seen set
         lost = int(record.components["seen_set"].failed["seen_set_overload"].sum())
         assert design.discovery is not None
-        layers[0] += f", {design.discovery.shards} shards"
+        shards = design.discovery.shards
+        layers[0] += f", {shards} shard{'s' if shards > 1 else ''}"
         if lost:
             missing.append(f"seen-set lookup capacity ({lost:,} new URLs lost to overload)")
     measured = "; ".join(layers) + ("; missing: " + ", ".join(missing) if missing else "")

@@ -28,10 +28,11 @@ class Event:
     name: str  # how explanations name it, e.g. "deep-crawl surge (load x2.0)"
     target: str | None = None
     multiplier: float | None = None  # load stages only
+    links_per_page: float | None = None  # a load stage that changes the links per page
 
     @property
     def is_base_load(self) -> bool:
-        return self.kind == "load" and self.multiplier == 1.0
+        return self.kind == "load" and self.multiplier == 1.0 and self.links_per_page is None
 
 
 @dataclass(frozen=True)
@@ -75,13 +76,25 @@ class Timeline:
         out: list[Event] = []
         for i, stage in enumerate(sc.load):
             end = sc.load[i + 1].at_s if i + 1 < len(sc.load) else sc.duration_s
+            how = f"load x{stage.multiplier:g}"
+            if stage.links_per_page is not None:
+                how += f", {stage.links_per_page:g} links a page"
             if stage.label:
-                name = f"{stage.label} (load x{stage.multiplier:g})"
-            elif stage.multiplier == 1.0:
+                name = f"{stage.label} ({how})"
+            elif stage.multiplier == 1.0 and stage.links_per_page is None:
                 name = "base load"
             else:
-                name = f"load x{stage.multiplier:g}"
-            out.append(Event("load", stage.at_s, end, name, multiplier=stage.multiplier))
+                name = how
+            out.append(
+                Event(
+                    "load",
+                    stage.at_s,
+                    end,
+                    name,
+                    multiplier=stage.multiplier,
+                    links_per_page=stage.links_per_page,
+                )
+            )
         for fault in sc.faults:
             end = (
                 sc.duration_s

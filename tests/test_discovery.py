@@ -58,9 +58,9 @@ def _windows(a: np.ndarray, ticks_per_s: int = 100) -> np.ndarray:
 def test_the_loop_sustains_what_the_geometric_series_says(engine: str) -> None:
     """1,000 seeds/s, half of them new: 500 new URLs/s. Each fetched page yields 2 links,
     a quarter of them new: half a new URL per page, so generation g brings 500 x 0.5^g
-    URLs/s, one fetch (250 ms) and the links' way to the seen set (0.1 s) after the one
-    before: by T = 20 s the frontier took sum_g 500 x 0.5^g x (T - 0.35 g) =
-    500 x (2 x 20 - 0.35 x 2) = 19,650 URLs. Seed to seed the count varies by about 1.3%
+    URLs/s, one fetch (250 ms) and the links' way to the seen set (0.05 s on average)
+    after the one before: by T = 20 s the frontier took sum_g 500 x 0.5^g x (T - 0.3 g) =
+    500 x (2 x 20 - 0.3 x 2) = 19,700 URLs. Seed to seed the count varies by about 1.3%
     (Poisson links, Binomial skips, amplified by the loop); three seeds' mean is held to
     2% (about 2.7 standard errors)."""
     counts = [
@@ -71,7 +71,7 @@ def test_the_loop_sustains_what_the_geometric_series_says(engine: str) -> None:
         )
         for seed in range(3)
     ]
-    assert np.mean(counts) == pytest.approx(19_650, rel=0.02)
+    assert np.mean(counts) == pytest.approx(19_700, rel=0.02)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -121,22 +121,26 @@ def test_a_hot_key_caps_what_shards_buy(engine: str) -> None:
 def test_a_lost_lookup_of_a_seen_link_loses_nothing(engine: str) -> None:
     """Every link points to a page already seen (links_seen_fraction 1): a link whose
     lookup an overloaded set loses is skipped as seen, not failed; only seeds fail. The
-    set loses far more lookups than there are seeds, yet no more URLs fail than seeds
-    came in (10,000), and every lookup is accounted for as processed, failed or skipped."""
+    set loses far more lookups than there are seeds, yet no more URLs fail than half the
+    seeds (the half not seen before: a lost seed already seen is skipped too), and every
+    lookup is accounted for as processed, failed or skipped."""
     sc = _scenario(
         web={"links_per_page": 20, "links_seen_fraction": 1.0},
         catalog={"seen_set": {"shard_rps": 5_000}},
         duration_s=10,
+        # Poisson seeds: evenly spaced ones 1 ms apart would each take the slot the one
+        # before frees as it arrives (1 ms lookups), and never be lost
+        arrivals="poisson",
     )
     m = gym.simulate(_design(1), sc, engine=engine).metrics
     c = m.record.components["seen_set"]
     lost = int(c.arrived.sum() - c.processed.sum())
-    seeds = 10_000  # deterministic 1,000/s for 10 s
+    seeds = int(m.record.offered.sum() - m.record.created["links"].sum())  # about 10,000
     # the set is overloaded: 1,000 seeds/s and 20 links from each of up to 500 pages/s
     # against 5,000 lookups/s
     assert lost > 2 * seeds
     failed = m.failed_by_cause["seen_set_overload"]
-    assert 0 < failed <= seeds
+    assert 0 < failed <= seeds / 2 * 1.05  # Binomial: within 5% of half
     assert m.failed == failed
     skipped = sum(int(a.sum()) for a in c.skipped.values())
     assert lost == failed + (skipped - int(c.processed.sum() - c.out.sum()))
@@ -144,8 +148,10 @@ def test_a_lost_lookup_of_a_seen_link_loses_nothing(engine: str) -> None:
 
 def test_the_deep_crawl_lesson_in_the_flow_engine() -> None:
     """scenarios/levers/deep-crawl.yaml: 63,000 lookups/s, 183,000/s in the deep crawl. One
-    shard (50,000/s) saturates at once; four lose new URLs in the deep crawl (their set holds
-    50,000 / (0.05 + 0.95 / 4) = 174,000/s); twelve (387,000/s) pass at 19 units."""
+    shard (50,000/s) saturates at once; four lose new URLs in the deep crawl (their busiest
+    shard, with the hot key, takes 0.05 + 0.95 / 4 = 28.75% of the lookups: the set holds
+    174,000/s); eight (296,000/s) pass at 15 units; twelve pass too, but at 19 units the
+    cost SLO (16) fails."""
     one = gym.simulate(LEVERS / "seen-set-1.yaml", DEEP_CRAWL)
     assert one.verdict == "fail"
     sat = one.metrics.components["seen_set"].peak()[0]
@@ -154,9 +160,15 @@ def test_the_deep_crawl_lesson_in_the_flow_engine() -> None:
     assert four.verdict == "fail"
     causes = four.metrics.failed_by_cause
     assert max(causes, key=lambda c: causes[c]) == "seen_set_overload"
-    twelve = gym.simulate(LEVERS / "seen-set-12.yaml", DEEP_CRAWL)
-    assert twelve.verdict == "pass"
-    assert twelve.metrics.units["seen_set"] == 12
+    eight = gym.simulate(LEVERS / "seen-set-8.yaml", DEEP_CRAWL)
+    assert eight.verdict == "pass"
+    assert eight.metrics.units["seen_set"] == 8
+    from gym.loading import load_design
+
+    twelve = gym.simulate(
+        load_design(LEVERS / "seen-set-8.yaml", ["discovery.shards=12"]), DEEP_CRAWL
+    )
+    assert [c.name for c in twelve.checks if not c.passed] == ["cost_units"]
 
 
 def test_a_deep_crawl_is_a_change_in_links_per_page() -> None:
@@ -165,7 +177,7 @@ def test_a_deep_crawl_is_a_change_in_links_per_page() -> None:
     3,000 / (1 - 0.75) = 12,000: twice as fast, with no change in the load. Means over
     seconds 4-9 and 20-29 (the loop settles within a few tenths of a second per
     generation), within 2% (Poisson seeds: about 0.5% per mean)."""
-    m = gym.simulate(LEVERS / "seen-set-12.yaml", DEEP_CRAWL).metrics
+    m = gym.simulate(LEVERS / "seen-set-8.yaml", DEEP_CRAWL).metrics
     per_s = _windows(m.record.components["fetchers"].arrived)
     assert per_s[4:10].mean() == pytest.approx(6_000, rel=0.02)
     assert per_s[20:30].mean() == pytest.approx(12_000, rel=0.02)
@@ -218,7 +230,7 @@ def test_the_request_engines_url_limit_counts_the_links() -> None:
     links and 20 s at 12,000 x 15, 4.29 million URLs in all; a limit between the two is
     refused for the design that follows links, not for one that does not."""
     sc = gym.load_scenario(DEEP_CRAWL)
-    twelve = gym.load_design(LEVERS / "seen-set-12.yaml")
+    twelve = gym.load_design(LEVERS / "seen-set-8.yaml")
     reference = gym.load_design(ROOT / "designs" / "reference.yaml")
     assert url_budget(sc, 1, 1_000_000, designs=[reference]) is None
     over = url_budget(sc, 1, 1_000_000, designs=[twelve])
@@ -253,3 +265,33 @@ def test_a_graph_design_cannot_name_the_crawlers_own_kinds(tmp_path: Any) -> Non
     assert out.exit_code == 2
     assert "'lookup' is not a node kind" in out.output
     assert "lookup" not in out.output.split("expected", 1)[1]
+
+
+def _erlang_b(slots: int, load: float) -> float:
+    """Erlang's loss formula by its recursion: B(0) = 1, B(c) = a B / (c + a B)."""
+    b = 1.0
+    for c in range(1, slots + 1):
+        b = load * b / (c + load * b)
+    return b
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_shards_are_independent_stations_not_one_pool(engine: str) -> None:
+    """Twelve shards of 1,000 lookups/s with 50 ms lookups: 50 slots each. 9,600 Poisson
+    lookups/s spread evenly (no hot key) offer each 800/s x 0.05 s = 40 Erlangs, so each
+    loses B(50, 40) = 1.87% of its lookups; one pool of 600 slots at 480 Erlangs would
+    lose about 1e-8. 20 s: about 3,600 lost, held to 10% (Poisson counts of that size
+    vary by a few percent, more for loss, which comes in bursts)."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 20,
+            "base_rps": 9_600,
+            "catalog": {"seen_set": {"shard_rps": 1_000}},
+        }
+    )
+    m = gym.simulate(_design(12, service={"mean_ms": 50}), sc, engine=engine).metrics
+    c = m.record.components["seen_set"]
+    arrived = int(c.arrived.sum())
+    lost = int(c.arrived.sum() - c.processed.sum())
+    assert _erlang_b(50, 40.0) == pytest.approx(0.0187, abs=5e-4)
+    assert lost == pytest.approx(_erlang_b(50, 40.0) * arrived, rel=0.1)

@@ -294,6 +294,8 @@ class LossStation(RatedComponent):
         self._lost_carry = 0.0
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
         self.retries: Retries | None = None  # a retry policy's machinery (gym.components.retry)
+        #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
+        self.loss_share = np.zeros(ledger.n_ticks)
 
     def retry(self, policy: RetryPolicy, rng: np.random.Generator) -> int:
         """Retry what fails here under ``policy`` (after the upstream is connected): the
@@ -498,6 +500,7 @@ class LossStation(RatedComponent):
             self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
             self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
+            self.loss_share[t0:t1] = np.where(down, 1.0, 0.0)
             self.failed[overload][t0:t1] = 0
             return taken
         load = erlang.offered_load(mean, factors, self._kernels)
@@ -541,4 +544,8 @@ class LossStation(RatedComponent):
         self.processed[t0:t1] = taken
         self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
         self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.loss_share[t0:t1] = np.where(
+                down, 1.0, np.where(arriving > 0, lost / np.maximum(arriving, 1), loss)
+            )
         return taken

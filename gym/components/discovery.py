@@ -28,9 +28,12 @@ class Links(Component):
         rng: np.random.Generator,
         ledger: Ledger,
         links_per_page: np.ndarray,
+        spread_ticks: int = 1,
     ) -> None:
         super().__init__(env, rng, ledger)
         self.links_per_page = links_per_page  # per tick
+        #: Ticks a page's links are spread over on their way (twice their mean delay).
+        self.spread_ticks = max(1, spread_ticks)
         self.upstream: Component | None = None  # the pages' feeder (a copy of its output)
         self.pace[:] = np.inf
 
@@ -44,8 +47,9 @@ class Links(Component):
         self.out[t0:t1] = self.rng.poisson(per * pages)
         self.expected[t0:t1] = per * up.expected[t0:t1]
         # A compound count (Poisson links over a stream of pages of dispersion I): variance
-        # L n + L^2 I n over a mean of L n, so I' = 1 + L I.
-        self.dispersion[t0:t1] = 1.0 + per * up.dispersion[t0:t1]
+        # L n + L^2 I n over a mean of L n, so I' = 1 + L I, a page's links all in one
+        # tick; spread evenly over s ticks, a page brings L / s of them to each: 1 + L I / s.
+        self.dispersion[t0:t1] = 1.0 + per * up.dispersion[t0:t1] / self.spread_ticks
         self.jitter[t0:t1] = up.jitter[t0:t1]
 
 
@@ -71,11 +75,26 @@ class SeenSet(LossStation):
         service: ServiceTime,
         skips: dict[str, float],
         link_skips: dict[str, float],
+        shards: int = 1,
+        hot_key_share: float = 0.0,
     ) -> None:
         super().__init__(env, rng, ledger, rate, service)
         self.tests = (skips, link_skips)
         self.skipped = {cause: ledger.zeros() for cause in skips}
         self.links_in: list[Component] = []  # the inputs that carry links (set on connect)
+        # Shards split the lookups by URL hash: the busiest (the hot key's) takes a share
+        # ``busiest`` of them, each other one (1 - hot) / shards. ``rate`` is what the set
+        # holds before its busiest shard is full; a shard answers rate x busiest.
+        self.shards = shards
+        self.busiest = hot_key_share + (1.0 - hot_key_share) / shards
+        self.other = (1.0 - hot_key_share) / shards
+        if shards > 1:
+            per_shard = rate * self.busiest
+            self.hot = _Shard(env, rng, ledger, per_shard, service)
+            self.typical = _Shard(env, rng, ledger, per_shard, service)
+            self.hot.upstream = _Part(env, ledger)
+            self.typical.upstream = _Part(env, ledger)
+            self._lost_carry_rest = 0.0
 
     def connect(self, upstream: Component) -> None:
         """Fed by ``upstream``: a junction of the seeds and the links, or one of them."""
@@ -86,15 +105,17 @@ class SeenSet(LossStation):
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
         arriving = self.upstream.out[t0:t1]
-        taken: IntArray = self._take(arriving, t0, t1)
+        taken: IntArray = self._look_up(arriving, t0, t1)
         links = sum((f.out[t0:t1] for f in self.links_in), np.zeros(t1 - t0, dtype=np.int64))
         lost = arriving - taken
         if lost.any():
             lost_links = self.rng.hypergeometric(links, arriving - links, lost)
             links = links - lost_links
-            # A link to a page already seen whose lookup was lost loses nothing: skipped as
-            # seen (the set would have said so); only the new ones among them fail.
-            seen = self.rng.binomial(lost_links, self.tests[1].get("seen_url", 0.0))
+            # A URL already seen whose lookup was lost loses nothing: skipped as seen (the
+            # set would have said so); only the new ones among them fail.
+            seen = 0
+            for part, tests in zip((lost - lost_links, lost_links), self.tests, strict=True):
+                seen = seen + self.rng.binomial(part, tests.get("seen_url", 0.0))
             self.skipped["seen_url"][t0:t1] += seen
             overload, unavailable = self.causes
             down = self.rates[t0:t1] == 0
@@ -127,6 +148,38 @@ class SeenSet(LossStation):
         with np.errstate(invalid="ignore", divide="ignore"):
             self.dispersion[t0:t1] = np.where(mean > 0, variance / mean, 1.0)
 
+    def _look_up(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
+        """The lookups the shards answer of ``arriving``, recorded as the set's. One shard:
+        the set is that station. More: the busiest shard is simulated with its share of
+        the stream, and every other shard loses what one of them, fed its share, loses
+        (the same chance, applied to all of theirs): independent stations, not one pool."""
+        if self.shards == 1:
+            return self._take(arriving, t0, t1)
+        assert self.upstream is not None
+        up = self.upstream
+        to_hot = self.rng.binomial(arriving, self.busiest)
+        self.hot.upstream.fill(up, to_hot, self.busiest, t0, t1)  # type: ignore[union-attr]
+        self.hot.advance(t1)
+        lost_hot = sum(self.hot.failed[c][t0:t1] for c in self.hot.causes[:2])
+        rest = arriving - to_hot
+        one = self.rng.binomial(rest, 1.0 / (self.shards - 1))
+        self.typical.upstream.fill(up, one, self.other, t0, t1)  # type: ignore[union-attr]
+        self.typical.advance(t1)
+        expected = rest * self.typical.loss_share[t0:t1]
+        cum = np.floor(self._lost_carry_rest + np.cumsum(expected) + 1e-9)
+        lost_rest = np.minimum(rest, np.diff(cum, prepend=0.0).astype(np.int64))
+        if len(cum):
+            carry = self._lost_carry_rest + float(expected.sum()) - float(cum[-1])
+            self._lost_carry_rest = min(max(carry, 0.0), 1.0 - 1e-12)
+        lost = lost_hot + lost_rest
+        taken: IntArray = arriving - lost
+        self.arrived[t0:t1] = arriving
+        self.processed[t0:t1] = taken
+        self.failed[self.causes[0]][t0:t1] = lost
+        self.dispersion[t0:t1] = up.dispersion[t0:t1]
+        self.jitter[t0:t1] = up.jitter[t0:t1]
+        return taken
+
     def _seeds_in(self) -> list[Component]:
         """The inputs that carry no links (the seeds from outside)."""
         assert self.upstream is not None
@@ -140,3 +193,32 @@ class SeenSet(LossStation):
 def _carries_links(feeder: Component) -> bool:
     """Whether ``feeder`` sends links found on pages (a links node, or a delay after one)."""
     return isinstance(feeder, Links) or isinstance(getattr(feeder, "feeder", None), Links)
+
+
+class _Shard(LossStation):
+    """One shard of a seen set: a loss station of its own."""
+
+    name = "seen_set_shard"
+    causes = ("shard_overload", "shard_unavailable")
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        self.out[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1)
+
+
+class _Part(Component):
+    """A share of a stream, as one shard sees it: the counts drawn for it, the expected
+    counts and the dispersion thinned by its share."""
+
+    name = "seen_set_part"
+
+    def __init__(self, env: simpy.Environment, ledger: Ledger) -> None:
+        super().__init__(env, np.random.default_rng(0), ledger)  # draws nothing
+        self.pace[:] = np.inf
+
+    def fill(self, up: Component, counts: IntArray, share: float, t0: int, t1: int) -> None:
+        self.out[t0:t1] = counts
+        self.expected[t0:t1] = up.expected[t0:t1] * share
+        self.dispersion[t0:t1] = thinned(up.dispersion[t0:t1], share)
+        self.jitter[t0:t1] = up.jitter[t0:t1]
+        self.t = t1

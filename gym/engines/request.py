@@ -487,6 +487,7 @@ def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None
     links = scenario.web.links_per_page
     fleet = math.inf
     kept = new = 1.0
+    follows = isinstance(design, Design) and design.discovery is not None
     if isinstance(design, Design) and design.discovery is not None:
         fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
         variant = crawler.variants(design, scenario)
@@ -497,7 +498,7 @@ def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None
     for i, stage in enumerate(stages):
         end = stages[i + 1].at_s if i + 1 < len(stages) else scenario.duration_s
         seeds = scenario.base_rps * stage.multiplier
-        if stage.links_per_page is not None and links:
+        if stage.links_per_page is not None and follows:
             links = stage.links_per_page
         loop = links * new
         pages = min(fleet, seeds * kept / (1.0 - loop)) if loop < 1.0 else fleet

@@ -361,19 +361,44 @@ class LookupStage(LossStage):
         for cause in p.skips():
             self.log.skipped[cause] = [0] * (run.n + 1)
         self.start_from: Callable[[Stage, Url, float], None]  # set by the engine
+        # Shards by URL hash, each a loss station of its own: a lookup of the hot key goes
+        # to shard 0, any other to a shard at random.
+        per_shard = p.rps * p.busiest()
+        what = causes[0].removesuffix("_overload")
+        self.shards = (
+            [
+                LossStation(per_shard, p.service, stream(run.seed, f"{node.name}/shard{i}"), what)
+                for i in range(p.shards)
+            ]
+            if p.shards > 1
+            else [self.station]
+        )
+        self.hot = p.hot_key_share
+        self.rng_shard = stream(run.seed, f"{node.name}/hash")
+        self.hashes: list[float] = []
 
     def look_up(self, now: float, links: bool = False) -> float | None:
         """One lookup at ``now`` (of a link found on a page, or of a seed): its end time
         if the URL is new and goes on, else None (failed, skipped, or still being looked
         up when the run ends)."""
-        run, log, station = self.run, self.log, self.station
+        run, log = self.run, self.log
         k = run.k(now)
         log.arrived[k] += 1
         tests = self.tests[links]
+        station = self.station
+        if len(self.shards) > 1:
+            if not self.hashes:
+                self.hashes = self.rng_shard.random(8192).tolist()
+            u = self.hashes.pop()
+            if u < self.hot:
+                station = self.shards[0]
+            else:
+                u = (u - self.hot) / (1.0 - self.hot)  # uniform again, over the shards
+                station = self.shards[min(int(u * len(self.shards)), len(self.shards) - 1)]
         cause = station.admit(now)
         if cause:
-            # A lost lookup of a link to a page already seen loses nothing: skipped as seen.
-            if links and tests and tests[0][0] == "seen_url":
+            # A lost lookup of a URL already seen loses nothing: skipped as seen.
+            if tests and tests[0][0] == "seen_url":
                 if not self.uniforms:
                     self.uniforms = self.rng.random(8192).tolist()
                 if self.uniforms.pop() < tests[0][1]:
@@ -436,6 +461,15 @@ class LinksStage(Stage):
         self.drawn_for = -1.0
         self.target: LookupStage
         self.delay = 0.0
+        self.rng_waits = stream(run.seed, f"{node.name}/waits")
+        self.waits: list[float] = []
+
+    def spread(self, count: int) -> list[float]:
+        """The waits of a page's ``count`` links: uniform over (0, 2 x the delay]."""
+        if len(self.waits) < count:
+            self.waits.extend(self.rng_waits.random(max(8192, count)).tolist())
+        most = 2.0 * self.delay
+        return [most * (1.0 - self.waits.pop()) for _ in range(count)]
 
     def page(self, now: float) -> int:
         """A page is fetched at ``now``: the number of links it yields (counted here)."""
@@ -629,7 +663,9 @@ class Engine:
         yield from self._walk(url, stage, *self._next(stage.name))
 
     def _links(self, links: LinksStage) -> None:
-        """A page passed a tee: its links go to the seen set, after the edge's delay."""
+        """A page passed a tee: its links go to the seen set, spread evenly over twice the
+        edge's delay (each at its own instant, the delay their mean: a parser emits them
+        one by one, not at once)."""
         count = links.page(self.env.now)
         if not count:
             return
@@ -640,10 +676,11 @@ class Engine:
         self.transit[target.name] += count
 
         def arrive(_event: simpy.Event) -> None:
-            self.transit[target.name] -= count
-            target.batch(count)
+            self.transit[target.name] -= 1
+            target.batch(1)
 
-        self.env.timeout(links.delay).callbacks.append(arrive)
+        for wait in links.spread(count):
+            self.env.timeout(wait).callbacks.append(arrive)
 
     def _walk(
         self, url: Url, last: Stage | None, stage: Stage | None, delay: float

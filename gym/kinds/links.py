@@ -52,8 +52,11 @@ def _flow(build: Build, node: Node) -> Component:
     from gym.streams import stream
 
     p: LinksParams = node.params
+    from gym.crawler import LINK_DELAY_S
+
     per = schedule(p.links_per_page, build.scenario, build.timeline)
-    return Links(build.env, stream(build.seed, node.name), build.ledger, per)
+    spread = round(2 * LINK_DELAY_S * 1000.0 / build.timeline.tick_ms)  # (0, 2 x delay]
+    return Links(build.env, stream(build.seed, node.name), build.ledger, per, spread)
 
 
 def _connect(component: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> None:

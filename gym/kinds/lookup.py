@@ -22,7 +22,12 @@ if TYPE_CHECKING:
 class LookupParams(InputModel):
     """A seen-URL set's parameters."""
 
-    rps: Rate = Field(description="Lookups per second it answers (slots = rps x lookup time).")
+    rps: Rate = Field(
+        description=(
+            "Lookups per second it answers before its busiest shard is full (a shard "
+            "answers rps x the busiest shard's share; slots = that x lookup time)."
+        )
+    )
     service: ServiceTime = Field(
         default_factory=lambda: ServiceTime(mean_ms=1.0),
         description="Lookup time (default 1 ms).",
@@ -37,6 +42,14 @@ class LookupParams(InputModel):
     false_positive_rate: float = Field(
         0.0, description="Share of the rest a Bloom filter skips by mistake.", ge=0, lt=1
     )
+    shards: int = Field(1, description="Shards, split by URL hash.", gt=0, le=10_000)
+    hot_key_share: float = Field(
+        0.0, description="Share of the lookups for one hot URL, all on one shard.", ge=0, le=1
+    )
+
+    def busiest(self) -> float:
+        """Share of the lookups its busiest shard takes."""
+        return self.hot_key_share + (1.0 - self.hot_key_share) / self.shards
 
     def skips(self, links: bool = False) -> dict[str, float]:
         """Skip cause -> share of what is left when its test comes, in test order (for
@@ -67,6 +80,8 @@ def _flow(build: Build, node: Node) -> Component:
         p.service,
         p.skips(),
         p.skips(links=True),
+        shards=p.shards,
+        hot_key_share=p.hot_key_share,
     )
 
 
