@@ -1360,6 +1360,13 @@ def estimate_cmd(
         f"from scenario {_one_line(s.name)}" + (f" and design {_one_line(d.name)}" if d else "")
     )
     console.print(table)
+    if isinstance(d, Design) and d.discovery is not None:
+        console.print(
+            "note: the design follows links (discovery); these figures are for the seeds "
+            "alone, and the link-discovery loop multiplies the pages fetched "
+            "(gym run shows how many)",
+            soft_wrap=True,
+        )
 
 
 @app.command("schema")

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
 import matplotlib as mpl
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
@@ -86,6 +87,7 @@ class PlotContext:
     #: URLs offered per window, where it is not the entry's demand (a graph whose load is
     #: split at the source); None: the entry's demand (the crawler: less what dedup skips).
     offered: tuple[float, ...] | None = None
+    offered_label: str = "offered"  # its legend ("new URLs" with the link-discovery loop)
 
 
 def literal(text: object) -> str:
@@ -105,6 +107,20 @@ def context(result: Result) -> PlotContext:
     )
     slo = result.scenario.slos.peak_saturation
     verdict = result.verdict.upper()
+    m = result.metrics
+    if isinstance(result.design, Design) and "seen_set" in m.components:
+        # The link-discovery loop: the new URLs, seeds and links, that reached the frontier
+        # or were lost at the seen set (the seen ones are skipped, and not drawn).
+        seen_set = m.components["seen_set"]
+        lost = sum(seen_set.failed.values(), np.zeros(len(m.window_s)))
+        offered: tuple[float, ...] | None = tuple(
+            float(x) for x in m.components["frontier"].demand + lost
+        )
+        label = "new URLs"
+    elif isinstance(result.design, Design):
+        offered, label = None, "offered"
+    else:
+        offered, label = tuple(float(x) for x in m.offered_w), "offered"
     return PlotContext(
         title=f"{literal(result.design.name)} under {literal(result.scenario.name)} "
         f"({result.engine} engine, "
@@ -118,9 +134,8 @@ def context(result: Result) -> PlotContext:
         if isinstance(result.design, Design)
         else next(iter(result.metrics.components)),
         causes=result.metrics.record.causes,
-        offered=None
-        if isinstance(result.design, Design)
-        else tuple(float(x) for x in result.metrics.offered_w),
+        offered=offered,
+        offered_label=label,
     )
 
 
@@ -237,7 +252,7 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
         where="post",
         color="black",
         linewidth=1.4,
-        label="offered",
+        label=ctx.offered_label,
     )
     ax.set_ylim(0, max(float(offered.max()), float(bottom.max())) * 1.3)
     _finish(ax, ctx, "URLs per second", "Offered, served and failed")
@@ -325,7 +340,7 @@ def overlay(results: Sequence[Result]) -> Figure:
         where="post",
         color="black",
         linestyle=":",
-        label="offered",
+        label=ctx.offered_label,
     )
     if ctx.ceiling is not None:
         axes[0].axhline(
