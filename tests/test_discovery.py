@@ -295,3 +295,23 @@ def test_shards_are_independent_stations_not_one_pool(engine: str) -> None:
     lost = int(c.arrived.sum() - c.processed.sum())
     assert _erlang_b(50, 40.0) == pytest.approx(0.0187, abs=5e-4)
     assert lost == pytest.approx(_erlang_b(50, 40.0) * arrived, rel=0.1)
+
+
+def test_the_outputs_name_the_loop() -> None:
+    """--json splits the offered URLs into seeds and links; the explanations name the deep
+    crawl (a stage that changes only the links per page is not base load); `gym estimate`
+    says its figures are the seeds' alone."""
+    import json
+
+    runner = CliRunner()
+    args = [str(LEVERS / "seen-set-4.yaml"), "--scenario", str(DEEP_CRAWL)]
+    out = runner.invoke(app, ["run", *args, "--json"])
+    assert out.exit_code == 1, out.output
+    data = json.loads(out.stdout)
+    links = data["metrics"]["links_found"]
+    assert 0 < links < data["metrics"]["offered"]
+    assert data["metrics"]["offered"] - links == pytest.approx(90_000, rel=0.02)  # 3,000/s x 30 s
+    words = " ".join(e["text"] + " ".join(e.get("details", [])) for e in data["explanations"])
+    assert "deep crawl (load x1, 15 links a page)" in words
+    est = runner.invoke(app, ["estimate", *args])
+    assert est.exit_code == 0 and "for the seeds alone" in est.output
