@@ -1483,6 +1483,14 @@ def _print_result(r: Result, console: Console) -> None:
         f"{m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )
+    tries = {
+        n: int(t.extra["retries"].sum())
+        for n, t in m.record.components.items()
+        if "retries" in t.extra
+    }
+    if any(tries.values()):
+        said = ", ".join(f"{n:,} at the {c.replace('_', ' ')}" for c, n in tries.items() if n)
+        console.print(f"Retries: {said} (later tries of what failed)", soft_wrap=True)
     if links := sum(int(a.sum()) for a in m.record.created.values()):
         console.print(
             f"Links: {m.offered - links:,} seeds offered, {links:,} links found on fetched "
@@ -1585,6 +1593,12 @@ def _print_latency(r: Result, console: Console) -> None:
         )
     console.print(f"\nLatency, {how}{warm}:")
     console.print(table)
+    if r.engine == "flow" and isinstance(r.design, Design) and r.design.retries is not None:
+        console.print(
+            "(the flow engine's estimate leaves out the waits between retries; the request "
+            "engine measures them)",
+            soft_wrap=True,
+        )
 
 
 def _print_explanations(explanations: list[Explanation], console: Console) -> None:

@@ -101,6 +101,9 @@ class Result:
                 "outage_windows": int(cw.outage.sum()),
                 "failed": int(cw.failed_total.sum()),
             }
+            extra = m.record.components[name].extra
+            if "retries" in extra:  # later tries of what failed there (a retry policy)
+                components[name]["retries"] = int(extra["retries"].sum())
         return {
             "design": self.design.name,
             "design_file": self.design._source,
