@@ -96,15 +96,28 @@ def topology(design: Design, scenario: Scenario) -> Topology:
             ),
         ),
         Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
-        Node(
-            "cache",
-            "cache",
-            CacheParams.model_construct(
-                hit_ratio=design.cache.hit_ratio,
-                rps=cache_capacity_rps(design, scenario.catalog),
-                service=design.cache.service,
-            ),
-        ),
+    ]
+    hit = design.cache.hit_ratio
+    if design.discovery is None:
+        # The specification's cache: a hit is finished there; a miss needs DNS and a write.
+        spec = CacheParams.model_construct(
+            hit_ratio=hit,
+            rps=cache_capacity_rps(design, scenario.catalog),
+            service=design.cache.service,
+        )
+        nodes.append(Node("cache", "cache", spec))
+    else:
+        # With the loop's own seen set the cache is the DNS cache alone: every page is
+        # written, a hit without a resolver lookup; content hashing is done on every page
+        # there (a body found stored is finished without a write).
+        cache = ServiceParams.model_construct(
+            rps=cache_capacity_rps(design, scenario.catalog),
+            service=design.cache.service,
+            finish_share=duplicates,
+        )
+        nodes.append(Node("cache", "service", cache))
+        duplicates = 0.0
+    nodes.append(
         Node(
             "resolver",
             "service",
@@ -114,8 +127,8 @@ def topology(design: Design, scenario: Scenario) -> Topology:
                 finish_share=duplicates,
             ),
             retry=design.retries,
-        ),
-    ]
+        )
+    )
     if design.async_writer is not None:
         nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
     store = page_store_in_effect(design, scenario.catalog)
@@ -124,6 +137,12 @@ def topology(design: Design, scenario: Scenario) -> Topology:
     nodes.append(Node("page_store", "store", store, prefix="store", retry=retry))
     edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
     if design.discovery is not None:
+        # DNS hits go straight to the writes; misses through the resolver.
+        entry = "async_writer" if design.async_writer is not None else "page_store"
+        split = (Edge("cache", "resolver", 1.0 - hit), Edge("cache", entry, hit))
+        edges = tuple(e for e in edges if e.source != "cache") + tuple(
+            e for e in split if e.share > 0
+        )
         links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)
         nodes.append(Node("links", "links", links))
         edges += (

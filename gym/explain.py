@@ -318,8 +318,9 @@ def _rule(m: Metrics, cause: str, design: Design) -> str:
                 " An async_writer with a buffer of at least "
                 f"{_worst_outage_loss(m, cause):,} writes would hold them and flush them later."
             )
+        which = "page" if design.discovery is not None else "cache miss"  # DNS cache alone
         return (
-            "Every cache miss needs a page-store write and the store has no queue: a write that "
+            f"Every {which} needs a page-store write and the store has no queue: a write that "
             "finds all its slots busy, or the store down, fails." + hint
         )
     if cause == "writer_overflow":

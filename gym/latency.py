@@ -166,7 +166,11 @@ def estimate_flow(
     resolved = upstream + res_ms
     paths: list[tuple[np.ndarray, np.ndarray]] = [(upstream, c["cache"].served)]
     paths.append((resolved, resolver.served))  # bodies stored already (content hashing)
-    held: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    # The ways to a write: through the resolver; with the link-discovery loop the cache is
+    # the DNS cache alone, and its hits (a share hit_ratio) go to the write without it.
+    hit = design.cache.hit_ratio if design.discovery is not None else 0.0
+    ways = [(w, share) for w, share in ((upstream, hit), (resolved, 1.0 - hit)) if share]
+    held: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     if "async_writer" in c:
         w = c["async_writer"]
         w_in, w_out, w_w = fifo_segments(
@@ -174,8 +178,9 @@ def estimate_flow(
         )
         hold_ms = (w_out - w_in) * tick
         direct = w.out - w.extra["flushed"]
-        paths.append((resolved + store, direct))
-        held = (w_in, resolved[w_in] + hold_ms + store, w_w)
+        for way, share in ways:
+            paths.append((way + store, direct * share))
+            held.append((w_in, way[w_in] + hold_ms + store, w_w * share))
         out["async_writer"] = _since(
             start,
             np.concatenate([ticks, w_in]),
@@ -183,7 +188,8 @@ def estimate_flow(
             np.concatenate([direct, w_w]),
         )
     else:
-        paths.append((resolved + store, c["page_store"].served))
+        for way, share in ways:
+            paths.append((way + store, c["page_store"].served * share))
     out["page_store"] = _since(start, ticks, np.full(n, store), c["page_store"].processed)
 
     # The frontier waits of the URLs leaving it in tick m, as shares of that tick's URLs.
@@ -198,10 +204,9 @@ def estimate_flow(
         e_ticks.append(s_in)
         e_values.append(s_wait + extra_ms[s_finish])
         e_weights.append(s_share * count[s_finish])
-    if held is not None:
+    for j, value, weight in held:
         # Held writes entered the writer in tick j: pair each writer segment with the
         # frontier waits of the URLs whose fetch finished in tick j.
-        j, value, weight = held
         lo = np.searchsorted(s_finish, j, side="left")
         hi = np.searchsorted(s_finish, j, side="right")
         reps = hi - lo

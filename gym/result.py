@@ -67,7 +67,11 @@ class Result:
             memory = w.urls * bits / 8
         else:
             memory = w.urls * 8.0
-        saved = int(rec.components["resolver"].extra.get("writes_saved", np.zeros(1)).sum())
+        saved = sum(
+            int(t.extra["writes_saved"].sum())
+            for t in rec.components.values()
+            if "writes_saved" in t.extra
+        )
         skipped = self.metrics.skipped_by_cause
         return {
             "seen_set": d.seen_set,

@@ -184,7 +184,11 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     totals = record.skipped_by_cause()
     seen = totals.get("seen_url", 0)
     mistaken = totals.get("bloom_false_positive", 0)
-    saved = int(record.components["resolver"].extra.get("writes_saved", np.zeros(1)).sum())
+    saved = sum(  # content hashing: at the resolver, or the DNS cache with discovery
+        int(t.extra["writes_saved"].sum())
+        for t in record.components.values()
+        if "writes_saved" in t.extra
+    )
     kind = "Bloom filter" if design.dedup.seen_set == "bloom" else "exact set"
     layers = [f"seen-URL {kind}: {seen:,} URLs skipped as seen"]
     if mistaken:

@@ -63,7 +63,8 @@ class FetchersConfig(InputModel):
 
 
 class CacheConfig(InputModel):
-    """DNS + seen-URL cache. A hit is served at once; a miss needs DNS and a store write."""
+    """DNS + seen-URL cache. A hit is served at once; a miss needs DNS and a store write
+    (with a discovery section: the DNS cache alone, every page written)."""
 
     hit_ratio: float = Field(description="Fraction of lookups that hit (0 to 1).", ge=0, le=1)
     service: ServiceTime = Field(
@@ -210,8 +211,9 @@ class Design(InputModel):
     fetchers: FetchersConfig = Field(description="The fetcher fleet.")
     cache: CacheConfig = Field(
         description=(
-            "The DNS + seen-URL cache (with a discovery section the seen-URL test is the "
-            "sharded seen set's; the cache keeps its place and rule in the pipeline)."
+            "The DNS + seen-URL cache (with a discovery section, the DNS cache alone: the "
+            "seen-URL test is the sharded seen set's, and every page is written, a hit "
+            "without a resolver lookup)."
         )
     )
     page_store: PageStoreConfig = Field(description="The page store.")
