@@ -333,7 +333,8 @@ def _rule(m: Metrics, cause: str, design: Design) -> str:
         return (
             "Every URL the crawler meets, seeds and the links of every fetched page, is "
             "looked up in the seen set, whose shards have no queue: a lookup that finds "
-            "all its shard's slots busy fails, and the URL is lost if it was new. Its "
+            "all its shard's slots busy (or the set stalled) fails, and the URL is lost if it "
+            "was new. Its "
             "busiest shard limits it (the hot key lands on one shard); more shards help "
             "until the hot key's shard alone is full."
         )

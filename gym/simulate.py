@@ -78,6 +78,17 @@ def validate(
         problems = graph_check(design, scenario, engine, warmup_s)
     else:
         problems = costing.check(design, scenario.catalog, design._source)
+        if design.discovery is None:
+            problems += [
+                Problem(
+                    scenario._source,
+                    f"faults[{i}].target",
+                    f"'seen_set' is the link-discovery loop's seen set, and "
+                    f"{design.name or 'this design'} has no discovery section",
+                )
+                for i, fault in enumerate(scenario.faults)
+                if fault.target == "seen_set"
+            ]
         if scenario.system != "crawler":
             problems.append(
                 Problem(

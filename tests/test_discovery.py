@@ -346,3 +346,20 @@ def test_with_its_own_seen_set_the_cache_is_the_dns_cache_alone(engine: str) -> 
                 # + the pages still being looked up or resolved when the run ends (1,000
                 # pages/s x 21 ms: about 21)
                 assert abs(got - share * pages) <= 4 * sd + 25, (name, hashing, design.discovery)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_stalled_seen_set_loses_the_new_urls_it_meets(engine: str) -> None:
+    """At steady state 1,000 pages/s (500 new seeds and 500 new links a second: each page's
+    2 links, a quarter new). A 1 s stall of the seen set loses every lookup in it; the
+    ones already seen are skipped. The 500 new seeds fail; links keep coming only from
+    the pages whose URLs passed before the stall, fetched until 0.25 s into it and their
+    links 0.05 s later: 0.3 s of 500 new links a second, 150. About 650 new URLs fail, as
+    seen_set_unavailable (within 10%: Binomial and Poisson counts of that size). A design
+    without discovery cannot be given the fault."""
+    sc = _scenario(faults=[{"kind": "stall", "at_s": 5, "for_s": 1, "target": "seen_set"}])
+    m = gym.simulate(_design(), sc, engine=engine).metrics
+    assert m.failed_by_cause["seen_set_unavailable"] == pytest.approx(650, rel=0.1)
+    assert m.failed_by_cause["seen_set_overload"] < 20
+    with pytest.raises(gym.GymError, match="no discovery section"):
+        gym.simulate(_design().model_copy(update={"discovery": None}), sc, engine=engine)

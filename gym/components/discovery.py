@@ -8,11 +8,13 @@ loss station) and skips those already seen; the new ones go on to the frontier.
 
 from __future__ import annotations
 
+from collections.abc import Generator
+
 import numpy as np
 import simpy
 
 from gym.components.base import Component, IntArray, Ledger, LossStation, thinned
-from gym.models import ServiceTime
+from gym.models import ServiceTime, SlowdownFault, StallFault
 from gym.record import Tally
 
 
@@ -148,6 +150,33 @@ class SeenSet(LossStation):
         with np.errstate(invalid="ignore", divide="ignore"):
             self.dispersion[t0:t1] = np.where(mean > 0, variance / mean, 1.0)
 
+    def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, None, None]:
+        """Every shard down from tick ``start`` to tick ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        for station in self._stations():
+            station._stalls += 1
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        for station in self._stations():
+            station._stalls -= 1
+
+    def slowdown(
+        self, fault: SlowdownFault, start: int, end: int
+    ) -> Generator[simpy.Event, None, None]:
+        """Every shard's lookups ``factor`` times slower from ``start`` to ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        for station in self._stations():
+            station._slowdowns.append(fault.factor)
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        for station in self._stations():
+            station._slowdowns.remove(fault.factor)
+
+    def _stations(self) -> list[LossStation]:
+        return [self, self.hot, self.typical] if self.shards > 1 else [self]
+
     def _look_up(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """The lookups the shards answer of ``arriving``, recorded as the set's. One shard:
         the set is that station. More: the busiest shard is simulated with its share of
@@ -175,7 +204,10 @@ class SeenSet(LossStation):
         taken: IntArray = arriving - lost
         self.arrived[t0:t1] = arriving
         self.processed[t0:t1] = taken
-        self.failed[self.causes[0]][t0:t1] = lost
+        down = self.rates[t0:t1] == 0
+        overload, unavailable = self.causes
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        self.failed[unavailable][t0:t1] = np.where(down, lost, 0)
         self.dispersion[t0:t1] = up.dispersion[t0:t1]
         self.jitter[t0:t1] = up.jitter[t0:t1]
         return taken

@@ -432,6 +432,13 @@ class LookupStage(LossStage):
         self.log.out[run.k(run.env.now)] += 1
         return True
 
+    def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
+        super().change(tick, stall, factor)  # the set's capacity, as the flow engine's
+        if len(self.shards) > 1:
+            for shard in self.shards:
+                shard.stalls += stall
+                shard.factor *= factor
+
     def batch(self, count: int) -> None:
         """``count`` links arrive now: each is looked up, and each new one starts its walk
         from here when its lookup ends (a process only for those)."""

@@ -16,8 +16,9 @@ MAX_DURATION_S = 86_400
 MAX_STAGES = 100
 MAX_FAULTS = 100
 
-#: Crawler components a stall or a slowdown can hit (a crash hits fetcher replicas).
-CRAWLER_TARGETS: tuple[str, ...] = ("frontier", "cache", "resolver", "page_store")
+#: Crawler components a stall or a slowdown can hit (a crash hits fetcher replicas); the
+#: seen set only in a design with the link-discovery loop (gym.simulate.validate).
+CRAWLER_TARGETS: tuple[str, ...] = ("frontier", "cache", "resolver", "page_store", "seen_set")
 
 #: A node a fault hits: a crawler component, or a node of a graph design (whose names the
 #: scenario checks against the design when the two meet, gym.simulate.validate).
