@@ -222,10 +222,12 @@ class RatedComponent(Component):
         """Capacity 0 from tick ``start`` to tick ``end``."""
         yield self.env.timeout(start)
         self.ledger.sync(start)
-        self._stalls += 1
+        for part in self.faulted():
+            part._stalls += 1
         yield self.env.timeout(end - start)
         self.ledger.sync(end)
-        self._stalls -= 1
+        for part in self.faulted():
+            part._stalls -= 1
 
     def slowdown(
         self, fault: SlowdownFault, start: int, end: int
@@ -233,10 +235,16 @@ class RatedComponent(Component):
         """Capacity divided by the factor from tick ``start`` to tick ``end``."""
         yield self.env.timeout(start)
         self.ledger.sync(start)
-        self._slowdowns.append(fault.factor)
+        for part in self.faulted():
+            part._slowdowns.append(fault.factor)
         yield self.env.timeout(end - start)
         self.ledger.sync(end)
-        self._slowdowns.remove(fault.factor)
+        for part in self.faulted():
+            part._slowdowns.remove(fault.factor)
+
+    def faulted(self) -> list[RatedComponent]:
+        """What a fault on this component acts on: itself (and any stations inside it)."""
+        return [self]
 
     def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take what capacity allows of ``arriving`` over ticks [t0, t1) and record it; the

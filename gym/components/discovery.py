@@ -8,13 +8,18 @@ loss station) and skips those already seen; the new ones go on to the frontier.
 
 from __future__ import annotations
 
-from collections.abc import Generator
-
 import numpy as np
 import simpy
 
-from gym.components.base import Component, IntArray, Ledger, LossStation, thinned
-from gym.models import ServiceTime, SlowdownFault, StallFault
+from gym.components.base import (
+    Component,
+    IntArray,
+    Ledger,
+    LossStation,
+    RatedComponent,
+    thinned,
+)
+from gym.models import ServiceTime
 from gym.record import Tally
 
 
@@ -150,31 +155,8 @@ class SeenSet(LossStation):
         with np.errstate(invalid="ignore", divide="ignore"):
             self.dispersion[t0:t1] = np.where(mean > 0, variance / mean, 1.0)
 
-    def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, None, None]:
-        """Every shard down from tick ``start`` to tick ``end``."""
-        yield self.env.timeout(start)
-        self.ledger.sync(start)
-        for station in self._stations():
-            station._stalls += 1
-        yield self.env.timeout(end - start)
-        self.ledger.sync(end)
-        for station in self._stations():
-            station._stalls -= 1
-
-    def slowdown(
-        self, fault: SlowdownFault, start: int, end: int
-    ) -> Generator[simpy.Event, None, None]:
-        """Every shard's lookups ``factor`` times slower from ``start`` to ``end``."""
-        yield self.env.timeout(start)
-        self.ledger.sync(start)
-        for station in self._stations():
-            station._slowdowns.append(fault.factor)
-        yield self.env.timeout(end - start)
-        self.ledger.sync(end)
-        for station in self._stations():
-            station._slowdowns.remove(fault.factor)
-
-    def _stations(self) -> list[LossStation]:
+    def faulted(self) -> list[RatedComponent]:
+        """A fault on the set acts on every shard."""
         return [self, self.hot, self.typical] if self.shards > 1 else [self]
 
     def _look_up(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
