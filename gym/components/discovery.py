@@ -2,8 +2,8 @@
 
 :class:`Links` reads a copy of the pages its feeder passes on (a tee edge) and yields
 Poisson(links per page) links per page: new URLs of the crawl, which the run adds to
-its offered load. :class:`SeenSet` looks every URL up (Erlang loss on its slots, as any
-loss station) and skips those already seen; the new ones go on to the frontier.
+its offered load. :class:`SeenSet` looks every URL up (each shard a loss station with
+its slots) and skips those already seen; the new ones go on to the frontier.
 """
 
 from __future__ import annotations
@@ -61,8 +61,10 @@ class Links(Component):
 
 
 class SeenSet(LossStation):
-    """Looks up what finds a free slot (Erlang loss; the rest fail: ``seen_set_overload``,
-    or ``seen_set_unavailable`` while stalled); among the lookups, Binomial shares are
+    """Looks up what finds a free slot of its shard (each shard a loss station of its own,
+    Erlang loss; the rest fail: ``seen_set_overload``, or ``seen_set_unavailable`` while
+    stalled; the hot key's shard takes more than the others); among the lookups, Binomial
+    shares are
     skipped as already seen (``seen_url``: one share for links found on pages, another for
     the rest), as variants of a known URL (``url_variant``) and as Bloom-filter false
     positives (``bloom_false_positive``), in that order. Where lookups are lost, the links
