@@ -1491,7 +1491,7 @@ def _print_result(r: Result, console: Console) -> None:
     if any(tries.values()):
         said = ", ".join(f"{n:,} at the {c.replace('_', ' ')}" for c, n in tries.items() if n)
         console.print(f"Retries: {said} (later tries of what failed)", soft_wrap=True)
-    if links := sum(int(a.sum()) for a in m.record.created.values()):
+    if links := m.record.links_found():
         console.print(
             f"Links: {m.offered - links:,} seeds offered, {links:,} links found on fetched "
             "pages (each looked up in the seen set)",

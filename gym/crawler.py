@@ -55,6 +55,12 @@ def causes(design: Design) -> tuple[str, ...]:
     return (SEEN_SET_CAUSES if design.discovery is not None else ()) + CAUSES
 
 
+def new_links(design: Design, scenario: Scenario) -> float:
+    """The share of the links found on pages that are new URLs: not seen before, and not
+    a variant of a known URL the design canonicalizes away."""
+    return (1.0 - scenario.web.links_seen_fraction) * (1.0 - variants(design, scenario))
+
+
 def topology(design: Design, scenario: Scenario) -> Topology:
     """The crawler's graph for ``design`` under ``scenario``.
 

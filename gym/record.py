@@ -101,6 +101,19 @@ class RunRecord:
     def served_total(self) -> int:
         return int(sum(int(t.served.sum()) for t in self.components.values()))
 
+    def links_found(self) -> int:
+        """URLs the run made (links found on fetched pages), part of ``offered``."""
+        return sum(int(a.sum()) for a in self.created.values())
+
+    def writes_saved(self) -> int:
+        """Store writes content hashing saved (at the resolver, or with the link-discovery
+        loop at the DNS cache)."""
+        return sum(
+            int(t.extra["writes_saved"].sum())
+            for t in self.components.values()
+            if "writes_saved" in t.extra
+        )
+
     def component_of(self, cause: str) -> str:
         """The component that records ``cause``."""
         return next(name for name, t in self.components.items() if cause in t.failed)

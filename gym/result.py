@@ -67,11 +67,7 @@ class Result:
             memory = w.urls * bits / 8
         else:
             memory = w.urls * 8.0
-        saved = sum(
-            int(t.extra["writes_saved"].sum())
-            for t in rec.components.values()
-            if "writes_saved" in t.extra
-        )
+        saved = rec.writes_saved()
         skipped = self.metrics.skipped_by_cause
         return {
             "seen_set": d.seen_set,
@@ -122,7 +118,7 @@ class Result:
             "metrics": {
                 "offered": m.offered,
                 # of them, links found on fetched pages (the link-discovery loop)
-                "links_found": sum(int(a.sum()) for a in m.record.created.values()),
+                "links_found": m.record.links_found(),
                 "served": m.served,
                 "failed": m.failed,
                 "in_flight_end": m.in_flight_end,

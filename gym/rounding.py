@@ -89,9 +89,9 @@ def design_warnings(
 
 
 def _loop(design: Design, scenario: Scenario, most: float) -> list[str]:
-    from gym.crawler import variants
+    from gym.crawler import new_links
 
-    new = (1.0 - scenario.web.links_seen_fraction) * (1.0 - variants(design, scenario))
+    new = new_links(design, scenario)
     if most * new < 1.0:
         return []
     return [

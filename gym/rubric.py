@@ -184,11 +184,7 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     totals = record.skipped_by_cause()
     seen = totals.get("seen_url", 0)
     mistaken = totals.get("bloom_false_positive", 0)
-    saved = sum(  # content hashing: at the resolver, or the DNS cache with discovery
-        int(t.extra["writes_saved"].sum())
-        for t in record.components.values()
-        if "writes_saved" in t.extra
-    )
+    saved = record.writes_saved()
     kind = "Bloom filter" if design.dedup.seen_set == "bloom" else "exact set"
     layers = [f"seen-URL {kind}: {seen:,} URLs skipped as seen"]
     if mistaken:
@@ -216,7 +212,7 @@ def _dedup(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     measured = "; ".join(layers) + ("; missing: " + ", ".join(missing) if missing else "")
     credit: Credit = "partial" if missing else "full"
     world = scenario.dedup
-    links = sum(int(a.sum()) for a in record.created.values())
+    links = record.links_found()
     tested = links and scenario.web.links_seen_fraction
     if (
         not (world.seen_url_fraction or world.variant_fraction or world.duplicate_body_fraction)
@@ -247,7 +243,7 @@ def _lost(counts: np.ndarray, windows: list[tuple[int, int]]) -> int:
 def _recrawl(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     world = scenario.dedup
     # the seeds: links found on pages are new URLs or skipped as seen, not recrawled
-    offered = int(record.offered.sum()) - sum(int(a.sum()) for a in record.created.values())
+    offered = int(record.offered.sum()) - record.links_found()
     seen = world.seen_url_fraction * offered
     if not seen:
         return Grade("recrawl policy", "untested", "this scenario offers no URLs crawled before")

@@ -91,6 +91,7 @@ class SeenSet(LossStation):
         self.tests = (skips, link_skips)
         self.skipped = {cause: ledger.zeros() for cause in skips}
         self.links_in: list[Component] = []  # the inputs that carry links (set on connect)
+        self.seeds_in: list[Component] = []  # and those that carry none (the seeds)
         # Shards split the lookups by URL hash: the busiest (the hot key's) takes a share
         # ``busiest`` of them, each other one (1 - hot) / shards. ``rate`` is what the set
         # holds before its busiest shard is full; a shard answers rate x busiest.
@@ -110,6 +111,7 @@ class SeenSet(LossStation):
         self.upstream = upstream
         feeders = getattr(upstream, "inputs", [upstream])
         self.links_in = [f for f in feeders if _carries_links(f)]
+        self.seeds_in = [f for f in feeders if f not in self.links_in]
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
@@ -147,7 +149,7 @@ class SeenSet(LossStation):
         variance = np.zeros(t1 - t0)
         with np.errstate(invalid="ignore", divide="ignore"):
             admitted = np.where(arriving > 0, taken / np.maximum(arriving, 1), 1.0)
-        for feeders, tests in zip((self._seeds_in(), self.links_in), self.tests, strict=True):
+        for feeders, tests in zip((self.seeds_in, self.links_in), self.tests, strict=True):
             share = float(np.prod([1.0 - s for s in tests.values()]))
             for f in feeders:
                 m = f.expected[t0:t1] * admitted * share
@@ -195,12 +197,6 @@ class SeenSet(LossStation):
         self.dispersion[t0:t1] = up.dispersion[t0:t1]
         self.jitter[t0:t1] = up.jitter[t0:t1]
         return taken
-
-    def _seeds_in(self) -> list[Component]:
-        """The inputs that carry no links (the seeds from outside)."""
-        assert self.upstream is not None
-        feeders = getattr(self.upstream, "inputs", [self.upstream])
-        return [f for f in feeders if f not in self.links_in]
 
     def tally(self) -> Tally:
         return Tally.of(self, skipped=self.skipped)

@@ -488,11 +488,13 @@ def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None
     fleet = math.inf
     kept = new = 1.0
     follows = isinstance(design, Design) and design.discovery is not None
-    if isinstance(design, Design) and design.discovery is not None:
+    if follows:
+        assert isinstance(design, Design)
         fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
-        variant = crawler.variants(design, scenario)
-        kept = (1.0 - crawler.seen_skipped(design, scenario)) * (1.0 - variant)
-        new = (1.0 - scenario.web.links_seen_fraction) * (1.0 - variant)
+        kept = (1.0 - crawler.seen_skipped(design, scenario)) * (
+            1.0 - crawler.variants(design, scenario)
+        )
+        new = crawler.new_links(design, scenario)
     else:
         links = 0.0
     for i, stage in enumerate(stages):

@@ -314,11 +314,8 @@ class LossStage(Stage):
         log.processed[k] += 1
         finished = self.terminal
         saved = False
-        if self.finish:
-            if not self.uniforms:
-                self.uniforms = self.rng.random(8192).tolist()
-            if self.uniforms.pop() < self.finish:
-                finished, saved = True, bool(self.saved)
+        if self.finish and self._draw() < self.finish:
+            finished, saved = True, bool(self.saved)
         if end >= run.end_s:  # still in service when the run ends
             return False
         run.sample(self.name, url, end - now)
@@ -331,6 +328,12 @@ class LossStage(Stage):
         yield run.env.timeout(end - now)
         log.out[run.k(run.env.now)] += 1
         return True
+
+    def _draw(self) -> float:
+        """The next uniform draw of its own stream (drawn in batches)."""
+        if not self.uniforms:
+            self.uniforms = self.rng.random(8192).tolist()
+        return self.uniforms.pop()
 
     def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
         self.station.stalls += stall
@@ -398,25 +401,17 @@ class LookupStage(LossStage):
         cause = station.admit(now)
         if cause:
             # A lost lookup of a URL already seen loses nothing: skipped as seen.
-            if tests and tests[0][0] == "seen_url":
-                if not self.uniforms:
-                    self.uniforms = self.rng.random(8192).tolist()
-                if self.uniforms.pop() < tests[0][1]:
-                    log.skipped["seen_url"][k] += 1
-                    return None
+            if tests and tests[0][0] == "seen_url" and self._draw() < tests[0][1]:
+                log.skipped["seen_url"][k] += 1
+                return None
             log.failed[cause][k] += 1
             return None
         log.processed[k] += 1
         end = station.occupy(now)
-        if tests:
-            if not self.uniforms:
-                self.uniforms = self.rng.random(8192).tolist()
-            for skip, share in tests:
-                if self.uniforms.pop() < share:
-                    log.skipped[skip][k] += 1
-                    return None
-                if not self.uniforms:
-                    self.uniforms = self.rng.random(8192).tolist()
+        for skip, share in tests:
+            if self._draw() < share:
+                log.skipped[skip][k] += 1
+                return None
         if end >= run.end_s:  # still being looked up when the run ends
             return None
         return end
