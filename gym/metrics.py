@@ -248,6 +248,24 @@ def _demand(
     made = made or {}
     seeds = offered_w - sum(made.values(), np.zeros_like(offered_w))
     looped = any(e.delay_s for e in graph.edges)
+    # What each node adds, drops and passes on of its own, per window, counted once (the
+    # passes around a loop repeat only the propagation).
+    retried: dict[str, FloatArray] = {}
+    skips: dict[str, FloatArray] = {}
+    kept: dict[str, FloatArray] = {}
+    flushes: dict[str, FloatArray] = {}
+    for name, tally in tallies.items():
+        k = kinds.kind(graph.node(name).kind)
+        if "retries" in tally.extra:  # later tries of what failed here
+            retried[name] = wsum(tally.extra["retries"])
+        if tally.skipped and k.skips_at_door:
+            skips[name] = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
+        if k.passes_as_counted:
+            took = wsum(tally.processed)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                kept[name] = np.where(took > 0, wsum(tally.out) / took, 0.0)
+        if "flushed" in tally.extra:
+            flushes[name] = wsum(tally.extra["flushed"])
     for _ in range(MAX_LOOP_PASSES if looped else 1):
         before = dict(passed)
         for name in graph.order():
@@ -271,23 +289,19 @@ def _demand(
             total = incoming[0] if incoming else np.zeros(len(offered_w))
             for more in incoming[1:]:
                 total = total + more
-            tally = tallies[name]
-            if "retries" in tally.extra:  # later tries of what failed here
-                total = total + wsum(tally.extra["retries"])
-            if tally.skipped and k.skips_at_door:
-                skipped = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
-                total = total - skipped
+            if name in retried:
+                total = total + retried[name]
+            if name in skips:
+                total = total - skips[name]
             demand[name] = np.asarray(total).astype(float)
             sent = np.minimum(demand[name], cap[name]) if k.capped else demand[name]
             share = k.passes(node.params)
-            if k.passes_as_counted:
-                took = wsum(tally.processed)
-                with np.errstate(invalid="ignore", divide="ignore"):
-                    sent = sent * np.where(took > 0, wsum(tally.out) / took, 0.0)
+            if name in kept:
+                sent = sent * kept[name]
             elif share != 1.0:
                 sent = sent * share
-            if "flushed" in tally.extra:
-                sent = sent + wsum(tally.extra["flushed"])
+            if name in flushes:
+                sent = sent + flushes[name]
             passed[name] = sent
         if looped and before.keys() == passed.keys():
             scale = 1.0 + float(np.max(offered_w, initial=0))
