@@ -4,13 +4,49 @@
 >>> result = gym.simulate(gym.load_design("designs/reference.yaml"),
 ...                       gym.load_scenario("scenarios/crawler-chaos.yaml"), seed=0)
 >>> result.verdict, result.metrics.availability, result.windows()  # doctest: +SKIP
+
+The names below load on first use, so ``import gym`` (and the ``gym`` command's help,
+``validate`` and ``schema``) do not pay for numpy, SimPy or the engines.
 """
 
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from gym.errors import GymError, Problem
-from gym.loading import load_design, load_scenario
-from gym.models import Design, GraphDesign, Scenario
-from gym.result import Result
-from gym.simulate import simulate, validate
+
+if TYPE_CHECKING:
+    from gym.api import simulate, validate
+    from gym.loading import load_design, load_scenario
+    from gym.models import Design, GraphDesign, Scenario
+    from gym.result import Result
+
+#: Where each lazily loaded name of the API lives.
+_LAZY = {
+    "Design": "gym.models",
+    "GraphDesign": "gym.models",
+    "Scenario": "gym.models",
+    "load_design": "gym.loading",
+    "load_scenario": "gym.loading",
+    "Result": "gym.result",
+    "simulate": "gym.api",
+    "validate": "gym.api",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'gym' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
+
 
 __all__ = [
     "Design",

@@ -17,35 +17,25 @@ import typing
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import click
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
-from rich.table import Table
-from rich.text import Text
 
-from gym import costing, rounding
-from gym.budget import format_fraction
-from gym.engines.request import expected_urls
 from gym.errors import GymError, Problem
-from gym.explain import Explanation
-from gym.loading import dump_yaml, load_design, load_scenario
-from gym.models import Design
-from gym.montecarlo import DEFAULT_CONFIDENCE, MAX_RUNS
+from gym.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, ENGINES, MAX_RUNS
 from gym.outputs import printable
-from gym.parallel import Executor
-from gym.result import Result
-from gym.scoring import format_measured as _fmt_measured
-from gym.simulate import (
-    DEFAULT_MAX_URLS,
-    ENGINES,
-    default_scenario,
-    simulate,
-    url_budget,
-    validate,
-)
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
+
+    from gym.explain import Explanation
+    from gym.parallel import Executor
+    from gym.result import Result
+
+# Everything else loads inside the command that needs it: ``gym --help`` imports no
+# numpy, SimPy, pydantic model or rich, and ``gym validate`` no numpy or SimPy.
 
 #: Exit statuses: the table in the README.
 EXIT_PASS, EXIT_FAIL, EXIT_INVALID, EXIT_INTERNAL = 0, 1, 2, 3
@@ -184,19 +174,6 @@ def _interrupt_handlers() -> Callable[[], None]:
     return restore
 
 
-class _PlainConsole(Console):
-    """A console that prints user text literally: no markup, no emoji codes, no
-    highlighting, and control characters (escape sequences, carriage returns) shown as
-    escapes instead of acting on the terminal."""
-
-    def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
-        return super().render_str(printable(text, keep_newlines=True), *args, **kwargs)
-
-    def on_broken_pipe(self) -> None:
-        """Not exit status 1 (FAIL): the command ends with :data:`EXIT_BROKEN_PIPE`."""
-        raise BrokenPipeError
-
-
 def _discard_stdout() -> None:
     """After a broken pipe, send what is left (and the final flush) nowhere."""
     with contextlib.suppress(OSError, ValueError):
@@ -204,8 +181,26 @@ def _discard_stdout() -> None:
         os.dup2(devnull, sys.stdout.fileno())
 
 
+@functools.cache
+def _plain_console() -> type[Console]:
+    """rich's Console, printing user text literally: no markup, no emoji codes, no
+    highlighting, and control characters (escape sequences, carriage returns) shown as
+    escapes instead of acting on the terminal. Built on first use (rich loads then)."""
+    from rich.console import Console
+
+    class PlainConsole(Console):
+        def render_str(self, text: str, *args: Any, **kwargs: Any) -> Text:
+            return super().render_str(printable(text, keep_newlines=True), *args, **kwargs)
+
+        def on_broken_pipe(self) -> None:
+            """Not exit status 1 (FAIL): the command ends with :data:`EXIT_BROKEN_PIPE`."""
+            raise BrokenPipeError
+
+    return PlainConsole
+
+
 def _console(stderr: bool = False, width: int | None = None) -> Console:
-    return _PlainConsole(
+    return _plain_console()(
         stderr=stderr,
         markup=False,
         emoji=False,
@@ -222,10 +217,14 @@ def _one_line(text: object) -> str:
 
 
 def _styled(text: str, style: str) -> Text:
+    from rich.text import Text
+
     return Text(text, style=style)
 
 
 def _verdict(passed: bool, bold: bool = True) -> Text:
+    from rich.text import Text
+
     weight = "bold " if bold else ""
     return Text("PASS", style=weight + "green") if passed else Text("FAIL", style=weight + "red")
 
@@ -505,6 +504,10 @@ def run(
     scheduler: SchedulerOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
+    from gym.api import default_scenario, simulate
+    from gym.crawler import expected_urls
+    from gym.loading import load_design, load_scenario
+
     conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
     _force_needs(force, out, "--out")
     url_limit = _url_limit(max_urls, engine)
@@ -582,8 +585,15 @@ def _run_many(
     out: Path | None,
     force: bool,
 ) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym import rounding
+    from gym.api import default_scenario, url_budget, validate
+    from gym.loading import load_design, load_scenario
     from gym.montecarlo import run_many, runs_needed
     from gym.parallel import make_executor
+    from gym.scoring import format_measured as _fmt_measured
 
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
@@ -696,6 +706,9 @@ def _close_executors() -> None:
 @contextmanager
 def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | None]:
     """A progress bar on stderr (terminals only), advanced once per finished task."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
     if not console.is_terminal or total < 2:
         yield None
@@ -745,6 +758,9 @@ def _results(
 ) -> list[Result]:
     """Load and check everything, then run each design (nothing runs if anything is
     invalid or over a limit)."""
+    from gym.api import default_scenario, simulate, url_budget, validate
+    from gym.loading import load_design, load_scenario
+
     if len(designs) > MAX_DESIGNS:
         raise GymError.single(
             None, "DESIGN", f"{len(designs)} designs; the limit is {MAX_DESIGNS} at once"
@@ -793,7 +809,11 @@ def compare_cmd(
 ) -> None:
     """Run several designs under one scenario and seed; show them side by side.
     Exit 0 when every design passes, 1 when any fails."""
+    from rich.table import Table
+    from rich.text import Text
+
     from gym.compare import Comparison
+    from gym.scoring import format_measured as _fmt_measured
 
     urls = _url_limit(max_urls, engine)
     comparison = Comparison(_results(designs, scenario, seed, engine, sets, urls))
@@ -847,7 +867,12 @@ def grade_cmd(
     """Grade a crawler design on the problem's rubric from one run's measurements, beside
     its SLO verdict. Exit 0 when the design passes its SLOs, 1 when it fails (as run), 2
     on bad input."""
+    from rich.table import Table
+    from rich.text import Text
+
     from gym import rubric
+    from gym.loading import load_design
+    from gym.models import Design
 
     urls = _url_limit(max_urls, engine)
     loaded = load_design(design, sets)
@@ -1006,6 +1031,8 @@ def sweep_cmd(
     Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
     and keeps (and writes, with -o) the rows finished so far."""
     from gym import sweep
+    from gym.api import default_scenario, url_budget
+    from gym.loading import load_scenario
     from gym.parallel import make_executor
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
@@ -1099,6 +1126,11 @@ def _print_sweep(
     conf: float,
     executor: Executor,
 ) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym.scoring import format_measured as _fmt_measured
+
     console = _wide_console()
     table = Table(show_edge=False, pad_edge=False)
     slo_cols = [n for n in _slo_names(rows) if n != "cost_units"]
@@ -1145,6 +1177,8 @@ _SHORT = {"throughput_rps": "throughput/s", "peak_saturation": "peak sat."}
 
 def _wide_console() -> Console:
     """Tables of many columns: the terminal's width, or 160 columns when not a terminal."""
+    from rich.console import Console
+
     probe = Console()
     return _console(width=None if probe.is_terminal else 160)
 
@@ -1198,7 +1232,11 @@ def optimize_cmd(
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does.
     Exit 0 when one is found, 1 when none within the cost limit passes."""
+    from rich.text import Text
+
     from gym import optimize
+    from gym.api import default_scenario
+    from gym.loading import dump_yaml, load_design, load_scenario
     from gym.parallel import make_executor
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
@@ -1317,7 +1355,12 @@ def estimate_cmd(
     sets: SetOpt = None,
 ) -> None:
     """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
+    from rich.table import Table
+
+    from gym.api import default_scenario
     from gym.estimate import Inputs, estimate
+    from gym.loading import load_design, load_scenario
+    from gym.models import Design
 
     try:
         s = load_scenario(scenario or default_scenario())
@@ -1399,6 +1442,10 @@ def schema_cmd(
 @_guarded
 def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
+    from gym import costing
+    from gym.api import default_scenario, validate
+    from gym.loading import load_design, load_scenario
+
     try:
         d = load_design(design, sets)
         s = load_scenario(scenario or default_scenario())
@@ -1428,8 +1475,14 @@ _PROGRESS_ABOVE_URLS = 200_000
 @contextmanager
 def _progress(enabled: bool, total_s: float) -> Iterator[Callable[[float], None] | None]:
     """A progress bar on stderr (terminals only) fed with the simulated time."""
+    if not enabled:  # a short run: rich's progress bar is not even loaded
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
-    if not enabled or not console.is_terminal:
+    if not console.is_terminal:
         yield None
         return
     columns = (
@@ -1452,6 +1505,12 @@ def _count_slos(s: object) -> int:
 
 
 def _print_result(r: Result, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym.models import Design
+    from gym.scoring import format_measured as _fmt_measured
+
     m = r.metrics
     console.print(
         Text.assemble(
@@ -1553,6 +1612,10 @@ def _print_result(r: Result, console: Console) -> None:
 
 
 def _print_budget(r: Result, console: Console) -> None:
+    from rich.table import Table
+
+    from gym.budget import format_fraction
+
     b = r.budget
     if b.target is None or not b.spent:
         return
@@ -1577,6 +1640,10 @@ def _print_budget(r: Result, console: Console) -> None:
 
 
 def _print_latency(r: Result, console: Console) -> None:
+    from rich.table import Table
+
+    from gym.models import Design
+
     how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
     warm = f", URLs arriving after t={r.warmup_s:g}s" if r.warmup_s else ""
     table = Table(show_edge=False, pad_edge=False, title=None)

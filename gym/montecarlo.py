@@ -16,15 +16,12 @@ from typing import Any
 
 import numpy as np
 
+from gym.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, MAX_RUNS
 from gym.models import Design, GraphDesign, Scenario
 from gym.parallel import Executor, Progress, Serial
 from gym.scoring import SLO_NAMES
-from gym.simulate import DEFAULT_MAX_URLS
 
 Z95 = 1.959963984540054
-DEFAULT_CONFIDENCE = 0.8
-#: The most seeds of one design a command runs (memory and time stay bounded).
-MAX_RUNS = 100_000
 
 
 def wilson(passes: int, n: int, z: float = Z95) -> tuple[float, float]:
@@ -77,7 +74,7 @@ def tasks_for(
 
 def evaluate(t: Task) -> dict[str, Any]:
     """Run one task; returns what aggregation needs (picklable, small)."""
-    from gym.simulate import simulate
+    from gym.api import simulate
 
     model = GraphDesign if "graph" in t.design else Design
     design = model.model_validate(t.design)

@@ -29,8 +29,9 @@ from gym.costing import cache_hit_ratio, cache_units, units_of
 from gym.costing import check as check_units
 from gym.costing import units as costing_units
 from gym.errors import GymError, Problem
+from gym.limits import DEFAULT_CONFIDENCE
 from gym.models import Design, GraphDesign, Scenario
-from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
+from gym.montecarlo import MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Progress, Serial
 
 COMPONENTS = ("frontier", "fetchers", "cache", "page_store", "async_writer")
@@ -174,7 +175,7 @@ def check_sets(sets: list[str], searched: tuple[str, ...] = SEARCHED) -> None:
 
 
 def unit_design(
-    units: dict[str, int], scenario: Scenario, base: Design | None, name: str
+    units: dict[str, int], scenario: Scenario, base: Design | None, name: str | None
 ) -> Design:
     """The design that gets the most out of ``units`` under the scenario's catalog.
 
@@ -262,7 +263,7 @@ class Space:
     parts: tuple[str, ...]
     mins: tuple[int, ...]
     needs: str  # why the least design costs what it does, for the messages
-    build: Callable[[dict[str, int], Scenario, str], Design | GraphDesign]
+    build: Callable[[dict[str, int], Scenario, str | None], Design | GraphDesign]
     #: Fields the search sets on every candidate (a ``--set`` of one would be dropped).
     searched: tuple[str, ...] = ()
 
@@ -296,7 +297,7 @@ def graph_space(base: GraphDesign, scenario: Scenario) -> Space:
     """A graph design's: every node whose kind is bought in units, one unit each at least.
     The base must run under the scenario (its faults name its nodes) before any search."""
     from gym import kinds
-    from gym.simulate import validate
+    from gym.api import validate
 
     wrong = [p for p in validate(base, scenario) if p.file == scenario._source]
     if wrong:
@@ -333,7 +334,7 @@ def _scaled(base: GraphDesign, name: str, units: int, scenario: Scenario) -> dic
 
 
 def unit_graph(
-    units: dict[str, int], scenario: Scenario, base: GraphDesign, name: str
+    units: dict[str, int], scenario: Scenario, base: GraphDesign, name: str | None
 ) -> GraphDesign:
     """The base graph with each bought node as large as its units allow under the
     scenario's catalog. Raises :class:`GymError` when no design file can say it."""

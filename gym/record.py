@@ -5,6 +5,7 @@ Both engines produce a :class:`RunRecord`; metrics and scoring read only this.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -89,7 +90,8 @@ class RunRecord:
     offered: IntArray
     components: dict[str, Tally]
     in_flight_end: dict[str, int]
-    latency: dict[str, Samples] = field(default_factory=dict)  # per component, end_to_end
+    #: Per component and end_to_end (the flow engine's worked out on first use).
+    latency: Mapping[str, Samples] = field(default_factory=dict)
     #: Every failure cause the system can record, in its order (the crawler's always list
     #: the writer's, with or without one).
     causes: tuple[str, ...] = CAUSES

@@ -13,8 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gym.budget import ErrorBudget
-from gym.explain import Explanation
 from gym.latency import LatencyStats
 from gym.metrics import Metrics
 from gym.models import Design, GraphDesign, Scenario
@@ -22,6 +20,9 @@ from gym.scoring import SLOCheck
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from gym.budget import ErrorBudget
+    from gym.explain import Explanation
 
 
 @dataclass
@@ -36,12 +37,35 @@ class Result:
     metrics: Metrics
     checks: list[SLOCheck]
     verdict: str  # "pass" or "fail"
-    explanations: list[Explanation]
-    budget: ErrorBudget
     warmup_s: float = 0.0
-    #: Where the engine's grid changed a figure of the inputs by more than 5%
-    #: (:mod:`gym.rounding`): a coarse tick, a station of very few slots.
-    warnings: tuple[str, ...] = ()
+
+    # What follows is worked out on first use: a sweep or the optimizer, which only
+    # needs the verdict and the figures, never pays for it.
+
+    @functools.cached_property
+    def explanations(self) -> list[Explanation]:
+        """Why the design failed each SLO it failed, and where URLs were lost."""
+        from gym import explain
+
+        return explain.explain(self.metrics, self.checks, self.design, self.scenario)
+
+    @functools.cached_property
+    def budget(self) -> ErrorBudget:
+        """The availability error budget, and what spent it."""
+        from gym import budget
+
+        slo = self.scenario.slos.availability
+        return budget.compute(self.metrics, slo.min if slo else None)
+
+    @functools.cached_property
+    def warnings(self) -> tuple[str, ...]:
+        """Where the engine's grid changed a figure of the inputs by more than 5%
+        (:mod:`gym.rounding`): a coarse tick, a station of very few slots."""
+        from gym import rounding
+
+        return tuple(
+            rounding.warnings(self.design, self.scenario, engine=self.engine, tick_ms=self.tick_ms)
+        )
 
     @functools.cached_property
     def latency(self) -> dict[str, LatencyStats]:

@@ -19,12 +19,13 @@ from pathlib import Path
 from typing import Any
 
 from gym import rounding
+from gym.api import url_budget
 from gym.errors import GymError
+from gym.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS
 from gym.loading import load_design, parse_override, read_yaml, whole_number
 from gym.models import Design, GraphDesign, Scenario
-from gym.montecarlo import DEFAULT_CONFIDENCE, MonteCarloResult, evaluate, tasks_for
+from gym.montecarlo import MonteCarloResult, evaluate, tasks_for
 from gym.parallel import Executor, Interrupted, Progress, Serial
-from gym.simulate import DEFAULT_MAX_URLS, url_budget
 
 MAX_POINTS = 100_000
 #: Simulations a sweep runs unless allowed more (``--max-runs``).
@@ -193,7 +194,7 @@ def check_system(points: list[Point], scenario: Scenario) -> None:
     """Refuse, before it runs, a grid whose designs and scenario are of different systems
     (a graph design needs a ``system: graph`` scenario, a crawler design a crawler one),
     or whose scenario is wrong for them (a fault naming a node they do not have)."""
-    from gym.simulate import validate
+    from gym.api import validate
 
     design = next((p.design for p in points if p.design is not None), None)
     if design is None:
@@ -252,8 +253,8 @@ def run(
     than ``max_urls`` simulated URLs in all. Ctrl-C raises :class:`SweepInterrupted` with
     the rows finished so far.
     """
+    from gym.api import validate
     from gym.costing import units_of
-    from gym.simulate import validate
 
     tasks = []
     owners = []

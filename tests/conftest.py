@@ -66,13 +66,13 @@ def stop(*procs: Any) -> None:
 def forbid_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kind of work (a run, a sweep, an optimization) fails loudly, with exit 3: a
     command that exits 2 under this refused its input before starting any work."""
-    import gym.cli as cli
+    import gym.api
     from gym import optimize, sweep
 
     def ran(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("work started before the input was checked")
 
-    monkeypatch.setattr(cli, "simulate", ran)
+    monkeypatch.setattr(gym.api, "simulate", ran)  # the commands load it from there
     monkeypatch.setattr(sweep, "run", ran)
     monkeypatch.setattr(sweep, "load_design", ran)
     monkeypatch.setattr(optimize, "search", ran)

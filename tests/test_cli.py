@@ -81,20 +81,57 @@ def test_unknown_engine_is_a_usage_error() -> None:
     assert "engine" in err and "warp" in err
 
 
-def test_gym_run_does_not_import_pandas_or_matplotlib() -> None:
-    """The main job stays light: pandas and matplotlib load only on the paths that need them."""
+def _modules_loaded(*argv: str) -> tuple[set[str], subprocess.CompletedProcess[str]]:
+    """The top-level modules a `gym` command loads (in a fresh interpreter), and its run."""
     code = (
         "import sys\n"
         "from gym.cli import main\n"
-        f"sys.argv = ['gym', 'run', {str(REFERENCE)!r}, '--json']\n"
+        f"sys.argv = ['gym', *{list(argv)!r}]\n"
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('pandas', 'matplotlib') if m in sys.modules]\n"
-        "sys.stderr.write(repr(heavy))\n"
+        "top = sorted({m.split('.')[0] for m in sys.modules})\n"
+        "sys.stderr.write('\\nMODULES ' + ' '.join(top))\n"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
-    assert proc.stderr.strip().endswith("[]"), proc.stderr
+    marker = proc.stderr.rpartition("MODULES ")
+    assert marker[1], proc.stderr
+    return set(marker[2].split()), proc
+
+
+def test_gym_run_does_not_import_pandas_or_matplotlib() -> None:
+    """The main job stays light: pandas and matplotlib load only on the paths that need them."""
+    loaded, proc = _modules_loaded("run", str(REFERENCE), "--json")
+    assert '"verdict": "pass"' in proc.stdout
+    assert {"numpy", "simpy"} <= loaded  # the run happened
+    assert not loaded & {"pandas", "matplotlib"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ("--help",),
+        ("run", "--help"),
+        ("validate", str(REFERENCE)),
+        ("schema", "-o", "SCHEMA_DIR"),
+    ],
+    ids=["help", "run-help", "validate", "schema"],
+)
+def test_commands_that_run_nothing_import_no_engine(argv: tuple[str, ...], tmp_path: Path) -> None:
+    """`gym --help`, `validate` and `schema` start fast: no numpy, SimPy, pandas or
+    matplotlib (the engines and what scores them load only when a run needs them); the
+    help loads no rich either."""
+    argv = tuple(str(tmp_path / "schemas") if a == "SCHEMA_DIR" else a for a in argv)
+    loaded, proc = _modules_loaded(*argv)
+    assert "error" not in proc.stderr.split("MODULES")[0], proc.stderr
+    assert not loaded & {"numpy", "simpy", "pandas", "matplotlib"}, argv
+    if argv[0] == "--help":
+        assert "Usage" in proc.stdout
+        assert "rich" not in loaded
+    if argv[0] == "validate":
+        assert "valid design" in proc.stdout
+    if argv[0] == "schema":
+        assert (tmp_path / "schemas" / "design.schema.json").exists()
 
 
 def test_installed_console_script_exit_codes() -> None:
@@ -109,3 +146,19 @@ def test_installed_console_script_exit_codes() -> None:
         [gym_exe, "run", "designs/starter.yaml"], cwd=ROOT, check=False, capture_output=True
     )
     assert (ref.returncode, start.returncode) == (0, 1)
+
+
+def test_import_gym_is_light_and_its_api_loads_on_use() -> None:
+    """`import gym` loads no numpy or pydantic model; `gym.simulate` is the function even
+    after the module that defines it was imported by name."""
+    code = (
+        "import sys, gym\n"
+        "light = not {'numpy', 'simpy', 'pydantic'} & set(sys.modules)\n"
+        "import gym.api\n"
+        "r = gym.simulate('designs/reference.yaml', seed=0)\n"
+        "print(light, r.verdict, gym.Design.__name__, 'simulate' in dir(gym))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
+    )
+    assert proc.stdout.split() == ["True", "pass", "Design", "True"], proc.stderr

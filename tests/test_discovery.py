@@ -13,10 +13,10 @@ from typer.testing import CliRunner
 
 import gym
 from gym import costing, optimize
+from gym.api import url_budget
 from gym.cli import app
 from gym.models import Design, Scenario
 from gym.rounding import warnings
-from gym.simulate import url_budget
 from tests.conftest import ROOT
 
 LEVERS = ROOT / "designs" / "levers"

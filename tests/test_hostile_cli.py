@@ -589,11 +589,12 @@ def test_judging_commands_exit_with_the_verdict(tmp_path: Path) -> None:
 def test_an_internal_error_exits_3_in_one_line(args: list[str], monkeypatch: Any) -> None:
     """A bug is not a FAIL: exit 3, one line, the traceback only with --debug."""
     import gym.estimate
+    import gym.loading
 
     def bug(*a: Any, **k: Any) -> Any:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(cli, "load_scenario", bug)
+    monkeypatch.setattr(gym.loading, "load_scenario", bug)  # the commands load it from there
     monkeypatch.setattr(gym.estimate, "estimate", bug)
     res = _invoke(*args)
     assert res.exit_code == 3

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 import gym
-from gym.simulate import default_scenario
+from gym.api import default_scenario
 from tests.conftest import CHAOS, ROOT
 
 

@@ -12,6 +12,7 @@ Collect: the components' per-tick tallies become a :class:`~gym.record.RunRecord
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Generator
 from typing import Protocol, runtime_checkable
 
@@ -49,7 +50,9 @@ def run(
     if isinstance(design, Design):
         graph = crawler.topology(design, scenario)
         record = run_graph(graph, scenario, seed, timeline, step, causes=crawler.causes(design))
-        record.latency = latency.estimate_flow(record, design, scenario, warmup_s)
+        record.latency = latency.Deferred(
+            functools.partial(latency.estimate_flow, record, design, scenario, warmup_s)
+        )
     else:
         record = run_graph(graph_topology(design), scenario, seed, timeline, step)
     return record
@@ -154,7 +157,7 @@ def run_graph(
     for fault in scenario.faults:
         start, end = timeline.fault_ticks(fault)
         target = built[fault.target]
-        # The node's kind says it suffers this fault (gym.simulate.graph_check); its
+        # The node's kind says it suffers this fault (gym.api.graph_check); its
         # component has the process for it.
         if isinstance(fault, CrashFault):
             assert isinstance(target, Crashable)

@@ -22,7 +22,6 @@ scored by the same code; per-URL times give the latency statistics.
 
 from __future__ import annotations
 
-import math
 from collections import deque
 from collections.abc import Callable, Generator
 from typing import Any
@@ -474,35 +473,3 @@ def run(
     record = Engine(design, scenario, seed, timeline, warmup_s, progress).run()
     record.seed = seed
     return record
-
-
-def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None) -> float:
-    """How many URLs a scenario offers on average (what the request engine will simulate);
-    with a crawler design's link-discovery loop, also the links its fetched pages yield: at
-    most links per page x pages fetched, the pages fetched being what the seeds and the new
-    links sustain (seeds x seeds kept / (1 - links x links kept)), capped by the fleet's
-    rate."""
-    total = 0.0
-    stages = scenario.load
-    links = scenario.web.links_per_page
-    fleet = math.inf
-    kept = new = 1.0
-    follows = isinstance(design, Design) and design.discovery is not None
-    if follows:
-        assert isinstance(design, Design)
-        fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
-        kept = (1.0 - crawler.seen_skipped(design, scenario)) * (
-            1.0 - crawler.variants(design, scenario)
-        )
-        new = crawler.new_links(design, scenario)
-    else:
-        links = 0.0
-    for i, stage in enumerate(stages):
-        end = stages[i + 1].at_s if i + 1 < len(stages) else scenario.duration_s
-        seeds = scenario.base_rps * stage.multiplier
-        if stage.links_per_page is not None and follows:
-            links = stage.links_per_page
-        loop = links * new
-        pages = min(fleet, seeds * kept / (1.0 - loop)) if loop < 1.0 else fleet
-        total += (seeds + links * pages) * (end - stage.at_s)
-    return total

@@ -727,7 +727,7 @@ class Engine:
             stage.start()
         for fault in self.scenario.faults:
             start, end = tl.fault_ticks(fault)
-            # The node's kind suffers this fault (gym.simulate.graph_check).
+            # The node's kind suffers this fault (gym.api.graph_check).
             target = self.stages[fault.target]
             if isinstance(fault, CrashFault):
                 env.process(target.crash(fault, start, end))

@@ -35,6 +35,10 @@ class InputModel(BaseModel):
         allow_inf_nan=False,
         frozen=True,
         validate_default=True,
+        # Validators are built when a model first validates, not when its class is
+        # defined: the command line pays only for the models a file uses (a crawler
+        # design never builds the graph models), about 0.1 s less per command.
+        defer_build=True,
     )
 
     @model_validator(mode="before")

@@ -17,11 +17,11 @@ MAX_STAGES = 100
 MAX_FAULTS = 100
 
 #: Crawler components a stall or a slowdown can hit (a crash hits fetcher replicas); the
-#: seen set only in a design with the link-discovery loop (gym.simulate.validate).
+#: seen set only in a design with the link-discovery loop (gym.api.validate).
 CRAWLER_TARGETS: tuple[str, ...] = ("frontier", "cache", "resolver", "page_store", "seen_set")
 
 #: A node a fault hits: a crawler component, or a node of a graph design (whose names the
-#: scenario checks against the design when the two meet, gym.simulate.validate).
+#: scenario checks against the design when the two meet, gym.api.validate).
 CapacityTarget = Annotated[str, Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")]  # NodeName
 
 

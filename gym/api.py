@@ -2,28 +2,28 @@
 
 from __future__ import annotations
 
+import importlib
 import math
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from gym import budget, costing, explain, kinds, metrics, rounding, scoring
-from gym.engines import flow, request
+from gym import costing, crawler, kinds
 from gym.errors import GymError, Problem
 from gym.kinds.cache import CacheNode
 from gym.kinds.fleet import FleetNode
+from gym.limits import DEFAULT_MAX_URLS, ENGINES
 from gym.loading import load_design, load_scenario
 from gym.models import Design, GraphDesign, Scenario
 from gym.models.graph import topology as graph_topology
-from gym.record import RunRecord
-from gym.result import Result
 from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
 
-Engine = Callable[..., RunRecord]
-ENGINES: dict[str, Engine] = {"flow": flow.run, "request": request.run}
+if TYPE_CHECKING:
+    from gym.record import RunRecord
+    from gym.result import Result
 
-#: The request engine refuses runs that would simulate more URLs than this, unless asked.
-DEFAULT_MAX_URLS = 2_000_000
+Engine = Callable[..., "RunRecord"]
 
 DEFAULT_SCENARIO = Path("scenarios/crawler-chaos.yaml")
 
@@ -49,8 +49,8 @@ def url_budget(
     ``designs``: the designs run (a crawler's link-discovery loop adds its links; the
     largest counts for every run)."""
     expected = max(
-        (request.expected_urls(scenario, d) for d in designs),
-        default=request.expected_urls(scenario),
+        (crawler.expected_urls(scenario, d) for d in designs),
+        default=crawler.expected_urls(scenario),
     )
     total = expected * runs
     if total <= max_urls:
@@ -246,7 +246,13 @@ def simulate(
     timeline = Timeline(scenario, tick_ms)
     if isinstance(design, GraphDesign):  # whose faults explain what, by the graph's edges
         timeline.affected_by = kinds.affected_by(graph_topology(design))
-    record = ENGINES[engine](
+    # The engines, and what scores their record, load on first use: validating and the
+    # commands that only read files do not pay for numpy and SimPy.
+    from gym import metrics, scoring
+    from gym.result import Result
+
+    run: Engine = importlib.import_module(f"gym.engines.{engine}").run
+    record = run(
         design, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
     )
     m = metrics.compute(record, design, scenario)
@@ -260,10 +266,5 @@ def simulate(
         metrics=m,
         checks=checks,
         verdict=scoring.verdict(checks),
-        explanations=explain.explain(m, checks, design, scenario),
-        budget=budget.compute(
-            m, scenario.slos.availability.min if scenario.slos.availability else None
-        ),
         warmup_s=warmup_s,
-        warnings=tuple(rounding.warnings(design, scenario, engine=engine, tick_ms=tick_ms)),
     )

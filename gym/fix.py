@@ -1,0 +1,322 @@
+"""Suggest a fix: the cheapest change to a failing design that passes, found by a small
+local search and checked by its own run.
+
+The search moves in the optimizer's units (:mod:`gym.optimize`): a candidate is a number
+of units per part (frontier, fetchers, cache, page store, async writer, seen-set shards;
+a graph design's nodes bought in units), and its design is the user's with each part made
+as large as its units allow (the free upgrades first: a hit ratio or a replica's rate
+that the units already pay for). It starts from the design's own units and goes up in
+cost, one unit at a time, on the parts the failing run implicates:
+
+- a part that lost URLs, or whose peak saturation is over the SLO's limit (or over 1);
+- for an overflowing queue, the stage after it too (the frontier fills because the
+  fetchers are slow);
+- the parts that shield another: the cache for the external resolver (a higher hit ratio
+  sends fewer lookups), the async writer for the page store (it holds writes through a
+  stall), the fetchers for a crash;
+- when the cost SLO fails, parts implicated in nothing may also lose a unit.
+
+It is a uniform-cost search: the cheapest candidate not yet run is run next (ties: the
+one whose parent missed its SLOs by the least), so the first that passes is the cheapest
+on the paths the runs implicate. It assumes that more units of a part never hurt, which
+holds for the parts each on its own but not always in combination (a faster fleet sends
+more writes to a saturated store); where it does not hold, the search may suggest a
+costlier fix than the cheapest, never one that fails: the fix is the run that passed.
+Last, each changed field gets the user's own value back where the design still passes
+with it, so the change shown is as small as the runs allow.
+
+Every candidate runs once, on the flow engine, with the failing run's seed and tick.
+Deterministic: same design, scenario and seed, same suggestion.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gym.errors import GymError
+from gym.models import Design, GraphDesign, Scenario
+
+if TYPE_CHECKING:
+    from gym.optimize import Space
+    from gym.result import Result
+
+#: Runs the search may spend (each a flow run of a few ms to tens of ms).
+MAX_RUNS = 120
+
+#: How many units above the design's the search looks when the scenario has no cost SLO.
+REACH_UNITS = 8
+
+#: Parts that shield another component: more of the key, less load or loss at the value.
+_SHIELDS = {"resolver": ("cache",), "page_store": ("async_writer",)}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of the design changed by the fix."""
+
+    path: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.path} {_shown(self.old)} -> {_shown(self.new)}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "old": self.old, "new": self.new}
+
+
+@dataclass
+class Fix:
+    """The cheapest change found, the design it makes, and that design's run."""
+
+    changes: list[Change]
+    design: Design | GraphDesign
+    result: Result
+    units: dict[str, int]
+    runs: int  # simulations the search spent
+
+    @property
+    def cost_units(self) -> int:
+        return sum(self.units.values())
+
+    def summary(self) -> str:
+        """One line: what to change, and how the changed design does."""
+        m = self.result.metrics
+        peak = m.peak_saturation()[0]
+        what = " and ".join(str(c) for c in self.changes) or "no change"
+        return (
+            f"{what}: {self.result.verdict.upper()} at {self.cost_units} units "
+            f"(throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
+            f"peak saturation {peak:.2f})"
+        )
+
+    def sets(self) -> list[str]:
+        """The ``--set PATH=VALUE`` options that apply the fix to the design file, or none
+        when a change adds or removes a whole section (then the fixed design says it)."""
+        if any(isinstance(c.old, dict | list) or c.old is None for c in self.changes):
+            return []
+        return [f"{c.path}={_shown(c.new)}" for c in self.changes]
+
+    def to_json(self) -> dict[str, Any]:
+        from gym.optimize import design_mapping
+
+        m = self.result.metrics
+        return {
+            "changes": [c.to_json() for c in self.changes],
+            "summary": self.summary(),
+            "sets": self.sets(),
+            "design": design_mapping(self.design),
+            "units": self.units,
+            "cost_units": self.cost_units,
+            "verdict": self.result.verdict,
+            "engine": self.result.engine,
+            "seed": self.result.seed,
+            "metrics": {
+                "throughput_rps": m.throughput_rps,
+                "availability": m.availability,
+                "peak_saturation": m.peak_saturation()[0],
+                "failed": m.failed,
+            },
+            "slos": [c.to_json() for c in self.result.checks],
+            "runs": self.runs,
+        }
+
+
+@dataclass
+class _Search:
+    """The search's inputs and its count of runs."""
+
+    base: Design | GraphDesign
+    scenario: Scenario
+    space: Space
+    seed: int
+    tick_ms: int
+    max_runs: int
+    runs: int = 0
+
+    def run(self, design: Design | GraphDesign) -> Result:
+        from gym.api import simulate
+
+        self.runs += 1
+        return simulate(design, self.scenario, seed=self.seed, tick_ms=self.tick_ms)
+
+    def build(self, units: tuple[int, ...]) -> Design | GraphDesign | None:
+        u = dict(zip(self.space.parts, units, strict=True))
+        try:
+            return self.space.build(u, self.scenario, self.base.name)
+        except GymError:  # beyond a field's limit: no design file can say it
+            return None
+
+
+def suggest(result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = None) -> Fix | None:
+    """The cheapest change to ``result``'s design that passes its scenario (see the module
+    docstring), or None when the run passed or no candidate within ``max_runs`` runs and
+    the cost limit (``max_cost``, else the cost SLO, else the design's units plus
+    :data:`REACH_UNITS`) passes."""
+    from gym.costing import units_of
+    from gym.optimize import space_for
+
+    if result.passed:
+        return None
+    design, scenario = result.design, result.scenario
+    space = space_for(scenario, design)
+    have = units_of(design, scenario.catalog)
+    start = tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
+    limit = max_cost
+    if limit is None:
+        slo = scenario.slos.cost_units
+        limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
+    search = _Search(design, scenario, space, result.seed, result.tick_ms, max_runs)
+
+    order = itertools.count()
+    queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
+    seen = {start}
+    found: tuple[tuple[int, ...], Design | GraphDesign, Result] | None = None
+    while queue and search.runs < max_runs:
+        _, _, _, units = heapq.heappop(queue)
+        candidate = search.build(units)
+        if candidate is None:
+            continue
+        r = search.run(candidate)
+        if r.passed:
+            found = (units, candidate, r)
+            break
+        slack = _margin(r)
+        for step in _moves(r, space, units):
+            child = tuple(u + s for u, s in zip(units, step, strict=True))
+            if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
+                continue
+            if sum(child) > limit:
+                continue
+            seen.add(child)
+            heapq.heappush(queue, (sum(child), -slack, next(order), child))
+    if found is None:
+        return None
+    units, fixed, r = found
+    fixed, r = _smallest(search, fixed, r)
+    return Fix(
+        changes=changes(design, fixed),
+        design=fixed,
+        result=r,
+        units={p: n for p, n in zip(space.parts, units, strict=True) if n},
+        runs=search.runs,
+    )
+
+
+def _moves(r: Result, space: Space, units: tuple[int, ...]) -> list[tuple[int, ...]]:
+    """One unit more of each part the run implicates; when the cost SLO failed, also one
+    unit less of each part it does not."""
+    parts = space.parts
+    hot = implicated(r, parts)
+    out = [tuple(1 if p == q else 0 for q in parts) for p in parts if p in hot]
+    over_cost = any(c.name == "cost_units" and not c.passed for c in r.checks)
+    if over_cost:
+        out += [tuple(-1 if p == q else 0 for q in parts) for p in parts if p not in hot]
+    return out
+
+
+def implicated(r: Result, parts: tuple[str, ...]) -> set[str]:
+    """The parts a failing run points at (see the module docstring)."""
+    m = r.metrics
+    limit = next((c.target for c in r.checks if c.name == "peak_saturation" and c.op == "<="), 1.0)
+    names = list(m.components)
+    hot: set[str] = set()
+    for i, name in enumerate(names):
+        cw = m.components[name]
+        lost = int(cw.failed_total.sum())
+        peak = cw.peak()[0]
+        if lost == 0 and (peak is None or peak <= limit):
+            continue
+        hot.add(name)
+        hot.update(_SHIELDS.get(name, ()))
+        overflowed = any(
+            cause.endswith("overflow") and int(n.sum()) for cause, n in cw.failed.items()
+        )
+        if overflowed and i + 1 < len(names):
+            hot.add(names[i + 1])
+        if any(cause.startswith("crash") and int(n.sum()) for cause, n in cw.failed.items()):
+            hot.add(name)
+    if not hot:
+        # Short of throughput with nothing lost or saturated: the busiest part.
+        busiest = m.peak_saturation()[1]
+        hot = {busiest} if busiest else set(parts)
+    return hot & set(parts)
+
+
+def _margin(r: Result) -> float:
+    """How far the run is from passing: its smallest relative slack over the SLOs."""
+    out = []
+    for c in r.checks:
+        if c.measured is None or not c.target:
+            continue
+        gap = c.measured - c.target if c.op == ">=" else c.target - c.measured
+        out.append(gap / abs(c.target))
+    return min(out, default=0.0)
+
+
+def _smallest(
+    search: _Search, fixed: Design | GraphDesign, r: Result
+) -> tuple[Design | GraphDesign, Result]:
+    """The passing design with the fewest fields changed: each changed field in turn gets
+    the user's own value back where the design still passes with it at no more units
+    (one run each, in the order the design file lists them)."""
+    from gym.costing import units_of
+
+    catalog = search.scenario.catalog
+    cost = sum(units_of(fixed, catalog).values())
+    for change in changes(search.base, fixed):
+        if search.runs >= search.max_runs:
+            break
+        data = _mapping(fixed)
+        _put(data, change.path, change.old)
+        try:
+            candidate = type(search.base).model_validate(data)
+        except ValueError:  # the field cannot go back alone (a writer's own limits)
+            continue
+        if sum(units_of(candidate, catalog).values()) > cost:
+            continue
+        trial = search.run(candidate)
+        if trial.passed:
+            fixed, r = candidate, trial
+    return fixed, r
+
+
+def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
+    return design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
+
+
+def _put(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        data = data[key]
+    data[last] = value
+
+
+def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[Change]:
+    """Every field that differs between two designs, by its dotted path (a section added
+    or removed is one change)."""
+    out: list[Change] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in [*a, *(k for k in b if k not in a)]:
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            out.append(Change(path, a, b))
+
+    walk(_mapping(before), _mapping(after), "")
+    return out
+
+
+def _shown(value: Any) -> str:
+    """A value as a design file writes it."""
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    if value is None:
+        return "none"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}"
+    return str(value)
