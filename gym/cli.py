@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rich.text import Text
 
     from gym.explain import Explanation
+    from gym.fix import Fix, NoFix
     from gym.parallel import Executor
     from gym.result import Result
 
@@ -502,13 +503,28 @@ def run(
     confidence: ConfidenceOpt = None,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
+    no_fix: Annotated[
+        bool,
+        typer.Option(
+            "--no-fix",
+            help="When the design fails, do not search for the cheapest change that "
+            "passes (the suggested fix).",
+        ),
+    ] = False,
 ) -> None:
-    """Simulate DESIGN under a scenario and score it. Exit 0 PASS, 1 FAIL, 2 invalid input."""
+    """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
+    change that passes. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     from gym.api import default_scenario, simulate
     from gym.crawler import expected_urls
     from gym.loading import load_design, load_scenario
 
     conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
+    if no_fix and runs > 1:
+        raise GymError.single(
+            None,
+            "--no-fix",
+            "--runs reports the spread over seeds and suggests no fix; leave --no-fix out",
+        )
     _force_needs(force, out, "--out")
     url_limit = _url_limit(max_urls, engine)
     if out is not None:
@@ -554,14 +570,24 @@ def run(
             progress=report,
         )
     _warn(result.warnings)
+    fix = None
+    if not result.passed and not no_fix:
+        from gym.fix import suggest
+
+        fix = suggest(result)
     if as_json:
-        sys.stdout.write(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
+        payload = result.to_json()
+        payload["fix"] = None if fix is None else fix.to_json()
+        sys.stdout.write(json.dumps(payload, indent=2, allow_nan=False) + "\n")
     else:
-        _print_result(result, _console())
+        console = _console()
+        _print_result(result, console)
+        if fix is not None:
+            _print_fix(fix, console)
     if out is not None:
         from gym.report.files import write_run
 
-        written = write_run(result, out, force=force)
+        written = write_run(result, out, force=force, fix=fix)
         _console(stderr=True).print(
             f"wrote {len(written)} files to {_one_line(out)}/: "
             + ", ".join(p.name for p in written)
@@ -1609,6 +1635,44 @@ def _print_result(r: Result, console: Console) -> None:
     if details:
         console.print(Text("\nWhere URLs were lost" if m.failed else "\nNotes", style="bold"))
         _print_explanations(details, console)
+
+
+def _print_fix(fix: Fix | NoFix, console: Console) -> None:
+    """The suggested fix (gym.fix): what to change and how the changed design does."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym.fix import Fix
+
+    if not isinstance(fix, Fix):
+        console.print(Text("\nNo fix found", style="bold"))
+        console.print(f"  {_one_line(fix.summary())}")
+        return
+    r = fix.result
+    console.print(
+        Text.assemble(
+            ("\nSuggested fix", "bold"),
+            f" (the cheapest change found; flow engine, seed {r.seed}): ",
+            _verdict(r.passed),
+            f" at {fix.cost_units} units",
+        )
+    )
+    table = Table(show_edge=False, pad_edge=False, show_header=False, box=None)
+    for c in fix.changes:
+        table.add_row(
+            "  " + _one_line(c.path), _one_line(c.shown_old), "->", _one_line(c.shown_new)
+        )
+    console.print(table)
+    m = r.metrics
+    console.print(
+        f"  then: throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
+        f"peak saturation {m.peak_saturation()[0]:.2f}"
+    )
+    sets = fix.sets()
+    if sets:
+        console.print("  apply it: " + " ".join(f"--set {_one_line(s)}" for s in sets))
+    else:
+        console.print("  (it adds or removes a section: --out writes the fixed design)")
 
 
 def _print_budget(r: Result, console: Console) -> None:

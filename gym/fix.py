@@ -14,7 +14,7 @@ cost, one unit at a time, on the parts the failing run implicates:
 - the parts that shield another: the cache for the external resolver (a higher hit ratio
   sends fewer lookups), the async writer for the page store (it holds writes through a
   stall), the fetchers for a crash;
-- when the cost SLO fails, parts implicated in nothing may also lose a unit.
+- when the cost SLO fails, any part may also lose a unit.
 
 It is a uniform-cost search: the cheapest candidate not yet run is run next (ties: the
 one whose parent missed its SLOs by the least), so the first that passes is the cheapest
@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from gym.errors import GymError
 from gym.models import Design, GraphDesign, Scenario
@@ -62,7 +62,15 @@ class Change:
     new: Any
 
     def __str__(self) -> str:
-        return f"{self.path} {_shown(self.old)} -> {_shown(self.new)}"
+        return f"{self.path} {self.shown_old} -> {self.shown_new}"
+
+    @property
+    def shown_old(self) -> str:
+        return _shown(self.old)
+
+    @property
+    def shown_new(self) -> str:
+        return _shown(self.new)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "old": self.old, "new": self.new}
@@ -77,6 +85,7 @@ class Fix:
     result: Result
     units: dict[str, int]
     runs: int  # simulations the search spent
+    found: ClassVar[bool] = True
 
     @property
     def cost_units(self) -> int:
@@ -105,6 +114,7 @@ class Fix:
 
         m = self.result.metrics
         return {
+            "found": True,
             "changes": [c.to_json() for c in self.changes],
             "summary": self.summary(),
             "sets": self.sets(),
@@ -122,6 +132,44 @@ class Fix:
             },
             "slos": [c.to_json() for c in self.result.checks],
             "runs": self.runs,
+        }
+
+
+@dataclass
+class NoFix:
+    """What the search tried when no change passed: how far it looked, and the closest
+    design it ran (the one that missed its SLOs by the least)."""
+
+    runs: int
+    limit: int  # the most units it looked at
+    closest: Result | None = None
+    closest_units: dict[str, int] = field(default_factory=dict)
+    reason: str | None = None  # why no search was made
+    found: ClassVar[bool] = False
+
+    def summary(self) -> str:
+        if self.reason is not None:
+            return self.reason
+        if self.closest is None:
+            return f"no change of units within {self.limit} units could be built"
+        failing = "; ".join(
+            f"{c.name} {_measured(c.measured)} (target {c.op} {c.target:g})"
+            for c in self.closest.checks
+            if not c.passed
+        )
+        units = ", ".join(f"{k} {v}" for k, v in self.closest_units.items() if v)
+        return (
+            f"no change of units within {self.limit} units passes ({self.runs} designs "
+            f"run); the closest ({units}) still fails {failing}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "found": False,
+            "summary": self.summary(),
+            "runs": self.runs,
+            "limit_units": self.limit,
+            "closest_units": self.closest_units,
         }
 
 
@@ -151,18 +199,23 @@ class _Search:
             return None
 
 
-def suggest(result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = None) -> Fix | None:
+def suggest(
+    result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = None
+) -> Fix | NoFix | None:
     """The cheapest change to ``result``'s design that passes its scenario (see the module
-    docstring), or None when the run passed or no candidate within ``max_runs`` runs and
-    the cost limit (``max_cost``, else the cost SLO, else the design's units plus
-    :data:`REACH_UNITS`) passes."""
+    docstring); :class:`NoFix` when no candidate within ``max_runs`` runs and the cost
+    limit (``max_cost``, else the cost SLO, else the design's units plus
+    :data:`REACH_UNITS`) passes; None when the run passed."""
     from gym.costing import units_of
     from gym.optimize import space_for
 
     if result.passed:
         return None
     design, scenario = result.design, result.scenario
-    space = space_for(scenario, design)
+    try:
+        space = space_for(scenario, design)
+    except GymError as err:  # a graph with no node bought in units: nothing to change
+        return NoFix(runs=0, limit=0, reason=f"nothing to search: {err.problems[0].message}")
     have = units_of(design, scenario.catalog)
     start = tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
     limit = max_cost
@@ -175,6 +228,7 @@ def suggest(result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = 
     queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
     seen = {start}
     found: tuple[tuple[int, ...], Design | GraphDesign, Result] | None = None
+    closest: tuple[float, tuple[int, ...], Result] | None = None
     while queue and search.runs < max_runs:
         _, _, _, units = heapq.heappop(queue)
         candidate = search.build(units)
@@ -185,16 +239,25 @@ def suggest(result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = 
             found = (units, candidate, r)
             break
         slack = _margin(r)
-        for step in _moves(r, space, units):
+        if closest is None or slack > closest[0]:
+            closest = (slack, units, r)
+        for step in _moves(r, space):
             child = tuple(u + s for u, s in zip(units, step, strict=True))
             if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
                 continue
-            if sum(child) > limit:
+            if sum(child) > max(limit, sum(start)):  # over the limit: only on the way down
                 continue
             seen.add(child)
             heapq.heappush(queue, (sum(child), -slack, next(order), child))
     if found is None:
-        return None
+        return NoFix(
+            runs=search.runs,
+            limit=limit,
+            closest=None if closest is None else closest[2],
+            closest_units={}
+            if closest is None
+            else dict(zip(space.parts, closest[1], strict=True)),
+        )
     units, fixed, r = found
     fixed, r = _smallest(search, fixed, r)
     return Fix(
@@ -206,15 +269,17 @@ def suggest(result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = 
     )
 
 
-def _moves(r: Result, space: Space, units: tuple[int, ...]) -> list[tuple[int, ...]]:
-    """One unit more of each part the run implicates; when the cost SLO failed, also one
-    unit less of each part it does not."""
+def _moves(r: Result, space: Space) -> list[tuple[int, ...]]:
+    """One unit more of each part the run implicates, when an SLO other than cost failed;
+    one unit less of each part, when the cost SLO failed."""
     parts = space.parts
-    hot = implicated(r, parts)
-    out = [tuple(1 if p == q else 0 for q in parts) for p in parts if p in hot]
-    over_cost = any(c.name == "cost_units" and not c.passed for c in r.checks)
-    if over_cost:
-        out += [tuple(-1 if p == q else 0 for q in parts) for p in parts if p not in hot]
+    failed = {c.name for c in r.checks if not c.passed}
+    out = []
+    if failed - {"cost_units"}:
+        hot = implicated(r, parts)
+        out += [tuple(1 if p == q else 0 for q in parts) for p in parts if p in hot]
+    if "cost_units" in failed:
+        out += [tuple(-1 if p == q else 0 for q in parts) for p in parts]
     return out
 
 
@@ -309,6 +374,10 @@ def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[C
 
     walk(_mapping(before), _mapping(after), "")
     return out
+
+
+def _measured(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:,.4g}"
 
 
 def _shown(value: Any) -> str:

@@ -6,10 +6,13 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gym.loading import dump_yaml
 from gym.result import Result
+
+if TYPE_CHECKING:
+    from gym.fix import Fix, NoFix
 
 
 def resolved_yaml(model: object) -> str:
@@ -25,9 +28,25 @@ def resolved_yaml(model: object) -> str:
     return header + dump_yaml(data)
 
 
-def write_run(result: Result, directory: Path, force: bool = False) -> list[Path]:
+def fixed_yaml(fix: Fix) -> str:
+    """The design a suggested fix makes, as a design file (defaults left out)."""
+    from gym.optimize import design_mapping
+    from gym.outputs import printable
+
+    header = "".join(
+        f"# {printable(line)}\n"
+        for line in ("The suggested fix, found by the crawler SLO gym:", fix.summary())
+    )
+    return header + dump_yaml(design_mapping(fix.design))
+
+
+def write_run(
+    result: Result, directory: Path, force: bool = False, fix: Fix | NoFix | None = None
+) -> list[Path]:
     """Write ``result`` into ``directory``, all files at once (built in a temporary
-    directory, then renamed into place); returns the files written."""
+    directory, then renamed into place); returns the files written. With a suggested
+    ``fix`` (:mod:`gym.fix`), the summary carries it and ``fixed-design.yaml`` is the
+    design it makes (it loads with ``gym run``)."""
     from gym.outputs import write_dir
 
     def fill(work: Path) -> list[Path]:
@@ -39,8 +58,16 @@ def write_run(result: Result, directory: Path, force: bool = False) -> list[Path
         df.to_csv(path, index=False)
         written.append(path)
         path = work / "summary.json"
-        path.write_text(json.dumps(result.to_json(), indent=2, allow_nan=False) + "\n")
+        summary = result.to_json()
+        summary["fix"] = None if fix is None else fix.to_json()
+        path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         written.append(path)
+        from gym.fix import Fix
+
+        if isinstance(fix, Fix):
+            path = work / "fixed-design.yaml"
+            path.write_text(fixed_yaml(fix))
+            written.append(path)
         for name, model in (("design", result.design), ("scenario", result.scenario)):
             path = work / f"{name}.resolved.yaml"
             path.write_text(resolved_yaml(model))

@@ -1,0 +1,170 @@
+"""The suggested fix (gym.fix): the cheapest change to a failing design that passes,
+checked by applying it the ways a user would."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym import optimize
+from gym.cli import app
+from gym.costing import units_of
+from gym.fix import Fix, NoFix, changes, suggest
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
+
+runner = CliRunner()
+SYSTEMS = ROOT / "designs" / "systems"
+
+
+@pytest.fixture(scope="module")
+def starter_fix() -> Fix:
+    fix = suggest(gym.simulate(STARTER, CHAOS, seed=0))
+    assert isinstance(fix, Fix)
+    return fix
+
+
+def test_the_starters_fix_passes_when_applied_with_set(starter_fix: Fix) -> None:
+    """The `--set` options the fix prints, applied to the starter's file, make a design
+    that passes the run the starter failed (same scenario, seed, engine)."""
+    fixed = gym.load_design(STARTER, starter_fix.sets())
+    r = gym.simulate(fixed, CHAOS, seed=0)
+    assert r.passed
+    assert r.metrics.cost_units == starter_fix.cost_units
+    assert r.metrics.availability == starter_fix.result.metrics.availability
+
+
+def test_the_starters_fix_is_as_cheap_as_the_optimizers_brute_force(starter_fix: Fix) -> None:
+    """The local search goes up in cost from the design's own units; the optimizer runs
+    every unit-aligned design of each cost. With one run per design (seed 0), no design
+    cheaper than the fix passes: both find 7 units (the reference's)."""
+    best = optimize.search(gym.load_scenario(CHAOS), runs=1, seed=0, max_cost=7, beyond=0)
+    assert best.best is not None
+    assert starter_fix.cost_units == best.best.cost == 7
+    assert units_of(starter_fix.design, gym.load_scenario(CHAOS).catalog)["fetchers"] == 4
+
+
+def test_every_change_of_the_fix_is_needed(starter_fix: Fix) -> None:
+    """Giving any one changed field back its old value makes the design fail: the change
+    shown is no larger than it needs to be."""
+    assert starter_fix.changes
+    starter = gym.load_design(STARTER)
+    for change in starter_fix.changes:
+        others = [s for s in starter_fix.sets() if not s.startswith(change.path + "=")]
+        r = gym.simulate(gym.load_design(STARTER, others), CHAOS, seed=0)
+        assert not r.passed, change
+    assert changes(starter, starter_fix.design) == starter_fix.changes
+
+
+def test_the_fix_is_deterministic() -> None:
+    a = suggest(gym.simulate(STARTER, CHAOS, seed=3))
+    b = suggest(gym.simulate(STARTER, CHAOS, seed=3))
+    assert isinstance(a, Fix) and isinstance(b, Fix)
+    assert a.to_json() == b.to_json()
+
+
+def test_a_design_over_its_cost_slo_is_fixed_by_removing_units() -> None:
+    """js-rendering.yaml costs 10 units under the chaos scenario's 9-unit SLO and passes
+    everything else: the fix takes a replica away (7 -> 6) and still passes."""
+    r = gym.simulate(ROOT / "designs" / "levers" / "js-rendering.yaml", CHAOS, seed=0)
+    assert [c.name for c in r.checks if not c.passed] == ["cost_units"]
+    fix = suggest(r)
+    assert isinstance(fix, Fix)
+    assert [(c.path, c.old, c.new) for c in fix.changes] == [("fetchers.replicas", 7, 6)]
+    assert fix.cost_units == 9 and fix.result.passed
+
+
+def test_a_graph_designs_fix_passes_when_its_design_is_run() -> None:
+    """A graph design is fixed in its nodes' units; the fixed design (what --json and
+    --out give) passes when run again."""
+    r = gym.simulate(
+        SYSTEMS / "url-shortener-undersized.yaml",
+        ROOT / "scenarios" / "systems" / "url-shortener.yaml",
+        seed=0,
+    )
+    fix = suggest(r)
+    assert isinstance(fix, Fix)
+    assert all(c.path.startswith("graph.nodes.") for c in fix.changes)
+    data = fix.to_json()["design"]
+    again = gym.simulate(
+        gym.GraphDesign.model_validate(data),
+        ROOT / "scenarios" / "systems" / "url-shortener.yaml",
+        seed=0,
+    )
+    assert again.passed and again.metrics.cost_units == fix.cost_units
+
+
+def test_no_fix_says_how_far_it_looked_and_what_still_fails() -> None:
+    """ingestion-no-headroom writes straight to a database that stalls: no number of
+    units saves the writes in flight, so availability stays near 0.91 whatever the
+    search buys, up to the 12-unit cost SLO."""
+    r = gym.simulate(
+        SYSTEMS / "ingestion-no-headroom.yaml",
+        ROOT / "scenarios" / "systems" / "ingestion.yaml",
+        seed=0,
+    )
+    nofix = suggest(r)
+    assert isinstance(nofix, NoFix)
+    assert nofix.limit == 12 and nofix.runs > 10
+    assert nofix.closest is not None and not nofix.closest.passed
+    assert "availability" in nofix.summary() and "within 12 units" in nofix.summary()
+
+
+def test_gym_run_prints_and_carries_the_fix_and_applying_it_passes(tmp_path: Path) -> None:
+    """`gym run` of the starter exits 1 and gives the fix in --json; the same command with
+    the fix's --set options exits 0; --out writes fixed-design.yaml, which passes."""
+    res = runner.invoke(app, ["run", str(STARTER), "--json"])
+    assert res.exit_code == 1
+    fix = json.loads(res.stdout)["fix"]
+    assert fix["found"] and fix["verdict"] == "pass" and fix["cost_units"] == 7
+    sets = [a for s in fix["sets"] for a in ("--set", s)]
+    assert runner.invoke(app, ["run", str(STARTER), *sets]).exit_code == 0
+
+    text = runner.invoke(app, ["run", str(STARTER)])
+    assert "Suggested fix" in text.stdout and "fetchers.replicas" in text.stdout
+    assert "--set fetchers.replicas=4" in text.stdout
+
+    out = tmp_path / "run"
+    assert runner.invoke(app, ["run", str(STARTER), "--out", str(out)]).exit_code == 1
+    assert json.loads((out / "summary.json").read_text())["fix"]["found"]
+    assert runner.invoke(app, ["run", str(out / "fixed-design.yaml")]).exit_code == 0
+
+
+def test_a_passing_run_and_no_fix_search_no_fix() -> None:
+    ok = runner.invoke(app, ["run", str(REFERENCE), "--json"])
+    assert ok.exit_code == 0 and json.loads(ok.stdout)["fix"] is None
+    off = runner.invoke(app, ["run", str(STARTER), "--json", "--no-fix"])
+    assert off.exit_code == 1 and json.loads(off.stdout)["fix"] is None
+    many = runner.invoke(app, ["run", str(STARTER), "--no-fix", "--runs", "2"])
+    assert many.exit_code == 2 and "--no-fix" in many.stderr
+
+
+def test_a_graph_with_nothing_bought_in_units_says_there_is_nothing_to_search(
+    tmp_path: Path,
+) -> None:
+    """A graph of a source and a service (not bought in units) that fails: `gym run`
+    still exits 1 and says why no fix can be searched, instead of failing itself."""
+    design = tmp_path / "svc.yaml"
+    design.write_text(
+        "name: svc\n"
+        "graph:\n"
+        "  nodes:\n"
+        "    users: {kind: source}\n"
+        "    api: {kind: service, rps: 500, service: {mean_ms: 10}}\n"
+        "  edges:\n"
+        "    - {from: users, to: api}\n"
+    )
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text(
+        "name: s\nsystem: graph\nduration_s: 5\nbase_rps: 1000\n"
+        "slos:\n  availability: {min: 0.99}\n"
+    )
+    res = runner.invoke(app, ["run", str(design), "-s", str(scenario), "--json"])
+    assert res.exit_code == 1, res.stderr
+    fix = json.loads(res.stdout)["fix"]
+    assert fix["found"] is False and fix["summary"].startswith("nothing to search")
+    text = runner.invoke(app, ["run", str(design), "-s", str(scenario)])
+    assert text.exit_code == 1 and "No fix found" in text.stdout
