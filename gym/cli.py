@@ -873,10 +873,29 @@ def compare_cmd(
         f"scenario {_one_line(rs[0].scenario.name)}, engine {rs[0].engine}, seed {rs[0].seed}"
     )
     console.print(table)
+    inputs = comparison.input_differences()
+    if inputs:
+        console.print(Text("\nInputs that differ", style="bold"))
+        given = Table(show_edge=False, pad_edge=False)
+        given.add_column("field")
+        for r in rs:
+            given.add_column(_one_line(r.design.name), justify="right")
+        for path, values in inputs.items():
+            given.add_row(_one_line(path), *[_one_line(_shown_value(v)) for v in values])
+        console.print(given)
     console.print(Text("\nDifferences that matter", style="bold"))
     for line in comparison.differences():
         console.print(f"- {_one_line(line)}")
     raise _exit_all_pass(rs)
+
+
+def _shown_value(value: object) -> str:
+    """A design field's value as a design file writes it."""
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:.12g}"
+    return str(value)
 
 
 @app.command("grade")
@@ -1001,15 +1020,17 @@ def report_cmd(
     sets: SetOpt = None,
     max_urls: MaxUrlsOpt = None,
 ) -> None:
-    """Write a self-contained HTML report of one run (verdict, tables, plots, timeline).
-    Exit 0 when the design passes, 1 when it fails."""
+    """Write a self-contained HTML report of one run (verdict, tables, plots, timeline,
+    the suggested fix when it fails, the resolved inputs). Exit 0 when the design passes,
+    1 when it fails."""
     from gym.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
     results = _results([design], scenario, seed, engine, sets, _url_limit(max_urls, engine))
+    from gym.fix import suggest
     from gym.report.html import render
 
-    write_file(target, render(results[0]), "-o")
+    write_file(target, render(results[0], suggest(results[0])), "-o")
     _console().print(
         f"wrote {_one_line(target)} ({_one_line(results[0].design.name)}: "
         f"{results[0].verdict.upper()})"

@@ -3,9 +3,29 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from gym.models import GraphDesign
 from gym.result import Result
 from gym.scoring import SLO_NAMES, format_measured
+
+
+def fields(design: object) -> dict[str, Any]:
+    """Every field of a design, defaults filled in, by dotted path (a section it leaves
+    out, such as ``async_writer: none``, is one path with the value None)."""
+    assert hasattr(design, "model_dump")
+    data = design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
+    out: dict[str, Any] = {}
+
+    def walk(value: Any, path: str) -> None:
+        if isinstance(value, dict) and value:
+            for key, v in value.items():
+                walk(v, f"{path}.{key}" if path else str(key))
+        else:
+            out[path] = value
+
+    walk(data, "")
+    return out
 
 
 @dataclass(frozen=True)
@@ -52,6 +72,33 @@ class Comparison:
                 out.append(f"{r.design.name} loses most to {cause}: {n:,} URLs")
         return out
 
+    def input_differences(self) -> dict[str, list[Any]]:
+        """The design fields whose values differ, by dotted path, with each design's value
+        in order (the name left out). A field a design does not have is None when its
+        section is left out (``async_writer: none``), else "-"."""
+        flat = [fields(r.design) for r in self.results]
+        paths: list[str] = []
+        for f in flat:
+            paths += [p for p in f if p not in paths and p != "name"]
+        # A section left out in one design and written in another: its fields' rows say it.
+        paths = [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
+
+        def value(f: dict[str, Any], path: str) -> Any:
+            if path in f:
+                return f[path]
+            parts = path.split(".")
+            for i in range(len(parts) - 1, 0, -1):
+                if ".".join(parts[:i]) in f:
+                    return f[".".join(parts[:i])]  # its section is left out: None
+            return "-"
+
+        out = {}
+        for path in paths:
+            values = [value(f, path) for f in flat]
+            if any(v != values[0] for v in values[1:]):
+                out[path] = values
+        return out
+
     def to_json(self) -> dict[str, object]:
         return {
             "scenario": self.results[0].scenario.name,
@@ -68,5 +115,6 @@ class Comparison:
                 }
                 for r in self.results
             ],
+            "input_differences": self.input_differences(),
             "differences": self.differences(),
         }

@@ -162,3 +162,17 @@ def test_import_gym_is_light_and_its_api_loads_on_use() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=False
     )
     assert proc.stdout.split() == ["True", "pass", "Design", "True"], proc.stderr
+
+
+def test_compare_shows_the_inputs_that_differ() -> None:
+    """compare lists each design field whose values differ, with every design's value (a
+    section one design leaves out is none), beside the outcomes."""
+    writer = ROOT / "designs" / "writer-lossless.yaml"
+    res = runner.invoke(app, ["compare", str(REFERENCE), str(STARTER), str(writer), "--json"])
+    diff = json.loads(res.stdout)["input_differences"]
+    assert diff["fetchers.replicas"] == [4, 3, 4]
+    assert diff["cache.hit_ratio"] == [0.92, 0.6, 0.92]
+    assert diff["async_writer.buffer"] == [None, None, 100000]
+    assert "page_store.rps" not in diff and "name" not in diff  # equal, or not an input
+    text = runner.invoke(app, ["compare", str(REFERENCE), str(STARTER)]).stdout
+    assert "Inputs that differ" in text and "fetchers.replicas" in text

@@ -139,6 +139,30 @@ def test_html_report_is_self_contained(tmp_path: Path) -> None:
     assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 2
 
 
+def test_html_report_shows_the_resolved_inputs_and_the_fix(tmp_path: Path) -> None:
+    """The report carries the design and scenario as run (every default written out, the
+    YAML that reproduces the run) and, for a failing design, the suggested fix."""
+    import html as html_lib
+    import re
+
+    import yaml
+
+    out = tmp_path / "report.html"
+    _invoke("report", str(STARTER), "-o", str(out))
+    page = out.read_text()
+    blocks = [html_lib.unescape(b) for b in re.findall(r"<pre>(.*?)</pre>", page, re.S)]
+    design, scenario = (yaml.safe_load(b) for b in blocks)
+    assert design["fetchers"]["replicas"] == 3
+    assert design["fetchers"]["on_crash"] == "fail"  # a default, written out
+    assert scenario["name"] == "crawler-chaos" and scenario["duration_s"] == 40
+    assert gym.simulate(gym.Design.model_validate(design), CHAOS).metrics.failed == (
+        gym.simulate(STARTER, CHAOS).metrics.failed
+    )
+    assert "<h2>Suggested fix</h2>" in page and "fetchers.replicas" in page
+    _invoke("report", str(REFERENCE), "-o", str(tmp_path / "ref.html"))
+    assert "Suggested fix" not in (tmp_path / "ref.html").read_text()
+
+
 def test_error_budget_attribution() -> None:
     """Budget = 3% of the URLs that finished (served + failed). The starter's biggest
     spenders: the crash, then the surge, through frontier overflow; the reference's: the

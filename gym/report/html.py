@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import io
 from html import escape as _html_escape
+from typing import TYPE_CHECKING
 
 from gym.budget import format_fraction
 from gym.explain import Explanation
@@ -15,6 +16,9 @@ from gym.models import Design
 from gym.report import plots
 from gym.result import Result
 from gym.scoring import format_measured
+
+if TYPE_CHECKING:
+    from gym.fix import Fix, NoFix
 
 
 def escape(text: str) -> str:
@@ -35,11 +39,13 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .verdict { font-size: 1.4em; } .muted { color: #666; font-size: 0.9em; }
 img { max-width: 100%; margin: 0.5em 0; } ul { padding-left: 1.2em; }
 li ul { margin: 0.2em 0 0.5em; color: #444; }
+pre { background: #f6f8fa; padding: 0.8em; overflow-x: auto; font-size: 0.85em; }
+summary { cursor: pointer; margin: 0.4em 0; }
 """
 
 
-def render(result: Result) -> str:
-    """The report as one HTML string."""
+def render(result: Result, fix: Fix | NoFix | None = None) -> str:
+    """The report as one HTML string; with ``fix`` (:mod:`gym.fix`), its suggested fix."""
     r, m = result, result.metrics
     head = (
         f"<h1>{escape(str(r.design.name))} under {escape(str(r.scenario.name))}</h1>"
@@ -64,16 +70,55 @@ def render(result: Result) -> str:
             "<h2>Where URLs were lost</h2>" if m.failed else "<h2>Notes</h2>",
             _explanations(rest),
         ]
+    if fix is not None:
+        parts += ["<h2>Suggested fix</h2>", _fix(fix)]
     parts += ["<h2>Error budget</h2>", _budget(r)]
     if r.latency:
         parts += ["<h2>Latency (ms)</h2>", _latency(r)]
     parts += ["<h2>Timeline</h2>", _timeline(r), "<h2>Plots</h2>", _plots(r)]
+    parts += ["<h2>Inputs</h2>", _inputs(r)]
     body = "\n".join(parts)
     title = escape(f"{r.design.name}: {r.verdict.upper()} - crawler SLO gym")
     return (
         "<!DOCTYPE html>\n<html lang='en'><head><meta charset='utf-8'>"
         f"<title>{title}</title><style>{_STYLE}</style></head><body>\n{body}\n</body></html>\n"
     )
+
+
+def _fix(fix: Fix | NoFix) -> str:
+    from gym.fix import Fix
+
+    if not isinstance(fix, Fix):
+        return f"<p>No fix found: {escape(fix.summary())}</p>"
+    rows = [[escape(c.path), escape(c.shown_old), escape(c.shown_new)] for c in fix.changes]
+    m = fix.result.metrics
+    sets = " ".join(f"--set {s}" for s in fix.sets())
+    return (
+        f"<p>The cheapest change found ({_mark(fix.result.passed)} at {fix.cost_units} "
+        f"units; flow engine, seed {fix.result.seed}):</p>"
+        + _table(["field", "now", "fixed"], rows, {1, 2})
+        + f"<p>Then: throughput {m.throughput_rps:,.0f}/s, availability "
+        f"{m.availability:.4f}, peak saturation {m.peak_saturation()[0]:.2f}.</p>"
+        + (f"<p class='muted'>Apply it with <code>{escape(sets)}</code></p>" if sets else "")
+    )
+
+
+def _inputs(r: Result) -> str:
+    """The design and scenario as the run used them, every default written out."""
+    from gym.report.files import resolved_yaml
+
+    return "".join(
+        f"<details><summary>{what} ({escape(str(model._source))})</summary>"
+        f"<pre>{escape_block(resolved_yaml(model))}</pre></details>"
+        for what, model in (("Design", r.design), ("Scenario", r.scenario))
+    )
+
+
+def escape_block(text: str) -> str:
+    """A block of user text (YAML) for a <pre>: markup escaped, newlines kept."""
+    from gym.outputs import printable
+
+    return _html_escape(printable(text, keep_newlines=True))
 
 
 def _mark(ok: bool) -> str:
