@@ -750,6 +750,45 @@ def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | N
         yield lambda n: bar.advance(task, n)
 
 
+@contextmanager
+def _search_progress() -> Iterator[
+    tuple[Callable[[int], None] | None, Callable[[int], None] | None]
+]:
+    """A progress bar on stderr (terminals only) for a search whose work is planned as it
+    goes: ``plan`` adds runs to the total, ``advance`` counts finished ones; the time
+    left is for the runs planned so far."""
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield None, None
+        return
+    columns = (
+        TextColumn("searching"),
+        BarColumn(),
+        TextColumn("{task.completed:,.0f}/{task.total:,.0f} runs"),
+        TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as bar:
+        task = bar.add_task("search", total=0)
+        planned = [0]
+
+        def plan(n: int) -> None:
+            planned[0] += n
+            bar.update(task, total=planned[0])
+
+        yield (lambda n: bar.advance(task, n)), plan
+
+
 #: The most designs one compare or plot runs side by side.
 MAX_DESIGNS = 50
 
@@ -1306,7 +1345,7 @@ def optimize_cmd(
     optimize.check_sets(sets or [], space.searched)
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs, space=space)
     executor = _closing(make_executor(workers, scheduler))
-    with _count_progress(0, "searching") as report:
+    with _search_progress() as (report, plan):
         opt = optimize.search(
             s,
             base=base,
@@ -1316,6 +1355,7 @@ def optimize_cmd(
             max_cost=max_cost,
             executor=executor,
             progress=report,
+            plan=plan,
             max_runs=max_runs,
         )
     text = None
@@ -1334,8 +1374,9 @@ def optimize_cmd(
     else:
         console = _console()
         console.print(
-            f"scenario {_one_line(s.name)}: {opt.evaluated} unit-aligned designs x {runs} "
-            f"runs, confidence {conf:g} ({executor.name})"
+            f"scenario {_one_line(s.name)}: {opt.evaluated} unit-aligned designs, up to "
+            f"{runs} runs each ({opt.simulations:,} runs: a design stops when it cannot "
+            f"pass), confidence {conf:g} ({executor.name})"
         )
         if text is None or opt.best is None:
             console.print(Text("No design within the cost limit passes every SLO.", style="red"))

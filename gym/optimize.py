@@ -18,6 +18,7 @@ the graph, the edges and everything the units do not set.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,6 +92,7 @@ class Optimum:
     runner_ups: list[Candidate] = field(default_factory=list)
     cheaper: list[Candidate] = field(default_factory=list)  # the best try at each lower cost
     evaluated: int = 0
+    simulations: int = 0  # runs made: a design that fails early stops running
     skipped: int = 0  # unit sets no design file can say (beyond a field's limit)
     runs: int = 0
     confidence: float = DEFAULT_CONFIDENCE
@@ -124,6 +126,7 @@ class Optimum:
             "runs_per_design": self.runs,
             "confidence": self.confidence,
             "designs_evaluated": self.evaluated,
+            "simulations": self.simulations,
             "designs_skipped": self.skipped,
             "why_nothing_cheaper": self.why_nothing_cheaper(),
             "runner_ups": [cand(c) for c in self.runner_ups],
@@ -373,6 +376,10 @@ def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
     return crawler_space(base)
 
 
+def _failures(runs: list[dict[str, Any]]) -> int:
+    return sum(1 for r in runs if r["verdict"] != "pass")
+
+
 def _unit_sets(cost: int, space: Space | None = None) -> list[dict[str, int]]:
     """Every split of ``cost`` units over the space's parts, each at least its minimum
     (the crawler's: one each of frontier, fetchers, cache and page store, the rest,
@@ -497,6 +504,32 @@ def check(
     return limit
 
 
+def allowed_failures(runs: int, confidence: float) -> int:
+    """The most failed runs out of ``runs`` that still let a design pass at ``confidence``
+    (one run: none; 20 runs at 0.8: none, since 19/20 has a Wilson lower bound of 0.76)."""
+    from gym.montecarlo import wilson
+
+    if runs == 1:
+        return 0
+    most = -1
+    for failed in range(runs + 1):
+        if wilson(runs - failed, runs)[0] < confidence:
+            break
+        most = failed
+    return most
+
+
+#: The seeds a candidate runs in turn, as shares of ``runs``: the first run screens every
+#: design, the next few the survivors, the rest those still in the running.
+_STAGES = (1, 4)
+
+
+def _stages(runs: int) -> list[range]:
+    """Seed offsets in stages: [0], [1, 4), [4, runs) (clipped to ``runs``)."""
+    bounds = [0, *(b for b in _STAGES if b < runs), runs]
+    return [range(a, b) for a, b in itertools.pairwise(bounds) if b > a]
+
+
 def search(
     scenario: Scenario,
     *,
@@ -508,10 +541,18 @@ def search(
     beyond: int = 1,
     executor: Executor | None = None,
     progress: Progress | None = None,
+    plan: Progress | None = None,
     max_runs: int = DEFAULT_MAX_RUNS,
 ) -> Optimum:
     """Search up in cost for the cheapest design that passes; see the module docstring.
-    Refuses (GymError, before running anything) what :func:`check` refuses."""
+    Refuses (GymError, before running anything) what :func:`check` refuses.
+
+    Each design of a cost runs its seeds in stages (the first seed, the next three, the
+    rest) and drops out as soon as it has failed more runs than the confidence allows
+    (:func:`allowed_failures`): the verdicts are those of every design running every
+    seed, for a fraction of the runs. The best design of a cost where none passes runs
+    all its seeds, for the "why nothing cheaper" figures. ``progress`` is called with
+    each batch of finished runs, ``plan`` with each batch of runs planned."""
     executor = executor or Serial()
     space = space_for(scenario, base)
     limit = check(
@@ -523,9 +564,22 @@ def search(
         space=space,
     )
     opt = Optimum(best=None, runs=runs, confidence=confidence, space=space)
+    most_failed = allowed_failures(runs, confidence)
     passing: list[Candidate] = []
     stop_at = limit
     name = f"cheapest-for-{scenario.name}"
+
+    def run(designs: list[Design | GraphDesign], seeds: range) -> list[list[dict[str, Any]]]:
+        """Each design's results for ``seeds`` (offsets from ``seed``)."""
+        if plan:
+            plan(len(designs) * len(seeds))
+        picked = range(seed + seeds.start, seed + seeds.stop)
+        tasks = [t for d in designs for t in tasks_for(d, scenario, picked)]
+        results = executor.map(evaluate, tasks, progress)
+        opt.simulations += len(tasks)
+        k = len(seeds)
+        return [results[i * k : (i + 1) * k] for i in range(len(designs))]
+
     for cost in range(space.min_cost, limit + 1):
         if cost > stop_at:
             break
@@ -539,16 +593,34 @@ def search(
             sets.append(u)
         if not designs:
             continue
-        tasks = [t for d in designs for t in tasks_for(d, scenario, range(seed, seed + runs))]
-        results = executor.map(evaluate, tasks, progress)
-        level = []
-        for i, (u, d) in enumerate(zip(sets, designs, strict=True)):
-            mc = MonteCarloResult(results[i * runs : (i + 1) * runs], confidence)
-            level.append(Candidate(u, d, mc))
-        opt.evaluated += len(level)
+        done: list[list[dict[str, Any]]] = [[] for _ in designs]
+        alive = list(range(len(designs)))
+        for stage in _stages(runs):
+            if not alive:
+                break
+            for i, got in zip(alive, run([designs[i] for i in alive], stage), strict=True):
+                done[i] += got
+            alive = [i for i in alive if _failures(done[i]) <= most_failed]
+        opt.evaluated += len(designs)
+        level = [
+            Candidate(sets[i], designs[i], MonteCarloResult(done[i], confidence)) for i in alive
+        ]
         good = [c for c in level if c.passed]
         if not good and opt.best is None:
-            opt.cheaper.append(max(level, key=lambda c: (c.result.pass_probability, c.margin())))
+            # The best try of this cost, by the runs it made, runs every seed.
+            i = max(
+                range(len(designs)),
+                key=lambda i: (
+                    1.0 - _failures(done[i]) / len(done[i]),
+                    Candidate(sets[i], designs[i], MonteCarloResult(done[i])).margin(),
+                ),
+            )
+            rest = range(len(done[i]), runs)
+            if len(rest):
+                done[i] += run([designs[i]], rest)[0]
+            opt.cheaper.append(
+                Candidate(sets[i], designs[i], MonteCarloResult(done[i], confidence))
+            )
         passing += good
         if good and opt.best is None:
             opt.best = max(good, key=lambda c: c.margin())

@@ -162,6 +162,37 @@ def test_optimizer_finds_the_hand_worked_answer() -> None:
     assert again.to_json() == opt.to_json()
 
 
+@pytest.mark.parametrize(("runs", "confidence"), [(20, 0.8), (12, 0.5), (1, 0.8)])
+def test_staged_search_gives_the_answer_of_every_design_running_every_seed(
+    runs: int, confidence: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The optimizer stops running a design once it has failed more runs than the
+    confidence allows; its answer (best, runner-ups, the best try of each cheaper cost)
+    is that of running every seed of every design, for a fraction of the runs."""
+    sc = gym.load_scenario(CHAOS)
+    staged = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)
+    monkeypatch.setattr(optimize, "_stages", lambda n: [range(n)])
+    every = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)
+    a, b = staged.to_json(), every.to_json()
+    fewer, all_runs = a.pop("simulations"), b.pop("simulations")
+    assert all_runs == b["designs_evaluated"] * runs
+    assert fewer < all_runs if runs > 1 else fewer == all_runs
+    assert a["found"] and a == b
+
+
+def test_allowed_failures_is_the_wilson_rule() -> None:
+    """At 20 runs and confidence 0.8 one failure already fails the design (19/20 has a
+    Wilson lower bound of 0.764); at 100 runs the rule allows a count f that passes where
+    f + 1 does not."""
+    from gym.montecarlo import wilson
+
+    assert wilson(19, 20)[0] == pytest.approx(0.7639, abs=1e-4)
+    assert optimize.allowed_failures(20, 0.8) == 0
+    assert optimize.allowed_failures(1, 0.8) == 0
+    f = optimize.allowed_failures(100, 0.8)
+    assert wilson(100 - f, 100)[0] >= 0.8 > wilson(99 - f, 100)[0]
+
+
 def test_optimize_cli_on_the_crawler_scenario(tmp_path: Path) -> None:
     """gym optimize: a passing design of at most 7 units, written as a loadable design."""
     out = tmp_path / "best.yaml"
