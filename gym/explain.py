@@ -152,7 +152,7 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explana
         t = float(m.window_s[w])
         when = tl.describe_at(t, name)
         if cw.fill:
-            details.append(f"{name}: buffer {value:.0%} full at t={t:g}s ({when})")
+            details.append(f"{name}: {value:.2f} (buffer {value:.0%} full) at t={t:g}s ({when})")
         else:
             line = (
                 f"{name}: {value:.2f} at t={t:g}s, demand {_urls(cw.demand[w])} vs capacity "

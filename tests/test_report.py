@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ def test_out_writes_table_summary_inputs_and_plots(tmp_path: Path) -> None:
             "utilization.png",
             "outcomes.png",
             "backlog.png",
+            "fixed-design.yaml",  # the starter fails: its suggested fix
         ]
     )
     df = pd.read_csv(out / "windows.csv")
@@ -84,9 +86,10 @@ def test_out_never_overwrites_without_force(tmp_path: Path) -> None:
     assert (out / "windows.csv").exists()
 
 
-def test_utilization_plot_shows_every_event_and_the_starter_over_100_percent() -> None:
+def test_utilization_plot_shows_every_event_and_the_starter_over_1() -> None:
     """The plot labels the surge, the crash, the stall and the slowdown where they happen,
-    and the starter's frontier line passes 100% during the surge."""
+    and the starter's frontier line passes saturation 1 during the surge (drawn as a
+    ratio, as every table shows it)."""
     r = gym.simulate(STARTER, CHAOS, seed=0)
     df = r.windows()
     fig = plots.plot_utilization(df, plots.context(r))
@@ -102,6 +105,40 @@ def test_utilization_plot_shows_every_event_and_the_starter_over_100_percent() -
     assert (4.0, 10.0) in spans and (20.0, 30.0) in spans and (28.0, 36.0) in spans
     frontier = df[df["component"] == "frontier"].set_index("t_s")["saturation"]
     assert (frontier.loc[4.0:9.0] > 1.0).all()
+    assert ax.get_ylabel() == "saturation: demand / capacity"
+    line = next(ln for ln in ax.lines if ln.get_label() == "frontier")
+    assert max(line.get_ydata()) == pytest.approx(frontier.max())  # a ratio, not a %
+    assert any(ln.get_label() == "SLO ceiling 0.90" for ln in ax.lines)
+
+
+def test_event_bands_never_overlap_or_share_a_colour_with_a_line() -> None:
+    """Each event is a bar in its own lane: no two bars share any height, so overlapping
+    events (the crash during the surge's second stage) never blend; every label sits in
+    its own lane; no event colour is a component's line or a cause's fill; the data stays
+    below the lanes."""
+    r = gym.simulate(STARTER, CHAOS, seed=0)
+    df = r.windows()
+    for draw in plots.PLOTS.values():
+        fig = draw(df, plots.context(r))
+        ax = fig.axes[0]
+        # The plots' only patches are the event bars (the fills are collections).
+        lanes = sorted(
+            (round(p.get_y(), 6), round(p.get_y() + p.get_height(), 6)) for p in ax.patches
+        )
+        assert len(lanes) == len(plots.context(r).shades) == 5
+        assert all(a[1] <= b[0] for a, b in itertools.pairwise(lanes))
+        heights = sorted(t.get_position()[1] for t in ax.texts)
+        assert len(set(heights)) == len(heights)
+        lowest_lane = lanes[0][0]
+        data_top = max(
+            max(ln.get_ydata())
+            for ln in ax.lines
+            if not ln.get_label().startswith("_") and len(ln.get_ydata()) > 2
+        )
+        assert data_top <= ax.get_ylim()[1] * lowest_lane
+    events = {style["color"] for style in plots.EVENT_STYLE.values()}
+    assert not events & set(plots.COMPONENT_COLORS.values())
+    assert not events & set(plots.CAUSE_COLORS.values())
 
 
 def test_plot_overlays_designs(tmp_path: Path) -> None:

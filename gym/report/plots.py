@@ -55,12 +55,16 @@ CAUSE_COLORS = dict(
 )
 # The link-discovery loop's seen set (a crawler design with discovery).
 CAUSE_COLORS.update({"seen_set_overload": "#17becf", "seen_set_unavailable": "#9edae5"})
-EVENT_STYLE = {
-    "load": {"color": "#1f77b4", "alpha": 0.10, "hatch": None},
-    "crash": {"color": "#d62728", "alpha": 0.10, "hatch": "//"},
-    "stall": {"color": "#7f7f7f", "alpha": 0.22, "hatch": None},
-    "slowdown": {"color": "#ff7f0e", "alpha": 0.18, "hatch": ".."},
+#: Events are drawn in greys, olive and violet with hatches: no event shares a colour with
+#: a component's line or a cause's fill, whatever the design.
+EVENT_STYLE: dict[str, dict[str, Any]] = {
+    "load": {"color": "#8c8c8c", "hatch": None},
+    "crash": {"color": "#404040", "hatch": "//"},
+    "stall": {"color": "#8a7a00", "hatch": "xx"},
+    "slowdown": {"color": "#b5517f", "hatch": ".."},
 }
+#: The height of one event's lane at the top of a plot, as a share of the axes.
+LANE = 0.065
 
 
 @dataclass(frozen=True)
@@ -149,42 +153,60 @@ def _entry_buffer(result: Result) -> int | None:
     return buffer if isinstance(buffer, int) else None
 
 
-def shade_events(ax: Axes, shades: Sequence[Shade], labels: bool = True) -> None:
-    """Shade each event's span; label it at the top, staggered so labels do not collide."""
+def shade_events(ax: Axes, shades: Sequence[Shade], labels: bool = True) -> float:
+    """Draw each event as a bar in its own lane along the top of the axes, with its label
+    inside, and thin lines where it starts and ends: bars never overlap, so their colours
+    never blend and their labels never collide. Returns the share of the axes height the
+    lanes take, for the plot to leave free (with ``labels=False``, only the lines)."""
+    for s in shades:
+        style = EVENT_STYLE.get(s.kind, EVENT_STYLE["load"])
+        for x in (s.start_s, s.end_s):
+            ax.axvline(x, color=style["color"], linewidth=0.7, alpha=0.5, zorder=1)
+    if not labels:
+        return 0.0
     for i, s in enumerate(shades):
         style = EVENT_STYLE.get(s.kind, EVENT_STYLE["load"])
+        top = 1.0 - i * LANE
         ax.axvspan(
             s.start_s,
             s.end_s,
-            color=style["color"],
-            alpha=style["alpha"],
+            ymin=top - LANE * 0.9,
+            ymax=top,
+            facecolor=style["color"],
+            alpha=0.22,
             hatch=style["hatch"],
+            edgecolor=style["color"],
             linewidth=0,
-            zorder=0,
+            zorder=2,
         )
-        ax.axvline(s.start_s, color=style["color"], linewidth=0.8, alpha=0.6, zorder=1)
-        if labels:
-            ax.text(
-                s.start_s,
-                1.0 - 0.075 * (i % 4),
-                f" {s.label}",
-                transform=ax.get_xaxis_transform(),
-                fontsize=7.5,
-                va="top",
-                ha="left",
-                color=style["color"],
-                zorder=5,
-            )
+        ax.text(
+            s.start_s,
+            top - LANE * 0.45,
+            f" {s.label}",
+            transform=ax.get_xaxis_transform(),
+            fontsize=7.5,
+            va="center",
+            ha="left",
+            color="black",
+            clip_on=True,
+            zorder=5,
+        )
+    return len(shades) * LANE
+
+
+def _headroom(ax: Axes, data_top: float, lanes: float) -> None:
+    """A y-range whose data stays below the event lanes."""
+    ax.set_ylim(0, max(data_top, 1e-9) * 1.08 / max(0.25, 1.0 - lanes))
 
 
 def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
     """Saturation (demand / capacity) per component over time, with the SLO ceiling."""
     fig, ax = _axes(ax)
-    shade_events(ax, ctx.shades)
+    lanes = shade_events(ax, ctx.shades)
     top = 1.0
     for name, rows in df.groupby("component", sort=False):
         color = COMPONENT_COLORS.get(str(name))
-        sat = rows["saturation"] * 100
+        sat = rows["saturation"]
         ax.step(
             *_extend(rows["t_s"], sat, ctx.duration_s),
             where="post",
@@ -197,7 +219,7 @@ def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None)
         if not down.empty:
             ax.scatter(
                 down["t_s"] + 0.5,
-                [2] * len(down),
+                [0.02] * len(down),
                 marker="x",
                 color=color,
                 s=18,
@@ -205,22 +227,22 @@ def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None)
             )
     if ctx.ceiling is not None:
         ax.axhline(
-            ctx.ceiling * 100,
+            ctx.ceiling,
             color="black",
             linestyle="--",
             linewidth=1,
-            label=f"SLO ceiling {ctx.ceiling:.0%}",
+            label=f"SLO ceiling {ctx.ceiling:.2f}",
         )
-    ax.axhline(100, color="gray", linestyle=":", linewidth=0.8)
-    ax.set_ylim(0, top * 100 * 1.25)
-    _finish(ax, ctx, "saturation: demand / capacity (%)", "Saturation per component")
+    ax.axhline(1.0, color="gray", linestyle=":", linewidth=0.8)
+    _headroom(ax, top, lanes)
+    _finish(ax, ctx, "saturation: demand / capacity", "Saturation per component")
     return fig
 
 
 def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
     """URLs offered, served and failed (stacked by cause) per second."""
     fig, ax = _axes(ax)
-    shade_events(ax, ctx.shades)
+    lanes = shade_events(ax, ctx.shades)
     per_window = df.groupby("window", sort=True)
     t = per_window["t_s"].first()
     offered = df[df["component"] == ctx.entry].set_index("window")["demand"]
@@ -254,7 +276,7 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
         linewidth=1.4,
         label=ctx.offered_label,
     )
-    ax.set_ylim(0, max(float(offered.max()), float(bottom.max())) * 1.3)
+    _headroom(ax, max(float(offered.max()), float(bottom.max())), lanes)
     _finish(ax, ctx, "URLs per second", "Offered, served and failed")
     return fig
 
@@ -263,7 +285,7 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
     """URLs waiting in the entry queue (the frontier) at the end of each second, against
     its buffer."""
     fig, ax = _axes(ax)
-    shade_events(ax, ctx.shades)
+    lanes = shade_events(ax, ctx.shades)
     rows = df[df["component"] == ctx.entry]
     ax.step(
         *_extend(rows["t_s"], rows["backlog"], ctx.duration_s),
@@ -280,7 +302,7 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
             linewidth=1,
             label=f"buffer {ctx.frontier_buffer:,} URLs",
         )
-    ax.set_ylim(0, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1) * 1.3)
+    _headroom(ax, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1), lanes)
     _finish(ax, ctx, "URLs waiting", f"{literal(ctx.entry).capitalize()} backlog")
     return fig
 
@@ -310,14 +332,13 @@ def overlay(results: Sequence[Result]) -> Figure:
     fig = Figure(figsize=(11, 10))
     axes = fig.subplots(3, 1, sharex=True)
     ctx = context(results[0])
-    for ax in axes:
-        shade_events(ax, ctx.shades, labels=ax is axes[0])
+    lanes = [shade_events(ax, ctx.shades, labels=ax is axes[0]) for ax in axes]
     colors = mpl.rcParams["axes.prop_cycle"].by_key()["color"]
     frames = [r.windows() for r in results]
     for i, (r, df) in enumerate(zip(results, frames, strict=True)):
         color = colors[i % len(colors)]
         label = f"{literal(r.design.name)} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
-        peak = df.groupby("window")["saturation"].max() * 100
+        peak = df.groupby("window")["saturation"].max()
         t = df.groupby("window")["t_s"].first()
         end = ctx.duration_s
         axes[0].step(*_extend(t, peak, end), where="post", color=color, linewidth=1.6, label=label)
@@ -344,13 +365,13 @@ def overlay(results: Sequence[Result]) -> Figure:
     )
     if ctx.ceiling is not None:
         axes[0].axhline(
-            ctx.ceiling * 100,
+            ctx.ceiling,
             color="black",
             linestyle="--",
             linewidth=1,
-            label=f"SLO ceiling {ctx.ceiling:.0%}",
+            label=f"SLO ceiling {ctx.ceiling:.2f}",
         )
-    axes[0].set_ylabel("highest saturation (%)")
+    axes[0].set_ylabel("highest saturation")
     axes[1].set_ylabel("served URLs per second")
     entries = {next(iter(r.metrics.components)) for r in results}
     shown = literal(ctx.entry) if len(entries) == 1 else "entry queue"
@@ -361,9 +382,11 @@ def overlay(results: Sequence[Result]) -> Figure:
         f"({results[0].engine} engine, seed {results[0].seed})",
         fontsize=10,
     )
-    for ax in axes:
+    for ax, lane in zip(axes, lanes, strict=True):
         ax.set_xlim(0, ctx.duration_s)
-        ax.set_ylim(bottom=0)
+        # The data's top: its step lines (the event lines are in axes units).
+        tops = [float(np.nanmax(np.asarray(ln.get_ydata(), dtype=float))) for ln in ax.lines]
+        _headroom(ax, max([t for t in tops if np.isfinite(t)], default=1.0), lane)
         ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig
