@@ -80,7 +80,9 @@ class Samples:
     def of(cls, ticks: object, values_ms: object, weights: object | None = None) -> Samples:
         t = np.asarray(ticks, dtype=np.int64)
         v = np.asarray(values_ms, dtype=float)
-        w = np.ones(len(v)) if weights is None else np.asarray(weights, dtype=float)
+        if weights is None:  # every sample counts once: no copies to filter
+            return cls(t, v, np.ones(len(v)))
+        w = np.asarray(weights, dtype=float)
         keep = w > 0
         return cls(t[keep], v[keep], w[keep])
 

@@ -23,6 +23,7 @@ on the nodes they name on the tick grid. The run ends in the same
 from __future__ import annotations
 
 import itertools
+from array import array
 from collections import deque
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -86,9 +87,10 @@ class Run:
         self.per_s = 1.0 / timeline.tick_s
         self.end_s = timeline.n_ticks * timeline.tick_s
         self.warmup_s = warmup_s
-        # Per node: latencies (s) and the arrival tick of each URL they belong to.
-        self.samples: dict[str, list[float]] = {}
-        self.sample_ticks: dict[str, list[int]] = {}
+        # Per node: latencies (s) and the arrival tick of each URL they belong to, in
+        # packed arrays (8 bytes a sample).
+        self.samples: dict[str, array[float]] = {}
+        self.sample_ticks: dict[str, array[int]] = {}
 
     def k(self, t: float) -> int:
         """The tick instant ``t`` falls in."""
@@ -96,8 +98,10 @@ class Run:
 
     def sample(self, name: str, url: Url, seconds: float) -> None:
         if url.measured:
-            self.samples.setdefault(name, []).append(seconds)
-            self.sample_ticks.setdefault(name, []).append(url.tick)
+            if name not in self.samples:
+                self.samples[name], self.sample_ticks[name] = array("d"), array("q")
+            self.samples[name].append(seconds)
+            self.sample_ticks[name].append(url.tick)
 
     def at(self, tick: int) -> simpy.Timeout:
         return self.env.timeout(max(0.0, tick * self.tick_s - self.env.now))

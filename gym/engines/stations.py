@@ -14,7 +14,7 @@ import heapq
 import itertools
 import math
 from collections import deque
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -499,10 +499,12 @@ def capacity_of(changes: list[tuple[int, float]], n: int, tick_ms: int) -> np.nd
     return out
 
 
-def latency_of(samples: dict[str, list[float]], ticks: dict[str, list[int]]) -> dict[str, Samples]:
+def latency_of(
+    samples: Mapping[str, Sequence[float]], ticks: Mapping[str, Sequence[int]]
+) -> dict[str, Samples]:
     """Per-URL latencies (s), by component, as the run record's samples in ms."""
     return {
-        name: Samples.of(ticks[name], np.asarray(values) * 1000.0)
+        name: Samples.of(np.asarray(ticks[name]), np.asarray(values, dtype=np.float64) * 1000.0)
         for name, values in samples.items()
-        if values
+        if len(values)
     }
