@@ -53,13 +53,17 @@ def child_cpu(argv: list[str]) -> float:
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def child_peak_mb(code: str) -> float:
-    """Peak resident memory (MB) of a child Python process running ``code``."""
-    probe = code + "\nimport resource\nprint(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)"
+def child_peak_mb(setup: str, code: str) -> float:
+    """Peak memory (MB) Python and numpy allocate while a child process runs ``code``
+    after ``setup`` (tracemalloc: what the run itself holds, not the imports)."""
+    probe = (
+        f"{setup}\nimport tracemalloc\ntracemalloc.start()\n{code}\n"
+        "print(tracemalloc.get_traced_memory()[1])"
+    )
     out = subprocess.run(
         [sys.executable, "-c", probe], cwd=ROOT, env=ENV, capture_output=True, text=True
     )
-    return int(out.stdout.split()[-1]) / 1024
+    return int(out.stdout.split()[-1]) / 1e6
 
 
 def in_process(fn: Callable[[], Any], repeat: int = 1) -> float:
@@ -156,13 +160,12 @@ def main() -> None:
             "s = gym.load_scenario('scenarios/crawler-chaos.yaml')\n"
             "from benchmarks import baseline_request\n"
         )
-        idle = child_peak_mb(load)
-        ours = child_peak_mb(load + "gym.simulate(d, s, engine='request')") - idle
-        base = child_peak_mb(load + "baseline_request.run(d, s)") - idle
+        ours = child_peak_mb(load, "gym.simulate(d, s, engine='request')")
+        base = child_peak_mb(load, "baseline_request.run(d, s)")
         urls = gym.simulate(design, scenario).metrics.offered
         rows.append(
             {
-                "what": "request engine memory per URL vs the baseline's (peak RSS over imports)",
+                "what": "request engine memory per URL vs the baseline's (traced peak)",
                 "ours_s": ours * 1e6 / urls,
                 "baseline_s": base * 1e6 / urls,
                 "ratio": ours / base,
