@@ -260,6 +260,13 @@ def suggest(
         )
     units, fixed, r = found
     fixed, r = _smallest(search, fixed, r)
+    if not changes(design, fixed):  # the flow engine passes what the request engine failed
+        return NoFix(
+            runs=search.runs,
+            limit=limit,
+            reason=f"the flow engine passes this design as it is (seed {result.seed}), so "
+            f"there is no change to suggest; the {result.engine} engine's run fails it",
+        )
     return Fix(
         changes=changes(design, fixed),
         design=fixed,

@@ -18,6 +18,8 @@ from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
 
 runner = CliRunner()
 SYSTEMS = ROOT / "designs" / "systems"
+SHORTENER = ROOT / "scenarios" / "systems" / "url-shortener.yaml"
+INGESTION = ROOT / "scenarios" / "systems" / "ingestion.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -80,20 +82,12 @@ def test_a_design_over_its_cost_slo_is_fixed_by_removing_units() -> None:
 def test_a_graph_designs_fix_passes_when_its_design_is_run() -> None:
     """A graph design is fixed in its nodes' units; the fixed design (what --json and
     --out give) passes when run again."""
-    r = gym.simulate(
-        SYSTEMS / "url-shortener-undersized.yaml",
-        ROOT / "scenarios" / "systems" / "url-shortener.yaml",
-        seed=0,
-    )
+    r = gym.simulate(SYSTEMS / "url-shortener-undersized.yaml", SHORTENER, seed=0)
     fix = suggest(r)
     assert isinstance(fix, Fix)
     assert all(c.path.startswith("graph.nodes.") for c in fix.changes)
     data = fix.to_json()["design"]
-    again = gym.simulate(
-        gym.GraphDesign.model_validate(data),
-        ROOT / "scenarios" / "systems" / "url-shortener.yaml",
-        seed=0,
-    )
+    again = gym.simulate(gym.GraphDesign.model_validate(data), SHORTENER, seed=0)
     assert again.passed and again.metrics.cost_units == fix.cost_units
 
 
@@ -101,11 +95,7 @@ def test_no_fix_says_how_far_it_looked_and_what_still_fails() -> None:
     """ingestion-no-headroom writes straight to a database that stalls: no number of
     units saves the writes in flight, so availability stays near 0.91 whatever the
     search buys, up to the 12-unit cost SLO."""
-    r = gym.simulate(
-        SYSTEMS / "ingestion-no-headroom.yaml",
-        ROOT / "scenarios" / "systems" / "ingestion.yaml",
-        seed=0,
-    )
+    r = gym.simulate(SYSTEMS / "ingestion-no-headroom.yaml", INGESTION, seed=0)
     nofix = suggest(r)
     assert isinstance(nofix, NoFix)
     assert nofix.limit == 12 and nofix.runs > 10
@@ -168,3 +158,17 @@ def test_a_graph_with_nothing_bought_in_units_says_there_is_nothing_to_search(
     assert fix["found"] is False and fix["summary"].startswith("nothing to search")
     text = runner.invoke(app, ["run", str(design), "-s", str(scenario)])
     assert text.exit_code == 1 and "No fix found" in text.stdout
+
+
+def test_no_change_is_suggested_when_the_flow_engine_passes_the_design_as_it_is() -> None:
+    """The search runs the flow engine; a design a request-engine run failed but the flow
+    engine passes unchanged gets no fix of "no change", but the reason."""
+    import dataclasses
+
+    passed = gym.simulate(REFERENCE, CHAOS, seed=0)
+    failed = dataclasses.replace(passed, verdict="fail", engine="request")
+    nofix = suggest(failed)
+    # Two runs: the reference with its units filled (a frontier buffer of 100,000, not
+    # 80,000) passes, and so does the reference once the buffer is given back.
+    assert isinstance(nofix, NoFix) and nofix.runs == 2
+    assert "passes this design as it is" in nofix.summary()
