@@ -574,7 +574,8 @@ def run(
     if not result.passed and not no_fix:
         from gym.fix import suggest
 
-        fix = suggest(result)
+        with _status("searching for the cheapest change that passes"):
+            fix = suggest(result)
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()
@@ -751,9 +752,24 @@ def _count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | N
 
 
 @contextmanager
-def _search_progress() -> Iterator[
-    tuple[Callable[[int], None] | None, Callable[[int], None] | None]
-]:
+def _status(text: str) -> Iterator[None]:
+    """A spinner with ``text`` on stderr while a step runs (terminals only)."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    if not console.is_terminal:
+        yield
+        return
+    with console.status(text):
+        yield
+
+
+#: A progress callback: called with a count (runs planned, or runs finished).
+_Counter = Callable[[int], None]
+
+
+@contextmanager
+def _search_progress() -> Iterator[tuple[_Counter | None, _Counter | None]]:
     """A progress bar on stderr (terminals only) for a search whose work is planned as it
     goes: ``plan`` adds runs to the total, ``advance`` counts finished ones; the time
     left is for the runs planned so far."""
