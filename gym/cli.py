@@ -575,7 +575,7 @@ def run(
         from gym.fix import suggest
 
         with _status("searching for the cheapest change that passes"):
-            fix = suggest(result)
+            fix = suggest(result, user_sets=sets or ())
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()
@@ -771,8 +771,9 @@ _Counter = Callable[[int], None]
 @contextmanager
 def _search_progress() -> Iterator[tuple[_Counter | None, _Counter | None]]:
     """A progress bar on stderr (terminals only) for a search whose work is planned as it
-    goes: ``plan`` adds runs to the total, ``advance`` counts finished ones; the time
-    left is for the runs planned so far."""
+    goes: ``plan`` changes the total, ``advance`` counts finished runs. The total starts
+    at every design's first run up to the cost limit, so the time left is at most that
+    and shrinks when the search stops early."""
     from rich.console import Console
     from rich.progress import (
         BarColumn,
@@ -791,8 +792,9 @@ def _search_progress() -> Iterator[tuple[_Counter | None, _Counter | None]]:
         BarColumn(),
         TextColumn("{task.completed:,.0f}/{task.total:,.0f} runs"),
         TimeElapsedColumn(),
-        TextColumn("left"),
+        TextColumn("elapsed, at most"),
         TimeRemainingColumn(),
+        TextColumn("left"),
     )
     with Progress(*columns, console=console, transient=True) as bar:
         task = bar.add_task("search", total=0)
@@ -932,7 +934,7 @@ def compare_cmd(
     if inputs:
         console.print(Text("\nInputs that differ", style="bold"))
         given = Table(show_edge=False, pad_edge=False)
-        given.add_column("field")
+        given.add_column("field", no_wrap=True)  # a path cut short names no field
         for r in rs:
             given.add_column(_one_line(r.design.name), justify="right")
         for path, values in inputs.items():
@@ -950,6 +952,8 @@ def _shown_value(value: object) -> str:
         return "none"
     if isinstance(value, float):
         return f"{value:.12g}"
+    if isinstance(value, list | dict):  # YAML's flow style, as a design file may write it
+        return json.dumps(value, separators=(", ", ": "))
     return str(value)
 
 
@@ -1085,7 +1089,7 @@ def report_cmd(
     from gym.fix import suggest
     from gym.report.html import render
 
-    write_file(target, render(results[0], suggest(results[0])), "-o")
+    write_file(target, render(results[0], suggest(results[0], user_sets=sets or ())), "-o")
     _console().print(
         f"wrote {_one_line(target)} ({_one_line(results[0].design.name)}: "
         f"{results[0].verdict.upper()})"
@@ -1748,7 +1752,8 @@ def _print_fix(fix: Fix | NoFix, console: Console) -> None:
     )
     sets = fix.sets()
     if sets:
-        console.print("  apply it: " + " ".join(f"--set {_one_line(s)}" for s in sets))
+        how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
+        console.print(f"  {how}: " + " ".join(f"--set {_one_line(s)}" for s in sets))
     else:
         console.print("  (it adds or removes a section: --out writes the fixed design)")
 

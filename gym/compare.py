@@ -18,6 +18,9 @@ def fields(design: object) -> dict[str, Any]:
     out: dict[str, Any] = {}
 
     def walk(value: Any, path: str) -> None:
+        if path == "graph.edges" and isinstance(value, list):
+            out[path] = ", ".join(_edge(e) for e in value)  # one line: the wiring
+            return
         if isinstance(value, dict) and value:
             for key, v in value.items():
                 walk(v, f"{path}.{key}" if path else str(key))
@@ -26,6 +29,19 @@ def fields(design: object) -> dict[str, Any]:
 
     walk(data, "")
     return out
+
+
+def _edge(edge: dict[str, Any]) -> str:
+    """A graph edge as ``from -> to``, with its share and delay where not the defaults."""
+    extra = []
+    if edge.get("share", 1.0) != 1.0:
+        extra.append(f"share {edge['share']:g}")
+    if edge.get("delay_s", 0.0):
+        extra.append(f"delay {edge['delay_s']:g} s")
+    for key, value in edge.items():
+        if key not in ("from", "to", "share", "delay_s") and value not in (None, False):
+            extra.append(f"{key} {value}")
+    return f"{edge['from']} -> {edge['to']}" + (f" ({', '.join(extra)})" if extra else "")
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,12 @@ cost, one unit at a time, on the parts the failing run implicates:
 
 It is a uniform-cost search: the cheapest candidate not yet run is run next (ties: the
 one whose parent missed its SLOs by the least), so the first that passes is the cheapest
-on the paths the runs implicate. It assumes that more units of a part never hurt, which
-holds for the parts each on its own but not always in combination (a faster fleet sends
-more writes to a saturated store); where it does not hold, the search may suggest a
+on the paths the runs implicate. From there each part in turn gives up a unit while the
+design still passes (a search that came down from a design over the cost SLO stops at
+the first candidate under it, which may hold more than it needs).
+
+It assumes that more units of a part never hurt, which is not always so (a faster fleet
+sends more writes to a saturated store); where it does not hold, the search may suggest a
 costlier fix than the cheapest, never one that fails: the fix is the run that passed.
 Last, each changed field gets the user's own value back where the design still passes
 with it, so the change shown is as small as the runs allow.
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -85,6 +89,8 @@ class Fix:
     result: Result
     units: dict[str, int]
     runs: int  # simulations the search spent
+    #: The user's own ``--set`` options of the design the fix changes (kept by sets()).
+    user_sets: tuple[str, ...] = ()
     found: ClassVar[bool] = True
 
     @property
@@ -103,11 +109,18 @@ class Fix:
         )
 
     def sets(self) -> list[str]:
-        """The ``--set PATH=VALUE`` options that apply the fix to the design file, or none
-        when a change adds or removes a whole section (then the fixed design says it)."""
-        if any(isinstance(c.old, dict | list) or c.old is None for c in self.changes):
+        """The ``--set PATH=VALUE`` options that apply the fix to the design file: the
+        user's own ``--set`` options of the fields it does not change, then its changes;
+        none when a change adds or removes a whole section (the fixed design says it)."""
+        from gym.loading import parse_override
+
+        if any(
+            isinstance(c.old, dict | list) or isinstance(c.new, dict | list) for c in self.changes
+        ):
             return []
-        return [f"{c.path}={_shown(c.new)}" for c in self.changes]
+        changed = {c.path for c in self.changes}
+        kept = [s for s in self.user_sets if ".".join(parse_override(s)[0]) not in changed]
+        return kept + [f"{c.path}={_exact(c.new)}" for c in self.changes]
 
     def to_json(self) -> dict[str, Any]:
         from gym.optimize import design_mapping
@@ -200,12 +213,17 @@ class _Search:
 
 
 def suggest(
-    result: Result, *, max_runs: int = MAX_RUNS, max_cost: int | None = None
+    result: Result,
+    *,
+    max_runs: int = MAX_RUNS,
+    max_cost: int | None = None,
+    user_sets: Sequence[str] = (),
 ) -> Fix | NoFix | None:
     """The cheapest change to ``result``'s design that passes its scenario (see the module
     docstring); :class:`NoFix` when no candidate within ``max_runs`` runs and the cost
     limit (``max_cost``, else the cost SLO, else the design's units plus
-    :data:`REACH_UNITS`) passes; None when the run passed."""
+    :data:`REACH_UNITS`) passes; None when the run passed. ``user_sets``: the ``--set``
+    options the design was loaded with, for the fix's own (:meth:`Fix.sets`)."""
     from gym.costing import units_of
     from gym.optimize import space_for
 
@@ -259,6 +277,19 @@ def suggest(
             else dict(zip(space.parts, closest[1], strict=True)),
         )
     units, fixed, r = found
+    # Cheaper still: a unit less of a part, while the design passes (coming down from a
+    # design over the cost SLO, the first pass can be above what the design needs).
+    lower = True
+    while lower and search.runs < max_runs:
+        lower = False
+        for i, least in enumerate(space.mins):
+            down = tuple(u - (j == i) for j, u in enumerate(units))
+            if down[i] < least or (candidate := search.build(down)) is None:
+                continue
+            trial = search.run(candidate)
+            if trial.passed:
+                units, fixed, r, lower = down, candidate, trial, True
+                break
     fixed, r = _smallest(search, fixed, r)
     if not changes(design, fixed):  # the flow engine passes what the request engine failed
         return NoFix(
@@ -273,6 +304,7 @@ def suggest(
         result=r,
         units={p: n for p, n in zip(space.parts, units, strict=True) if n},
         runs=search.runs,
+        user_sets=tuple(user_sets),
     )
 
 
@@ -383,14 +415,27 @@ def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[C
     return out
 
 
+def _exact(value: Any) -> str:
+    """A value as ``--set`` reads it back to the same value: YAML's null and booleans,
+    floats in full where 12 digits would change them (and so, maybe, their units)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        short = f"{value:.12g}"
+        return short if float(short) == value else repr(value)
+    return str(value)
+
+
 def _measured(value: float | None) -> str:
     return "undefined" if value is None else f"{value:,.4g}"
 
 
 def _shown(value: Any) -> str:
-    """A value as a design file writes it."""
+    """A value as a design file writes it (in full where 12 digits would change it)."""
     if isinstance(value, float):
-        return f"{value:.12g}"
+        return _exact(value)
     if value is None:
         return "none"
     if isinstance(value, dict):

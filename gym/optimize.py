@@ -40,6 +40,20 @@ COMPONENTS = ("frontier", "fetchers", "cache", "page_store", "async_writer")
 M = TypeVar("M", Design, GraphDesign)
 
 
+def slo_margin(result: MonteCarloResult) -> float:
+    """The smallest relative slack over the SLOs (mean measured vs target)."""
+    slack = []
+    for s in result.slos:
+        if s.mean is None:  # undefined in every run: no slack at all
+            slack.append(-1.0)
+            continue
+        if s.target == 0:
+            continue
+        gap = (s.mean - s.target) if s.op == ">=" else (s.target - s.mean)
+        slack.append(gap / abs(s.target))
+    return min(slack) if slack else 0.0
+
+
 @dataclass(frozen=True)
 class Candidate:
     """A unit-aligned design and how it did."""
@@ -58,16 +72,7 @@ class Candidate:
 
     def margin(self) -> float:
         """The smallest relative slack over the SLOs (mean measured vs target)."""
-        slack = []
-        for s in self.result.slos:
-            if s.mean is None:  # undefined in every run: no slack at all
-                slack.append(-1.0)
-                continue
-            if s.target == 0:
-                continue
-            gap = (s.mean - s.target) if s.op == ">=" else (s.target - s.mean)
-            slack.append(gap / abs(s.target))
-        return min(slack) if slack else 0.0
+        return slo_margin(self.result)
 
     def describe(self) -> str:
         return _described(self.units)
@@ -124,7 +129,8 @@ class Optimum:
         out: dict[str, Any] = {
             "found": self.best is not None,
             "runs_per_design": self.runs,
-            "confidence": self.confidence,
+            # one run per design: its own verdict, no confidence rule
+            "confidence": self.confidence if self.runs > 1 else None,
             "designs_evaluated": self.evaluated,
             "simulations": self.simulations,
             "designs_skipped": self.skipped,
@@ -376,6 +382,13 @@ def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
     return crawler_space(base)
 
 
+def _first_run_rank(run: dict[str, Any]) -> tuple[bool, int, float]:
+    """How close one run came to passing: passed, fewer SLOs failed, more margin."""
+    failed = sum(1 for v in run["slos"].values() if not v["passed"])
+    margin = slo_margin(MonteCarloResult([run]))
+    return run["verdict"] == "pass", -failed, margin
+
+
 def _failures(runs: list[dict[str, Any]]) -> int:
     return sum(1 for r in runs if r["verdict"] != "pass")
 
@@ -552,7 +565,8 @@ def search(
     (:func:`allowed_failures`): the verdicts are those of every design running every
     seed, for a fraction of the runs. The best design of a cost where none passes runs
     all its seeds, for the "why nothing cheaper" figures. ``progress`` is called with
-    each batch of finished runs, ``plan`` with each batch of runs planned."""
+    each batch of finished runs, ``plan`` with each change of the runs planned (every
+    design's first run at the start, less what is not needed when the search stops)."""
     executor = executor or Serial()
     space = space_for(scenario, base)
     limit = check(
@@ -569,9 +583,22 @@ def search(
     stop_at = limit
     name = f"cheapest-for-{scenario.name}"
 
+    k = len(space.parts)
+
+    def at_cost(cost: int) -> int:
+        """How many unit sets a cost has: its spare units over the parts."""
+        spare = cost - space.min_cost
+        return math.comb(spare + k - 1, k - 1) if spare >= 0 else 0
+
+    # Every design's first run is planned at once (the bar moves forward only); the runs
+    # of later stages as they are known, and what is not needed is taken back.
+    screens = {cost: at_cost(cost) for cost in range(space.min_cost, limit + 1)}
+    if plan:
+        plan(sum(screens.values()))
+
     def run(designs: list[Design | GraphDesign], seeds: range) -> list[list[dict[str, Any]]]:
         """Each design's results for ``seeds`` (offsets from ``seed``)."""
-        if plan:
+        if plan and seeds.start > 0:
             plan(len(designs) * len(seeds))
         picked = range(seed + seeds.start, seed + seeds.stop)
         tasks = [t for d in designs for t in tasks_for(d, scenario, picked)]
@@ -582,6 +609,8 @@ def search(
 
     for cost in range(space.min_cost, limit + 1):
         if cost > stop_at:
+            if plan:  # the levels left: not run
+                plan(-sum(n for c, n in screens.items() if c >= cost))
             break
         sets, designs = [], []
         for u in _unit_sets(cost, space):
@@ -591,6 +620,8 @@ def search(
                 opt.skipped += 1
                 continue
             sets.append(u)
+        if plan and len(designs) < screens[cost]:  # unit sets no design file can say
+            plan(len(designs) - screens[cost])
         if not designs:
             continue
         done: list[list[dict[str, Any]]] = [[] for _ in designs]
@@ -607,14 +638,9 @@ def search(
         ]
         good = [c for c in level if c.passed]
         if not good and opt.best is None:
-            # The best try of this cost, by the runs it made, runs every seed.
-            i = max(
-                range(len(designs)),
-                key=lambda i: (
-                    1.0 - _failures(done[i]) / len(done[i]),
-                    Candidate(sets[i], designs[i], MonteCarloResult(done[i])).margin(),
-                ),
-            )
+            # The best try of this cost, by its first run (every design made it): passed,
+            # then the fewest SLOs failed, then the least short of them; it runs every seed.
+            i = max(range(len(designs)), key=lambda i: _first_run_rank(done[i][0]))
             rest = range(len(done[i]), runs)
             if len(rest):
                 done[i] += run([designs[i]], rest)[0]

@@ -21,7 +21,7 @@ from gym import optimize, sweep
 from gym.cli import app
 from gym.montecarlo import run_many, runs_needed, wilson
 from gym.parallel import LocalPool, Serial
-from tests.conftest import CHAOS, REFERENCE, design, scenario, stop
+from tests.conftest import CHAOS, REFERENCE, ROOT, design, scenario, stop
 
 runner = CliRunner()
 
@@ -162,14 +162,23 @@ def test_optimizer_finds_the_hand_worked_answer() -> None:
     assert again.to_json() == opt.to_json()
 
 
-@pytest.mark.parametrize(("runs", "confidence"), [(20, 0.8), (12, 0.5), (1, 0.8)])
+@pytest.mark.parametrize(
+    ("scenario_file", "runs", "confidence"),
+    [
+        (CHAOS, 20, 0.8),
+        (CHAOS, 12, 0.5),
+        (CHAOS, 1, 0.8),
+        (ROOT / "scenarios" / "levers" / "freshness.yaml", 20, 0.8),
+    ],
+)
 def test_staged_search_gives_the_answer_of_every_design_running_every_seed(
-    runs: int, confidence: float, monkeypatch: pytest.MonkeyPatch
+    scenario_file: Path, runs: int, confidence: float, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The optimizer stops running a design once it has failed more runs than the
-    confidence allows; its answer (best, runner-ups, the best try of each cheaper cost)
-    is that of running every seed of every design, for a fraction of the runs."""
-    sc = gym.load_scenario(CHAOS)
+    confidence allows; its answer (best, runner-ups, the best try of each cheaper cost,
+    chosen by its first run) is that of running every seed of every design, for a
+    fraction of the runs."""
+    sc = gym.load_scenario(scenario_file)
     staged = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)
     monkeypatch.setattr(optimize, "_stages", lambda n: [range(n)])
     every = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)

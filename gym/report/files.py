@@ -74,7 +74,11 @@ def write_run(
             written.append(path)
         return written + plots.save_all(result, work, df)
 
-    return write_dir(directory, fill, "--out", force=force)
+    written = write_dir(directory, fill, "--out", force=force)
+    stale = directory / "fixed-design.yaml"
+    if stale not in written and stale.is_file():  # an earlier run's fix (with --force)
+        stale.unlink()
+    return written
 
 
 def write_runs(
