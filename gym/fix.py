@@ -18,9 +18,9 @@ cost, one unit at a time, on the parts the failing run implicates:
 
 It is a uniform-cost search: the cheapest candidate not yet run is run next (ties: the
 one whose parent missed its SLOs by the least), so the first that passes is the cheapest
-on the paths the runs implicate. From there each part in turn gives up a unit while the
-design still passes (a search that came down from a design over the cost SLO stops at
-the first candidate under it, which may hold more than it needs).
+on the paths the runs implicate. When the design was over the cost SLO, each part in turn
+then gives up a unit while the design still passes (the search stops at the first
+candidate under the limit, which may hold more than it needs).
 
 It assumes that more units of a part never hurt, which is not always so (a faster fleet
 sends more writes to a saturated store); where it does not hold, the search may suggest a
@@ -110,17 +110,27 @@ class Fix:
 
     def sets(self) -> list[str]:
         """The ``--set PATH=VALUE`` options that apply the fix to the design file: the
-        user's own ``--set`` options of the fields it does not change, then its changes;
-        none when a change adds or removes a whole section (the fixed design says it)."""
+        user's own ``--set`` options of the fields it does not change, then its changes
+        (a section it adds, field by field; one it removes, as null)."""
         from gym.loading import parse_override
 
-        if any(
-            isinstance(c.old, dict | list) or isinstance(c.new, dict | list) for c in self.changes
-        ):
-            return []
-        changed = {c.path for c in self.changes}
-        kept = [s for s in self.user_sets if ".".join(parse_override(s)[0]) not in changed]
-        return kept + [f"{c.path}={_exact(c.new)}" for c in self.changes]
+        out = []
+        for c in self.changes:
+            if isinstance(c.new, dict):  # a section added: each of its fields
+                out += [f"{path}={_exact(v)}" for path, v in _leaves(c.new, c.path)]
+            else:
+                out.append(f"{c.path}={_exact(c.new)}")
+        changed = {s.partition("=")[0] for s in out} | {c.path for c in self.changes}
+        kept = [
+            s
+            for s in self.user_sets
+            if not any(
+                p == c or p.startswith(c + ".")
+                for c in changed
+                for p in [".".join(parse_override(s)[0])]
+            )
+        ]
+        return kept + out
 
     def to_json(self) -> dict[str, Any]:
         from gym.optimize import design_mapping
@@ -277,9 +287,10 @@ def suggest(
             else dict(zip(space.parts, closest[1], strict=True)),
         )
     units, fixed, r = found
-    # Cheaper still: a unit less of a part, while the design passes (coming down from a
-    # design over the cost SLO, the first pass can be above what the design needs).
-    lower = True
+    # Coming down from a design over the cost SLO, the first pass can hold more than the
+    # design needs: a unit less of a part, while it passes.
+    over_cost = any(c.name == "cost_units" and not c.passed for c in result.checks)
+    lower = over_cost
     while lower and search.runs < max_runs:
         lower = False
         for i, least in enumerate(space.mins):
@@ -412,6 +423,19 @@ def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[C
             out.append(Change(path, a, b))
 
     walk(_mapping(before), _mapping(after), "")
+    return out
+
+
+def _leaves(data: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    """Every field of a section by its dotted path (None and empty values left out: the
+    defaults)."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        here = f"{path}.{key}"
+        if isinstance(value, dict):
+            out += _leaves(value, here)
+        elif value is not None and value != []:
+            out.append((here, value))
     return out
 
 

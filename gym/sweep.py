@@ -164,6 +164,15 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
     axes = plan(varies, fixed)
     # read once: up to 100,000 values and points, each a load of the base with its values
     contents = read_yaml(base)
+    # What is wrong with the base (or a --set) whatever the varied values: said as it is,
+    # by file and field, not as a fault of each --vary value.
+    varied = [path for path, _ in axes]
+    try:
+        load_design(base, fixed or [], contents=contents)
+    except GymError as err:
+        own = [p for p in err.problems if not _about(p.field, varied)]
+        if own:
+            raise GymError(own) from None
     # The ends of every axis first, then whole axes from the shortest: a bad value is
     # usually found in milliseconds, not after loading 100,000 good ones.
     ends = [(path, v) for path, values in axes for v in dict.fromkeys([values[0], values[-1]])]
@@ -188,6 +197,13 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
                 + "; ".join(str(p) for p in err.problems),
             ) from None
     return points
+
+
+def _about(field: str | None, paths: list[str]) -> bool:
+    """Whether a problem's field is one of ``paths``, inside one, or holds one."""
+    if not field:
+        return False
+    return any(field == p or field.startswith(p + ".") or p.startswith(field + ".") for p in paths)
 
 
 def check_system(points: list[Point], scenario: Scenario) -> None:

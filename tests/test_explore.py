@@ -331,3 +331,26 @@ def test_run_many_is_deterministic() -> None:
     b = run_many(d, sc, runs=4, executor=LocalPool(2)).to_json()
     assert a == b
     assert not math.isnan(a["pass_probability"])
+
+
+def test_sweep_names_the_file_and_field_of_a_bad_base_not_the_vary(tmp_path: Path) -> None:
+    """A fault of the base design or of a --set is said by file and field, as `gym run`
+    says it, not as a fault of each --vary value; a field that only --vary gives is no
+    fault of the base."""
+    starter = str(ROOT / "designs" / "starter.yaml")
+    res = runner.invoke(
+        app, ["sweep", starter, "--set", "fetchers.bogus=1", "--vary", "cache.hit_ratio=0.6,0.9"]
+    )
+    assert res.exit_code == 2
+    assert res.stderr.startswith(f"error: {starter}: fetchers.bogus: unknown key")
+    assert "--vary" not in res.stderr
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("")
+    res = runner.invoke(app, ["sweep", str(empty), "--vary", "cache.hit_ratio=0.6,0.9"])
+    assert res.exit_code == 2 and "the file is empty" in res.stderr and "--vary" not in res.stderr
+    no_replicas = tmp_path / "no-replicas.yaml"
+    no_replicas.write_text(
+        (ROOT / "designs" / "starter.yaml").read_text().replace("replicas: 3, ", "")
+    )
+    res = runner.invoke(app, ["sweep", str(no_replicas), "--vary", "fetchers.replicas=3..4"])
+    assert res.exit_code in (0, 1), res.stderr  # every point is a whole design
