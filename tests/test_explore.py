@@ -354,3 +354,26 @@ def test_sweep_names_the_file_and_field_of_a_bad_base_not_the_vary(tmp_path: Pat
     )
     res = runner.invoke(app, ["sweep", str(no_replicas), "--vary", "fetchers.replicas=3..4"])
     assert res.exit_code in (0, 1), res.stderr  # every point is a whole design
+
+
+def test_more_units_can_hurt_so_the_optimizer_does_not_prune_on_it() -> None:
+    """Monotonicity fails in the model (docs/explore.md): 8,000 URLs/s, hit ratio 0.5, a
+    2,000 writes/s store behind a frontier that holds the backlog. One replica (4,000
+    fetches/s) sends 2,000 misses/s, the store's capacity: it loses only Erlang's share
+    and the rest waits in the frontier. Two replicas send 4,000/s: the store loses about
+    half, (4,000 - 2,000) x 20 s = 40,000 writes, and availability falls from above 0.95
+    to about 0.75, though throughput rises."""
+    sc = scenario(duration_s=20, base_rps=8_000, arrivals="poisson")
+    runs = {}
+    for replicas in (1, 2):
+        d = design(
+            frontier={"drain_rps": 30_000, "buffer": 1_000_000},
+            fetchers={"replicas": replicas, "rps_per_replica": 4_000},
+            cache={"hit_ratio": 0.5},
+            page_store={"rps": 2_000},
+        )
+        runs[replicas] = gym.simulate(d, sc, seed=0).metrics
+    assert runs[1].availability > 0.95
+    assert runs[2].availability < 0.76
+    assert runs[2].failed == pytest.approx(40_000, rel=0.02)
+    assert runs[2].throughput_rps > runs[1].throughput_rps
