@@ -53,7 +53,8 @@ MAX_RUNS = 120
 #: How many units above the design's the search looks when the scenario has no cost SLO.
 REACH_UNITS = 8
 
-#: Parts that shield another component: more of the key, less load or loss at the value.
+#: The parts that shield a component: more of them, less load or loss there (a higher hit
+#: ratio sends the resolver fewer lookups; a writer holds writes through a store stall).
 _SHIELDS = {"resolver": ("cache",), "page_store": ("async_writer",)}
 
 
