@@ -895,7 +895,7 @@ def compare_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from gym.compare import Comparison
+    from gym.compare import Comparison, shown
     from gym.scoring import format_measured as _fmt_measured
 
     urls = _url_limit(max_urls, engine)
@@ -938,23 +938,12 @@ def compare_cmd(
         for r in rs:
             given.add_column(_one_line(r.design.name), justify="right")
         for path, values in inputs.items():
-            given.add_row(_one_line(path), *[_one_line(_shown_value(v)) for v in values])
+            given.add_row(_one_line(path), *[_one_line(shown(v)) for v in values])
         console.print(given)
     console.print(Text("\nDifferences that matter", style="bold"))
     for line in comparison.differences():
         console.print(f"- {_one_line(line)}")
     raise _exit_all_pass(rs)
-
-
-def _shown_value(value: object) -> str:
-    """A design field's value as a design file writes it."""
-    if value is None:
-        return "none"
-    if isinstance(value, float):
-        return f"{value:.12g}"
-    if isinstance(value, list | dict):  # YAML's flow style, as a design file may write it
-        return json.dumps(value, separators=(", ", ": "))
-    return str(value)
 
 
 @app.command("grade")
@@ -1750,12 +1739,8 @@ def _print_fix(fix: Fix | NoFix, console: Console) -> None:
         f"  then: throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
         f"peak saturation {m.peak_saturation()[0]:.2f}"
     )
-    sets = fix.sets()
-    if sets:
-        how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
-        console.print(f"  {how}: " + " ".join(f"--set {_one_line(s)}" for s in sets))
-    else:
-        console.print("  (it adds or removes a section: --out writes the fixed design)")
+    how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
+    console.print(f"  {how}: " + " ".join(f"--set {_one_line(s)}" for s in fix.sets()))
 
 
 def _print_budget(r: Result, console: Console) -> None:

@@ -31,6 +31,24 @@ def fields(design: object) -> dict[str, Any]:
     return out
 
 
+def shown(value: Any) -> str:
+    """A design field's value as a design file writes it: none for a section or field left
+    out, a number in full where 12 digits would change it, sections and lists in YAML's
+    flow style."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        short = f"{value:.12g}"
+        return short if float(short) == value else repr(value)
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {shown(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(shown(v) for v in value) + "]"
+    return str(value)
+
+
 def _edge(edge: dict[str, Any]) -> str:
     """A graph edge as ``from -> to``, with its share and delay where not the defaults."""
     extra = []

@@ -71,11 +71,15 @@ class Change:
 
     @property
     def shown_old(self) -> str:
-        return _shown(self.old)
+        from gym.compare import shown
+
+        return shown(self.old)
 
     @property
     def shown_new(self) -> str:
-        return _shown(self.new)
+        from gym.compare import shown
+
+        return shown(self.new)
 
     def to_json(self) -> dict[str, Any]:
         return {"path": self.path, "old": self.old, "new": self.new}
@@ -303,7 +307,8 @@ def suggest(
                 units, fixed, r, lower = down, candidate, trial, True
                 break
     fixed, r = _smallest(search, fixed, r)
-    if not changes(design, fixed):  # the flow engine passes what the request engine failed
+    made = changes(design, fixed)
+    if not made:  # the flow engine passes what the request engine failed
         return NoFix(
             runs=search.runs,
             limit=limit,
@@ -311,7 +316,7 @@ def suggest(
             f"there is no change to suggest; the {result.engine} engine's run fails it",
         )
     return Fix(
-        changes=changes(design, fixed),
+        changes=made,
         design=fixed,
         result=r,
         units={p: n for p, n in zip(space.parts, units, strict=True) if n},
@@ -441,28 +446,12 @@ def _leaves(data: dict[str, Any], path: str) -> list[tuple[str, Any]]:
 
 
 def _exact(value: Any) -> str:
-    """A value as ``--set`` reads it back to the same value: YAML's null and booleans,
-    floats in full where 12 digits would change them (and so, maybe, their units)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        short = f"{value:.12g}"
-        return short if float(short) == value else repr(value)
-    return str(value)
+    """A value as ``--set`` reads it back to the same value: YAML's null, and numbers in
+    full where 12 digits would change them (and so, maybe, their units)."""
+    from gym.compare import shown
+
+    return "null" if value is None else shown(value)
 
 
 def _measured(value: float | None) -> str:
     return "undefined" if value is None else f"{value:,.4g}"
-
-
-def _shown(value: Any) -> str:
-    """A value as a design file writes it (in full where 12 digits would change it)."""
-    if isinstance(value, float):
-        return _exact(value)
-    if value is None:
-        return "none"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {_shown(v)}" for k, v in value.items()) + "}"
-    return str(value)

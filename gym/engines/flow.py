@@ -12,7 +12,7 @@ Collect: the components' per-tick tallies become a :class:`~gym.record.RunRecord
 
 from __future__ import annotations
 
-import functools
+import weakref
 from collections.abc import Callable, Generator
 from typing import Protocol, runtime_checkable
 
@@ -50,11 +50,20 @@ def run(
     if isinstance(design, Design):
         graph = crawler.topology(design, scenario)
         record = run_graph(graph, scenario, seed, timeline, step, causes=crawler.causes(design))
+        # Through a weak reference: the record holds the estimate, which must not hold the
+        # record (a cycle would keep every unread run of a sweep until the cyclic GC ran).
+        of = weakref.ref(record)
         record.latency = latency.Deferred(
-            functools.partial(latency.estimate_flow, record, design, scenario, warmup_s)
+            lambda: latency.estimate_flow(_alive(of), design, scenario, warmup_s)
         )
     else:
         record = run_graph(graph_topology(design), scenario, seed, timeline, step)
+    return record
+
+
+def _alive(ref: weakref.ReferenceType[RunRecord]) -> RunRecord:
+    record = ref()
+    assert record is not None  # the record holds the estimate that asks for it
     return record
 
 
