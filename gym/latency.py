@@ -7,6 +7,7 @@ per-window columns and JSON are computed the same way.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -67,26 +68,54 @@ class LatencyStats:
         mean = float((values_ms * weights).sum() / total)
         return cls(mean, p50, p95, p99, round(float(total)))
 
+    @classmethod
+    def of_counted(cls, values_ms: np.ndarray) -> LatencyStats | None:
+        """:meth:`of` with every sample weighing 1, without a weights array: the same
+        figures (the percentile is the sample where the running count reaches it, not
+        interpolated), in less memory."""
+        n = values_ms.size
+        if n == 0:
+            return None
+        at = [_counted_index(q / 100 * n, n) for q in PERCENTILES]
+        p50, p95, p99 = (float(x) for x in np.partition(values_ms, at)[at])
+        return cls(float(values_ms.sum() / n), p50, p95, p99, n)
+
+
+def _counted_index(x: float, n: int) -> int:
+    """Where a running count 1, 2, ..., n first reaches ``x``: ``np.searchsorted`` of the
+    cumulative weights when every weight is 1 (the last sample at most)."""
+    return min(max(0, math.ceil(x) - 1), n - 1)
+
 
 @dataclass(frozen=True)
 class Samples:
-    """Latencies in ms, each with the tick it belongs to and a weight (URLs it stands for)."""
+    """Latencies in ms, each with the tick it belongs to and a weight (URLs it stands for;
+    None: each sample is one URL, as the request engine measures them)."""
 
     ticks: np.ndarray
     values_ms: np.ndarray
-    weights: np.ndarray
+    weights: np.ndarray | None
 
     @classmethod
     def of(cls, ticks: object, values_ms: object, weights: object | None = None) -> Samples:
-        t = np.asarray(ticks, dtype=np.int64)
+        t = np.asarray(ticks)
+        if t.dtype.kind not in "iu":
+            t = t.astype(np.int64)
         v = np.asarray(values_ms, dtype=float)
         if weights is None:  # every sample counts once: no copies to filter
-            return cls(t, v, np.ones(len(v)))
+            return cls(t, v, None)
         w = np.asarray(weights, dtype=float)
         keep = w > 0
         return cls(t[keep], v[keep], w[keep])
 
+    @property
+    def size(self) -> int:
+        """How many samples (not URLs: a weighted sample may stand for a fraction)."""
+        return int(self.values_ms.size)
+
     def stats(self) -> LatencyStats | None:
+        if self.weights is None:
+            return LatencyStats.of_counted(self.values_ms)
         return LatencyStats.of(self.values_ms, self.weights)
 
     def per_window(self, ticks_per_window: int, n_windows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -95,12 +124,18 @@ class Samples:
         p99 = np.full(n_windows, np.nan)
         window = self.ticks // ticks_per_window
         order = np.lexsort((self.values_ms, window))
-        w_sorted, v_sorted, wt_sorted = window[order], self.values_ms[order], self.weights[order]
+        w_sorted, v_sorted = window[order], self.values_ms[order]
+        wt_sorted = None if self.weights is None else self.weights[order]
         bounds = np.searchsorted(w_sorted, np.arange(n_windows + 1))
         for i in range(n_windows):
             a, b = bounds[i], bounds[i + 1]
             if b > a:
-                v, wt = v_sorted[a:b], wt_sorted[a:b]
+                v = v_sorted[a:b]
+                if wt_sorted is None:  # each sample one URL
+                    mean[i] = float(v.sum() / v.size)
+                    p99[i] = float(v[_counted_index(0.99 * v.size, v.size)])
+                    continue
+                wt = wt_sorted[a:b]
                 total = wt.sum()
                 mean[i] = float((v * wt).sum() / total)
                 cw = np.cumsum(wt)
@@ -245,7 +280,7 @@ def estimate_flow(
         start, np.concatenate(e_ticks), np.concatenate(e_values), np.concatenate(e_weights)
     )
     order = ["seen_set", *(name for name in out if name != "seen_set")]  # pipeline order
-    return {name: out[name] for name in order if name in out and out[name].weights.size}
+    return {name: out[name] for name in order if name in out and out[name].size}
 
 
 def fifo_segments(

@@ -99,7 +99,7 @@ class Run:
     def sample(self, name: str, url: Url, seconds: float) -> None:
         if url.measured:
             if name not in self.samples:
-                self.samples[name], self.sample_ticks[name] = array("d"), array("q")
+                self.samples[name], self.sample_ticks[name] = array("d"), array("i")
             self.samples[name].append(seconds)
             self.sample_ticks[name].append(url.tick)
 

@@ -13,8 +13,9 @@ import gc
 import heapq
 import itertools
 import math
+from array import array
 from collections import deque
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ import numpy as np
 import simpy
 
 from gym.components.base import tick_quota
+from gym.engines.kernel import Kernel
 from gym.engines.sampling import Sampler
 from gym.latency import Samples
 from gym.models import CrashFault, ServiceTime
@@ -114,10 +116,14 @@ class LossStation:
         return len(ends)
 
     def admit(self, now: float) -> str | None:
-        """Take a slot until the end of a service time drawn now; or say why not."""
+        """Whether a request arriving ``now`` finds a slot; if not, why not."""
         if self.stalls:
             return f"{self.what}_unavailable"
-        if self.busy(now) >= self.slots:
+        ends = self.ends  # busy(now), inline: the request engine's hot path
+        now += 1e-9
+        while ends and ends[0] <= now:
+            heapq.heappop(ends)
+        if len(ends) >= self.slots:
             return f"{self.what}_overload"
         return None
 
@@ -179,7 +185,7 @@ class FetchStage:
 
     def __init__(
         self,
-        env: simpy.Environment,
+        env: Any,  # a simpy.Environment; the kernel.Kernel of a CallbackFetchStage
         *,
         tick_ms: int,
         front: Log,
@@ -203,7 +209,8 @@ class FetchStage:
         self.stalls = 0
         self.depth = max(1.0, drain * self.tick_s)
         self.tokens = self.depth
-        self.waiting: deque[tuple[simpy.Event, Any]] = deque()  # (wake-up, process)
+        # Who waits: (wake-up, process) here, a URL's state in a subclass.
+        self.waiting: deque[Any] = deque()
         self.rr = 0
         self.refilled_at = 0.0
         self.wake_pending = False
@@ -264,7 +271,11 @@ class FetchStage:
             return None
         reps = self.replicas
         n = len(reps)
-        for i in range(n):
+        r = reps[self.rr]  # the next in turn, most often free
+        if r.up and r.busy < r.slots:
+            self.rr = (self.rr + 1) % n
+            return r
+        for i in range(1, n):
             r = reps[(self.rr + i) % n]
             if r.up and r.busy < r.slots:
                 self.rr = (self.rr + i + 1) % n
@@ -294,8 +305,7 @@ class FetchStage:
                 delay = self._until_tokens()
                 if not self.wake_pending and delay is not None:
                     self.wake_pending = True
-                    wake = self.env.timeout(delay + 1e-12)
-                    wake.callbacks.append(self._woken)
+                    self._wake_in(delay + 1e-12)
                 return
             r = self._free_replica()
             if r is None:
@@ -304,16 +314,20 @@ class FetchStage:
             self.start_tokens -= 1.0
             r.busy += 1
             self.free -= 1
-            ev, proc = self.waiting.popleft()
-            self._start_fetch(ev, proc, r)
+            self._start_fetch(self.waiting.popleft(), r)
 
-    def _start_fetch(self, ev: simpy.Event, proc: simpy.Process, r: Replica) -> None:
+    def _wake_in(self, delay: float) -> None:
+        """Call :meth:`_woken` ``delay`` seconds from now."""
+        self.env.timeout(delay).callbacks.append(self._woken)
+
+    def _start_fetch(self, waiter: tuple[simpy.Event, simpy.Process], r: Replica) -> None:
         """Start a waiting URL's fetch now; its process wakes when the fetch is done.
 
         The URL waits on ``ev``; instead of waking it now (one event) for it to start a
         fetch timeout (another), ``ev`` itself is scheduled for the end of the fetch, as
         a Timeout would be. It carries the start time and the replica.
         """
+        ev, proc = waiter
         now = self.env.now
         k = int(now * self.per_s + 1e-9)
         front, fleet = self.front, self.fleet
@@ -327,7 +341,7 @@ class FetchStage:
         ev._value = (now, r)
         self.env.schedule(ev, delay=self.fetch())
 
-    def _woken(self, _ev: simpy.Event) -> None:
+    def _woken(self, _ev: object) -> None:
         self.wake_pending = False
         self.dispatch()
 
@@ -339,7 +353,8 @@ class FetchStage:
         """Wait in the queue and fetch (process ``me``); the fetch's start time, or None
         if the URL failed here (overflow, or a crash with on_crash: fail). The hot path of
         the request engine: its counts are kept inline."""
-        env, per_s = self.env, self.per_s
+        env: simpy.Environment = self.env
+        per_s = self.per_s
         front, fleet = self.front, self.fleet
         requeued = False
         while True:
@@ -393,27 +408,40 @@ class FetchStage:
 
     # -- faults ---------------------------------------------------------------------------
     def _at(self, tick: int) -> simpy.Timeout:
-        return self.env.timeout(max(0.0, tick * self.tick_s - self.env.now))
+        env: simpy.Environment = self.env
+        return env.timeout(max(0.0, tick * self.tick_s - env.now))
 
     def crash(
         self, fault: CrashFault, start: int, end: int | None
     ) -> Generator[simpy.Event, Any, None]:
         yield self._at(start)
+        victims = self._crash_down(fault, start)
+        if end is None or not victims:
+            return
+        yield self._at(end)
+        self._crash_up(victims, end)
+
+    def _crash_down(self, fault: CrashFault, tick: int) -> list[Replica]:
+        """Take ``fault.replicas`` live replicas down; interrupt their fetches, in the order
+        they started."""
         victims = [r for r in self.replicas if r.up][: fault.replicas]
         for r in victims:
             self.free -= r.slots - r.busy
             r.up, r.busy = False, 0
-            for proc in list(r.fetching):
-                proc.interrupt("crash")
+            for fetching in list(r.fetching):
+                self._interrupt(fetching)
             r.fetching.clear()
-        self._log_fleet(start)
-        if end is None or not victims:
-            return
-        yield self._at(end)
+        self._log_fleet(tick)
+        return victims
+
+    def _interrupt(self, fetching: Any) -> None:
+        fetching.interrupt("crash")
+
+    def _crash_up(self, victims: list[Replica], tick: int) -> None:
         for r in victims:
             r.up = True
             self.free += r.slots
-        self._log_fleet(end)
+        self._log_fleet(tick)
         self.dispatch()
 
     def _log_fleet(self, tick: int) -> None:
@@ -436,6 +464,140 @@ class FetchStage:
         self.drain_factor *= factor
         self.queue_rates.append((tick, self._rate()))
         self.dispatch()
+
+
+class UrlState:
+    """A URL's state on its way through the crawler's pipeline (callback engine)."""
+
+    __slots__ = ("dead", "end", "ka", "measured", "replica", "t", "t_mark", "t_start")
+
+    def __init__(self, t: float, ka: int, measured: bool) -> None:
+        self.t = t  # arrival instant
+        self.ka = ka  # arrival tick: the window its latencies count in
+        self.measured = measured  # arrived after the warm-up
+        self.t_start = 0.0  # the fetch's start
+        self.replica: Replica | None = None  # where it is fetched
+        self.dead = False  # its fetch was cut short by a crash
+        self.t_mark = 0.0  # the start of its resolver lookup, or of its wait in the writer
+        self.end = 0.0  # the end of its page-store write
+
+    def again(self) -> UrlState:
+        """The same URL for a new try at a fetch (after a crash)."""
+        return UrlState(self.t, self.ka, self.measured)
+
+
+class CallbackFetchStage(FetchStage):
+    """The same waiting room and fetch slots driven by callbacks on a
+    :class:`~gym.engines.kernel.Kernel`: a URL is a :class:`UrlState`, not a process.
+
+    :meth:`enter` is :meth:`FetchStage.visit` up to its first wait, :meth:`done` is the
+    rest after the fetch, :meth:`interrupted` its crash branch; each schedules what the
+    generator would have yielded, in the same order, so a run steps through the same
+    events. ``fetched`` is called with a URL once its fetch is done.
+    """
+
+    env: Kernel
+
+    def __init__(self, env: Kernel, fetched: Callable[[UrlState], None], **kwargs: Any) -> None:
+        super().__init__(env, **kwargs)
+        self.fetched = fetched
+        # Fixed fetch times end in the order they start: the kernel's FIFO, not its heap.
+        self.fixed_fetch = isinstance(self.fetch, Sampler) and self.fetch.dist == "deterministic"
+
+    def enter(self, url: UrlState, requeued: bool = False) -> None:
+        """A URL joins the queue: it starts a fetch at once if a slot and both buckets
+        allow and nobody waits; else it waits (at the head if a crash requeued it), or is
+        turned away from a full waiting room."""
+        if not self.waiting and self.free > 0 and not self.stalls:
+            # try_start(), inline: the hot path of the engine.
+            now = self.env.now
+            elapsed = now - self.refilled_at
+            tokens = min(self.depth, self.tokens + elapsed * (self.drain / self.drain_factor))
+            starts = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
+            self.refilled_at = now
+            if tokens >= 1.0 and starts >= 1.0:
+                replica = self._free_replica()
+                if replica is not None:
+                    self.tokens, self.start_tokens = tokens - 1.0, starts - 1.0
+                    replica.busy += 1
+                    self.free -= 1
+                    self._start_fetch(url, replica)
+                    return
+            self.tokens, self.start_tokens = tokens, starts
+        if len(self.waiting) >= self.buffer:
+            k = int(self.env.now * self.per_s + 1e-9)
+            self.front.failed[self.overflow][k] += 1
+            return
+        if requeued:
+            self.waiting.appendleft(url)
+        else:
+            self.waiting.append(url)
+        if self.free > 0 and not self.wake_pending:
+            # A slot is free but a bucket is short of a token: wake up when it refills,
+            # not only when some fetch ends.
+            self.dispatch()
+
+    def _start_fetch(self, waiter: UrlState, r: Replica) -> None:  # type: ignore[override]
+        env = self.env
+        now = env.now
+        k = int(now * self.per_s + 1e-9)
+        front, fleet = self.front, self.fleet
+        front.processed[k] += 1
+        front.out[k] += 1
+        if fleet is not None:
+            fleet.arrived[k] += 1
+            fleet.processed[k] += 1
+        r.fetching[waiter] = None
+        waiter.t_start = now
+        waiter.replica = r
+        if self.fixed_fetch:
+            env.schedule_fifo(self.fetch(), self.done, waiter)
+        else:
+            env.schedule(self.fetch(), self.done, waiter)
+
+    def _wake_in(self, delay: float) -> None:
+        self.env.schedule(delay, self._woken)
+
+    def done(self, url: UrlState) -> None:
+        """A fetch ends: its slot is free for the next URL, and the URL goes on."""
+        if url.dead:  # a crash cut it short; the URL went on from the interrupt
+            return
+        r = url.replica
+        assert r is not None
+        r.fetching.pop(url, None)
+        r.busy -= 1
+        self.free += 1
+        if self.fleet is not None:
+            self.fleet.out[int(self.env.now * self.per_s + 1e-9)] += 1
+        if self.waiting:
+            self.dispatch()
+        self.fetched(url)
+
+    def _interrupt(self, fetching: Any) -> None:
+        self.env.urgent(self.interrupted, fetching)
+
+    def interrupted(self, url: UrlState) -> None:
+        """A crash cut the URL's fetch short: it fails, or goes back to the queue's head."""
+        url.dead = True
+        fleet = self.fleet
+        assert fleet is not None
+        k = int(self.env.now * self.per_s + 1e-9)
+        if self.on_crash == "fail":
+            fleet.failed[self.crash_cause][k] += 1
+            return
+        fleet.extra["requeued"][k] += 1
+        self.front.extra["requeued_in"][k] += 1
+        self.enter(url.again(), requeued=True)
+
+    def crash_at(self, fault: CrashFault, start: int, end: int | None) -> None:
+        """Schedule a crash of ``fault.replicas`` replicas at ``start``, and their return."""
+
+        def down(_: object) -> None:
+            victims = self._crash_down(fault, start)
+            if end is not None and victims:
+                self.env.at_tick(end, self.tick_s, lambda _: self._crash_up(victims, end))
+
+        self.env.at_tick(start, self.tick_s, down)
 
 
 # -- what both request engines do the same way ----------------------------------------------
@@ -500,11 +662,16 @@ def capacity_of(changes: list[tuple[int, float]], n: int, tick_ms: int) -> np.nd
 
 
 def latency_of(
-    samples: Mapping[str, Sequence[float]], ticks: Mapping[str, Sequence[int]]
+    samples: Mapping[str, array[float]], ticks: Mapping[str, array[int]]
 ) -> dict[str, Samples]:
-    """Per-URL latencies (s), by component, as the run record's samples in ms."""
-    return {
-        name: Samples.of(np.asarray(ticks[name]), np.asarray(values, dtype=np.float64) * 1000.0)
-        for name, values in samples.items()
-        if len(values)
-    }
+    """Per-URL latencies (s), by component, as the run record's samples in ms.
+
+    The arrays are taken over, not copied: the samples become ms in place, and the
+    ticks stay 4-byte integers. The engine must not append to them afterwards."""
+    out = {}
+    for name, values in samples.items():
+        if len(values):
+            ms = np.frombuffer(values, dtype=np.float64)
+            ms *= 1000.0
+            out[name] = Samples.of(np.frombuffer(ticks[name], dtype=np.intc), ms)
+    return out
