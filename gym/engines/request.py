@@ -186,19 +186,20 @@ class Engine:
         self.samples: dict[str, array[float]] = {k: array("d") for k in names}
         self.sample_ticks: dict[str, array[int]] = {k: array("i") for k in names}
         self.sample_ticks["fetchers"] = self.sample_ticks["frontier"]
-        self.s_frontier = self.samples["frontier"]
-        self.s_fetch = self.samples["fetchers"]
-        self.s_cache = self.samples["cache"]
-        self.s_resolver = self.samples["resolver"]
-        self.s_writer = self.samples["async_writer"]
-        self.s_store = self.samples["page_store"]
-        self.s_e2e = self.samples["end_to_end"]
-        self.k_frontier = self.sample_ticks["frontier"]  # and the fetch's
-        self.k_cache = self.sample_ticks["cache"]
-        self.k_resolver = self.sample_ticks["resolver"]
-        self.k_writer = self.sample_ticks["async_writer"]
-        self.k_store = self.sample_ticks["page_store"]
-        self.k_e2e = self.sample_ticks["end_to_end"]
+        # Their appends, bound once: the hot path takes 4 to 10 samples a URL.
+        self.s_frontier = self.samples["frontier"].append
+        self.s_fetch = self.samples["fetchers"].append
+        self.s_cache = self.samples["cache"].append
+        self.s_resolver = self.samples["resolver"].append
+        self.s_writer = self.samples["async_writer"].append
+        self.s_store = self.samples["page_store"].append
+        self.s_e2e = self.samples["end_to_end"].append
+        self.k_frontier = self.sample_ticks["frontier"].append  # and the fetch's
+        self.k_cache = self.sample_ticks["cache"].append
+        self.k_resolver = self.sample_ticks["resolver"].append
+        self.k_writer = self.sample_ticks["async_writer"].append
+        self.k_store = self.sample_ticks["page_store"].append
+        self.k_e2e = self.sample_ticks["end_to_end"].append
 
     # -- helpers --------------------------------------------------------------------------
     def tick(self) -> int:
@@ -239,9 +240,9 @@ class Engine:
         measured = url.measured
         if measured:
             t_start = url.t_start
-            self.s_frontier.append(t_start - url.t)
-            self.k_frontier.append(ka)
-            self.s_fetch.append(now - t_start)
+            self.s_frontier(t_start - url.t)
+            self.k_frontier(ka)
+            self.s_fetch(now - t_start)
         cache, log = self.cache, self.cache_log
         log.arrived[k] += 1
         cause = cache.admit(now)
@@ -256,13 +257,13 @@ class Engine:
         if end >= self.end_s:  # still being looked up when the run ends
             return
         if measured:
-            self.s_cache.append(end - now)
-            self.k_cache.append(ka)
+            self.s_cache(end - now)
+            self.k_cache(ka)
         if hit:
             log.served[int(end * per_s + 1e-9)] += 1
             if measured:
-                self.s_e2e.append(end - url.t)
-                self.k_e2e.append(ka)
+                self.s_e2e(end - url.t)
+                self.k_e2e(ka)
             return
         self.kernel.schedule(end - now, self._looked_up, url)
 
@@ -289,15 +290,15 @@ class Engine:
         k = int(now * self.per_s + 1e-9)
         log = self.resolver_log
         if url.measured:
-            self.s_resolver.append(now - url.t_mark)
-            self.k_resolver.append(url.ka)
+            self.s_resolver(now - url.t_mark)
+            self.k_resolver(url.ka)
         if self.duplicates and self.rng_dedup.random() < self.duplicates:
             # Content hashing: this body is stored already; no write, the page is done.
             log.served[k] += 1
             log.extra["writes_saved"][k] += 1
             if url.measured:
-                self.s_e2e.append(now - url.t)
-                self.k_e2e.append(url.ka)
+                self.s_e2e(now - url.t)
+                self.k_e2e(url.ka)
             return
         log.out[k] += 1
         store = self.store
@@ -308,8 +309,8 @@ class Engine:
             if store.admit(now) is None:
                 wlog.out[k] += 1
                 if url.measured:
-                    self.s_writer.append(0.0)
-                    self.k_writer.append(url.ka)
+                    self.s_writer(0.0)
+                    self.k_writer(url.ka)
                 self.store_log.arrived[k] += 1
                 self._write(url, now, k, store.occupy(now))
                 return
@@ -337,8 +338,8 @@ class Engine:
         """The flusher gave a held write a store slot (ending at ``url.end``)."""
         now = self.kernel.now
         if url.measured:
-            self.s_writer.append(now - url.t_mark)
-            self.k_writer.append(url.ka)
+            self.s_writer(now - url.t_mark)
+            self.k_writer(url.ka)
         k = int(now * self.per_s + 1e-9)
         self.store_log.arrived[k] += 1
         self._write(url, now, k, url.end)
@@ -351,10 +352,10 @@ class Engine:
             return
         slog.served[int(end * self.per_s + 1e-9)] += 1
         if url.measured:
-            self.s_store.append(end - now)
-            self.k_store.append(url.ka)
-            self.s_e2e.append(end - url.t)
-            self.k_e2e.append(url.ka)
+            self.s_store(end - now)
+            self.k_store(url.ka)
+            self.s_e2e(end - url.t)
+            self.k_e2e(url.ka)
 
     # -- what runs on the tick grid -----------------------------------------------------
     def _tick(self, k: int) -> None:

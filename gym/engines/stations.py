@@ -300,7 +300,12 @@ class FetchStage:
     def dispatch(self) -> None:
         """Hand waiting URLs to free fetch slots while the drain allows."""
         while self.waiting and not self.stalls and self.free > 0:
-            self._refill()
+            # _refill(), inline (the stage is not stalled): once per start when backed up.
+            now = self.env.now
+            elapsed = now - self.refilled_at
+            self.tokens = min(self.depth, self.tokens + elapsed * (self.drain / self.drain_factor))
+            self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
+            self.refilled_at = now
             if self.tokens < 1.0 or self.start_tokens < 1.0:
                 delay = self._until_tokens()
                 if not self.wake_pending and delay is not None:
