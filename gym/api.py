@@ -26,6 +26,14 @@ if TYPE_CHECKING:
 Engine = Callable[..., "RunRecord"]
 
 DEFAULT_SCENARIO = Path("scenarios/crawler-chaos.yaml")
+DEFAULT_DESIGN = Path("designs/reference.yaml")
+
+
+def default_design() -> Path:
+    """designs/reference.yaml under the working directory, else the packaged copy."""
+    if DEFAULT_DESIGN.exists():
+        return DEFAULT_DESIGN
+    return Path(str(resources.files("gym") / "data" / "reference.yaml"))
 
 
 def default_scenario() -> Path:

@@ -1564,6 +1564,74 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt =
     )
 
 
+@app.command("serve")
+@_guarded
+def serve_cmd(
+    design: Annotated[
+        Path | None,
+        typer.Argument(
+            help="Design file (YAML) to start from. Default: designs/reference.yaml.",
+            show_default=False,
+            metavar="[DESIGN]",
+        ),
+    ] = None,
+    scenario: ScenarioOpt = None,
+    port: Annotated[
+        int, typer.Option(help="Port to listen on (0: any free port).", min=0, max=65535)
+    ] = 5006,
+    host: Annotated[
+        str,
+        typer.Option(
+            help="Address to listen on. Default: loopback only; another address lets "
+            "other machines drive the gym.",
+        ),
+    ] = "127.0.0.1",
+    seed: SeedOpt = 0,
+    sets: SetOpt = None,
+) -> None:
+    """Start the playground in the browser: a slider per design field, the verdict, SLOs,
+    plots, why it fails and the suggested fix, live as you move them. Needs the serve
+    extra (pip install 'crawler-slo-gym[serve]'). Stops on Ctrl-C."""
+    from gym.api import default_design, default_scenario, validate
+    from gym.loading import load_design, load_scenario
+
+    try:
+        import bokeh  # noqa: F401
+    except ImportError:
+        raise _fail_invalid(
+            GymError.single(
+                None, "serve", "needs Bokeh: pip install -e '.[serve]' (the serve extra)"
+            )
+        ) from None
+    path = design or default_design()
+    try:
+        d = load_design(path, sets)
+        s = load_scenario(scenario or default_scenario())
+        problems = validate(d, s)
+        if problems:
+            raise GymError(problems)
+        from gym.serve import check_port, free_port
+
+        if port == 0:
+            port = free_port(host)
+        check_port(host, port)
+    except GymError as err:
+        raise _fail_invalid(err) from None
+    from gym.serve import serve
+
+    console = _console()
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        _console(stderr=True).print(
+            f"warning: listening on {_one_line(host)}: anyone who can reach this machine "
+            "can use the playground"
+        )
+
+    def ready(address: str) -> None:
+        console.print(f"playground at {address} (Ctrl-C to stop)")
+
+    serve(d, s, path.name, host=host, port=port, seed=seed, ready=ready)
+
+
 #: A request-engine run expected to offer more URLs than this shows a progress bar
 #: (about a second of work per 100,000 URLs).
 _PROGRESS_ABOVE_URLS = 200_000

@@ -1,0 +1,324 @@
+"""The playground's state, without a web page: a design being edited field by field, its
+runs, and what the page shows of them.
+
+:mod:`gym.serve` draws this in a browser (one :class:`Session` per browser tab). Everything
+here is plain Python over the gym's own API, so the page says exactly what ``gym run``
+says: a value is checked by the same models (the same one-line messages), a run is
+``gym.simulate``, the tables and texts are the HTML report's, the fix is ``gym.fix``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from gym.errors import GymError
+from gym.models import Design, GraphDesign, Scenario
+
+if TYPE_CHECKING:
+    from gym.fix import Fix, NoFix
+    from gym.result import Result
+
+Kind = Literal["int", "float", "choice"]
+
+#: A slider covers this many times a field's value (or its own range, if narrower); the
+#: number box beside it takes any value the schema allows.
+SLIDER_REACH = 4.0
+#: Steps on a slider at most.
+SLIDER_STEPS = 400
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One field of the design the page offers: where it is, what it takes."""
+
+    path: str  # as --set writes it: fetchers.replicas, graph.nodes.db.rps
+    part: str  # what its units are counted under: a section, or a graph node
+    kind: Kind
+    description: str
+    unit: str
+    low: float | None = None  # the schema's bounds
+    high: float | None = None
+    low_open: bool = False  # > rather than >=
+    high_open: bool = False
+    options: tuple[Any, ...] = ()  # a choice's values
+    optional: bool = False  # may be left empty (null: the default applies)
+
+    def slider(self, value: float) -> tuple[float, float, float]:
+        """(start, end, step) of a slider around ``value``: up to SLIDER_REACH times it
+        (a fraction's whole range), in at most SLIDER_STEPS round steps, inside the
+        schema's bounds."""
+        low = self.low if self.low is not None else 0.0
+        high = self.high if self.high is not None else math.inf
+        if self.kind == "float" and high <= 1.0:
+            end = high  # a fraction: the whole range
+        else:
+            end = min(high, max(abs(value) * SLIDER_REACH, low + 1.0))
+        step = _nice_step((end - low) / SLIDER_STEPS)
+        if self.kind == "int":
+            step = float(max(1, round(step)))
+        start = math.ceil(low / step) * step
+        if self.low_open and start <= low:
+            start += step
+        end = max(start + step, math.floor(end / step) * step)
+        return start, end, step
+
+
+def _nice_step(raw: float) -> float:
+    """The step of 1, 2 or 5 times a power of ten at or below ``raw`` (0.001 at least)."""
+    if raw <= 0.001:
+        return 0.001
+    power = 10 ** math.floor(math.log10(raw))
+    for m in (5, 2, 1):
+        if m * power <= raw:
+            return float(m * power)
+    return float(power)
+
+
+def fields(design: Design | GraphDesign) -> list[FieldSpec]:
+    """Every scalar field of ``design`` the page can set, in the order of the file."""
+    from pydantic import BaseModel
+
+    from gym.schema import UNITS
+
+    out: list[FieldSpec] = []
+    by_alias = isinstance(design, GraphDesign)
+
+    def walk(model: BaseModel, prefix: str, part: str) -> None:
+        for name, info in type(model).model_fields.items():
+            key = (info.alias or name) if by_alias else name
+            value = getattr(model, name)
+            path = f"{prefix}{key}"
+            if not prefix and name in ("name", "system"):
+                continue
+            if isinstance(value, BaseModel):
+                walk(value, path + ".", part or key)
+                continue
+            if isinstance(value, dict):
+                for child, node in value.items():
+                    if isinstance(node, BaseModel):
+                        walk(node, f"{path}.{child}.", str(child))
+                continue
+            if isinstance(value, list | tuple):
+                continue
+            spec = _spec(info, path, part or key, UNITS.get(name, ""))
+            if spec is not None:
+                out.append(spec)
+
+    walk(design, "", "")
+    return out
+
+
+def _spec(info: Any, path: str, part: str, unit: str) -> FieldSpec | None:
+    annotation = info.annotation
+    optional = False
+    if isinstance(annotation, types.UnionType) or typing.get_origin(annotation) is typing.Union:
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        optional = len(args) < len(typing.get_args(annotation))
+        if len(args) != 1:
+            return None
+        annotation = args[0]
+    description = info.description or ""
+    if typing.get_origin(annotation) is Literal:
+        options = typing.get_args(annotation)
+        if len(options) < 2:  # a node's kind: fixed
+            return None
+        return FieldSpec(path, part, "choice", description, unit, options=options)
+    if annotation is bool:
+        return FieldSpec(path, part, "choice", description, unit, options=(False, True))
+    if annotation not in (int, float):
+        return None
+    bounds: dict[str, float] = {}
+    for meta in info.metadata:
+        for attr in ("gt", "ge", "lt", "le"):
+            v = getattr(meta, attr, None)
+            if v is not None:
+                bounds[attr] = float(v)
+    return FieldSpec(
+        path,
+        part,
+        "int" if annotation is int else "float",
+        description,
+        unit,
+        low=bounds.get("ge", bounds.get("gt")),
+        high=bounds.get("le", bounds.get("lt")),
+        low_open="gt" in bounds,
+        high_open="lt" in bounds,
+        optional=optional,
+    )
+
+
+@dataclass
+class View:
+    """What the page shows of one run."""
+
+    verdict: str  # PASS or FAIL
+    engine: str
+    cost_units: int
+    units: dict[str, int]
+    slo_html: str
+    explanations_html: str
+    budget_html: str
+    #: Per second: t (window start, s), saturation per component, offered, served,
+    #: failed, the entry queue's backlog.
+    t: list[float]
+    saturation: dict[str, list[float]]
+    offered: list[float]
+    served: list[float]
+    failed: list[float]
+    backlog: list[float]
+    entry: str
+    buffer: int | None
+    ceiling: float | None
+    duration_s: float
+    #: The scenario's events: (start s, end s, label, kind).
+    events: list[tuple[float, float, str, str]]
+    result: Result = field(repr=False)
+
+
+@dataclass
+class Session:
+    """One page's design, scenario and runs. Not shared: every browser tab has its own."""
+
+    design: Design | GraphDesign
+    scenario: Scenario
+    design_file: str  # the name messages give the design (the file it came from)
+    seed: int = 0
+    data: dict[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.data = _mapping(self.design)
+
+    # -- editing ---------------------------------------------------------------------------
+    def fields(self) -> list[FieldSpec]:
+        return fields(self.design)
+
+    def value(self, path: str) -> Any:
+        node: Any = self.data
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    def set(self, path: str, value: Any) -> None:
+        """Set one field; the design is checked as a file would be. A bad value raises
+        :class:`GymError` (``file: field: message``) and changes nothing."""
+        data = copy.deepcopy(self.data)
+        node = data
+        keys = path.split(".")
+        for key in keys[:-1]:
+            child = node.get(key)
+            if not isinstance(child, dict):
+                raise GymError.single(self.design_file, path, "no such field in this design")
+            node = child
+        if keys[-1] not in node:
+            raise GymError.single(self.design_file, path, "no such field in this design")
+        node[keys[-1]] = value
+        self.design = _parse(type(self.design), data, self.design_file, self.design.name)
+        self.data = data
+
+    def open(self, text: str, file: str) -> None:
+        """Replace the design by a design file's text (``file``: its name, for messages)."""
+        from gym.loading import check_size, parse_yaml_text
+
+        data = parse_yaml_text(text, file)
+        check_size(data, file)
+        model: type[Design | GraphDesign] = GraphDesign if _means_graph(data) else Design
+        name = Path(file).stem
+        self.design = _parse(model, data, file, name)
+        self.design_file = file
+        self.data = _mapping(self.design)
+
+    def yaml(self) -> str:
+        """The design as a file that loads back (every field written out)."""
+        from gym.report.files import resolved_yaml
+
+        return resolved_yaml(self.design)
+
+    # -- running ---------------------------------------------------------------------------
+    def run(self, engine: str = "flow", progress: Callable[[float], None] | None = None) -> View:
+        import gym
+
+        result = gym.simulate(
+            self.design, self.scenario, seed=self.seed, engine=engine, progress=progress
+        )
+        return view(result)
+
+    def fix(self, result: Result) -> Fix | NoFix | None:
+        """The cheapest change that passes, for a failing flow run (None if it passed)."""
+        if result.passed:
+            return None
+        from gym.fix import suggest
+
+        return suggest(result)
+
+
+def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
+    by_alias = isinstance(design, GraphDesign)
+    data: dict[str, Any] = design.model_dump(mode="json", by_alias=by_alias)
+    return data
+
+
+def _means_graph(data: Any) -> bool:
+    return isinstance(data, dict) and ("graph" in data or data.get("system") == "graph")
+
+
+def _parse(
+    model: type[Design | GraphDesign], data: dict[str, Any], file: str, name: str | None
+) -> Design | GraphDesign:
+    from gym.loading import parse
+
+    loaded = parse(model, data, file, "design")
+    if loaded.name is None:
+        loaded = loaded.model_copy(update={"name": name})
+    return loaded
+
+
+def view(result: Result) -> View:
+    """The page's figures of a run, from the same table the plots and the report use."""
+    from gym.report import html
+    from gym.report.plots import context
+
+    df = result.windows()
+    ctx = context(result)
+    per_window = df.groupby("window", sort=True)
+    t = [float(x) for x in per_window["t_s"].first()]
+    saturation = {
+        str(name): [_num(x) for x in rows["saturation"]]
+        for name, rows in df.groupby("component", sort=False)
+    }
+    entry = df[df["component"] == ctx.entry]
+    offered = list(ctx.offered) if ctx.offered is not None else list(entry["demand"])
+    failed = per_window["failed"].sum()
+    m = result.metrics
+    return View(
+        verdict=result.verdict.upper(),
+        engine=result.engine,
+        cost_units=int(m.cost_units),
+        units=dict(m.units) if hasattr(m, "units") else {},
+        slo_html=html._slo_table(result),
+        explanations_html=html._explanations(result.explanations),
+        budget_html=html._budget(result),
+        t=t,
+        saturation=saturation,
+        offered=[float(x) for x in offered],
+        served=[float(x) for x in per_window["served"].sum()],
+        failed=[float(x) for x in failed],
+        backlog=[float(x) for x in entry["backlog"]],
+        entry=ctx.entry,
+        buffer=ctx.frontier_buffer,
+        ceiling=ctx.ceiling,
+        duration_s=ctx.duration_s,
+        events=[(s.start_s, s.end_s, s.label, s.kind) for s in ctx.shades],
+        result=result,
+    )
+
+
+def _num(x: Any) -> float:
+    """A figure for a plot: NaN (no demand, or an outage) stays NaN, the plot leaves a gap."""
+    return float(x)

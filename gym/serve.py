@@ -1,0 +1,692 @@
+"""``gym serve``: the playground, a Bokeh server app on loopback.
+
+Each browser tab gets its own Bokeh document and its own :class:`~gym.playground.Session`
+(concurrent users never see each other's state). A field's slider or number box sets the
+field, the design is checked as a file would be (a bad value shows the same one-line
+message as the command line and changes nothing), and the flow engine runs again: the
+verdict, the SLO table, the plots, "why it fails" and the error budget follow within a
+run's time. The suggested fix is searched once the fields have been still for
+``FIX_AFTER_MS``, in a worker thread; the request engine runs on demand, in a worker
+thread, with its progress shown. BokehJS is served by this server: the page needs no
+internet.
+
+Bursts of changes are folded: a change only records the newest value of its field and
+asks for one update on the next turn of the server's loop, so a page sending 20 changes a
+second runs the model as often as it can keep up with and always ends on the last value.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import html as html_lib
+import socket
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from gym.errors import GymError
+from gym.models import Design, GraphDesign, Scenario
+from gym.playground import FieldSpec, Session, View
+
+if TYPE_CHECKING:
+    from bokeh.document import Document
+    from bokeh.models import ColumnDataSource
+    from bokeh.plotting import figure as Figure
+
+#: The fix is searched once no field has changed for this long (ms).
+FIX_AFTER_MS = 600
+#: Largest design file the page opens (bytes), as a file on the command line.
+MAX_UPLOAD = 1_000_000
+
+_VERDICT_STYLE = {
+    "PASS": "background:#1a7f37;color:white",
+    "FAIL": "background:#b42318;color:white",
+}
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (for tests and ``--port 0``)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, before any work, an address the server could not listen on."""
+    try:
+        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except OSError as exc:
+        raise GymError.single(
+            None, "--port", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+        ) from None
+
+
+class Page:
+    """One browser tab: its session, widgets and plots."""
+
+    def __init__(self, doc: Document, session: Session) -> None:
+        self.doc = doc
+        self.session = session
+        self.pending: dict[str, Any] = {}
+        self.update_queued = False
+        self.generation = 0  # bumped by every change: stale fixes and runs are dropped
+        self.fix_timer: Any = None
+        self.busy = False  # a request-engine run in progress
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gym-page")
+        self.widgets: dict[str, Any] = {}
+        self.view: View | None = None
+        self.sources: dict[str, ColumnDataSource] = {}
+        self._build()
+        self.update()
+
+    # -- layout -----------------------------------------------------------------------------
+    def _build(self) -> None:
+        from bokeh.layouts import column, row
+        from bokeh.models import (
+            Button,
+            ColumnDataSource,
+            CustomJS,
+            Div,
+            FileInput,
+            RadioButtonGroup,
+        )
+
+        s = self.session
+        self.title = Div(name="title")
+        self.verdict = Div(name="verdict", width=180)
+        self.cost = Div(name="cost")
+        self.error = Div(name="error", styles={"color": "#b42318"}, text="")
+        self.status = Div(name="status", text="")
+        self.slos = Div(name="slos")
+        self.why = Div(name="why")
+        self.budget = Div(name="budget")
+        self.fix = Div(name="fix")
+        self.yaml_source = ColumnDataSource(data={"text": [""], "file": [""]}, name="yaml_source")
+        download = Button(
+            label="Download design (YAML)", name="download", css_classes=["gym-download"]
+        )
+        download.js_on_click(
+            CustomJS(
+                args={"src": self.yaml_source},
+                code="""
+const blob = new Blob([src.data.text[0]], {type: 'application/x-yaml'});
+const a = document.createElement('a');
+a.href = URL.createObjectURL(blob);
+a.download = src.data.file[0];
+document.body.appendChild(a); a.click(); a.remove();
+""",
+            )
+        )
+        self.upload = FileInput(
+            accept=".yaml,.yml", name="open", title="Open a design file", css_classes=["gym-open"]
+        )
+        self.upload.on_change("value", self._opened)
+        self.engine = RadioButtonGroup(
+            labels=["flow (live)", "request"], active=0, name="engine", css_classes=["gym-engine"]
+        )
+        self.engine.on_change("active", lambda attr, old, new: self._engine_changed())
+        self.run_button = Button(
+            label="Run the request engine", name="run", disabled=True, css_classes=["gym-run"]
+        )
+        self.run_button.on_click(self._run_request)
+        self.fields_box = column(name="fields", sizing_mode="stretch_width")
+        self._fill_fields()
+        controls = column(
+            self.upload,
+            download,
+            self.engine,
+            self.run_button,
+            self.status,
+            self.error,
+            self.fields_box,
+            width=430,
+            name="controls",
+        )
+        plots = self._plots()
+        results = column(
+            row(self.verdict, self.cost),
+            self.slos,
+            *plots,
+            self.why,
+            self.budget,
+            self.fix,
+            sizing_mode="stretch_width",
+        )
+        self.doc.add_root(column(self.title, row(controls, results), name="page"))
+        self.doc.title = f"gym playground: {s.design.name}"
+
+    def _fill_fields(self) -> None:
+        from bokeh.layouts import row
+        from bokeh.models import Div, NumericInput, Select, Slider
+
+        s = self.session
+        children: list[Any] = []
+        self.widgets = {}
+        part = None
+        for spec in s.fields():
+            value = s.value(spec.path)
+            if spec.part != part:
+                part = spec.part
+                header = Div(text=f"<b>{_esc(part)}</b>", name=f"part:{part}")
+                self.widgets[f"part:{part}"] = header
+                children.append(header)
+            label = spec.path.removeprefix(f"{part}.") if part else spec.path
+            tip = _esc(spec.description)
+            if spec.kind == "choice":
+                options = [_shown(o) for o in spec.options]
+                select = Select(
+                    title=label,
+                    value=_shown(value),
+                    options=options,
+                    name=f"field:{spec.path}",
+                    css_classes=[_css("select", spec.path)],
+                    description=tip or None,
+                )
+                select.on_change("value", partial(self._choice_changed, spec))
+                self.widgets[spec.path] = select
+                children.append(select)
+                continue
+            box = NumericInput(
+                title=f"{label}{f' ({spec.unit})' if spec.unit else ''}",
+                value=value,
+                mode="int" if spec.kind == "int" else "float",
+                name=f"input:{spec.path}",
+                css_classes=[_css("input", spec.path)],
+                placeholder="default" if spec.optional else "",
+                width=150,
+            )
+            box.on_change("value", partial(self._typed, spec))
+            widgets: list[Any] = []
+            if value is not None:
+                start, end, step = spec.slider(float(value))
+                slider = Slider(
+                    start=start,
+                    end=max(end, float(value)),
+                    value=value,
+                    step=step,
+                    title=None,
+                    name=f"slider:{spec.path}",
+                    css_classes=[_css("slider", spec.path)],
+                    width=250,
+                    show_value=False,
+                )
+                slider.on_change("value", partial(self._slid, spec))
+                widgets.append(slider)
+                self.widgets[f"slider:{spec.path}"] = slider
+            self.widgets[f"input:{spec.path}"] = box
+            children.append(row(*widgets, box))
+        self.fields_box.children = children
+
+    def _plots(self) -> list[Figure]:
+        from bokeh.models import ColumnDataSource, Range1d, Span
+        from bokeh.palettes import Category10_10
+        from bokeh.plotting import figure
+
+        from gym.report.plots import COMPONENT_COLORS
+
+        view = self.session.run()
+        self.view = view
+        x_range = Range1d(0, view.duration_s)
+        timeline = figure(
+            height=40 + 24 * max(1, len(view.events)),
+            x_range=x_range,
+            y_range=[e[2] for e in reversed(view.events)] or ["(no events)"],
+            title="Scenario timeline",
+            name="timeline",
+            css_classes=["gym-plot-timeline"],
+            tools="",
+            toolbar_location=None,
+            sizing_mode="stretch_width",
+        )
+        self.sources["events"] = ColumnDataSource(_events(view), name="events")
+        timeline.hbar(
+            y="label",
+            left="start",
+            right="end",
+            height=0.7,
+            color="color",
+            source=self.sources["events"],
+        )
+        timeline.xaxis.visible = False
+
+        sat = figure(
+            height=240,
+            x_range=x_range,
+            title="Saturation per component (demand / capacity)",
+            name="saturation",
+            css_classes=["gym-plot-saturation"],
+            tools="xpan,xwheel_zoom,reset,hover",
+            sizing_mode="stretch_width",
+        )
+        self.sources["saturation"] = ColumnDataSource(_saturation(view), name="saturation_data")
+        spare = iter(Category10_10)
+        for name in view.saturation:
+            sat.step(
+                "t",
+                name,
+                source=self.sources["saturation"],
+                mode="after",
+                line_width=2,
+                color=COMPONENT_COLORS.get(name) or next(spare),
+                legend_label=name,
+            )
+        self.ceiling = Span(
+            location=view.ceiling or 0,
+            dimension="width",
+            line_dash="dashed",
+            line_color="black",
+            visible=view.ceiling is not None,
+        )
+        sat.add_layout(self.ceiling)
+        sat.y_range = Range1d(0, _top(view))
+        self.sat_range = sat.y_range
+        sat.add_layout(sat.legend[0], "right")
+        sat.yaxis.axis_label = "saturation"
+
+        out = figure(
+            height=220,
+            x_range=x_range,
+            title="Offered, served and failed (URLs per second)",
+            name="outcomes",
+            css_classes=["gym-plot-outcomes"],
+            tools="xpan,xwheel_zoom,reset,hover",
+            sizing_mode="stretch_width",
+        )
+        self.sources["outcomes"] = ColumnDataSource(_outcomes(view), name="outcomes_data")
+        for key, color in (("offered", "black"), ("served", "#2ca02c"), ("failed", "#d62728")):
+            out.step(
+                "t",
+                key,
+                source=self.sources["outcomes"],
+                mode="after",
+                line_width=2,
+                color=color,
+                legend_label=key,
+            )
+        out.y_range.start = 0
+        out.add_layout(out.legend[0], "right")
+
+        back = figure(
+            height=200,
+            x_range=x_range,
+            title=f"{view.entry} backlog (URLs waiting)",
+            name="backlog",
+            css_classes=["gym-plot-backlog"],
+            tools="xpan,xwheel_zoom,reset,hover",
+            sizing_mode="stretch_width",
+        )
+        self.sources["backlog"] = ColumnDataSource(_backlog(view), name="backlog_data")
+        back.step(
+            "t",
+            "backlog",
+            source=self.sources["backlog"],
+            mode="after",
+            line_width=2,
+            color=COMPONENT_COLORS["frontier"],
+            legend_label="backlog",
+        )
+        self.buffer = Span(
+            location=view.buffer or 0,
+            dimension="width",
+            line_dash="dashed",
+            line_color="black",
+            visible=view.buffer is not None,
+        )
+        back.add_layout(self.buffer)
+        back.y_range.start = 0
+        back.add_layout(back.legend[0], "right")
+        return [timeline, sat, out, back]
+
+    # -- changes ----------------------------------------------------------------------------
+    def _slid(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
+        value = round(new) if spec.kind == "int" else float(new)
+        box = self.widgets.get(f"input:{spec.path}")
+        if box is not None and box.value != value:
+            box.value = value  # its own callback sees the same value: no second change
+        self._change(spec.path, value)
+
+    def _typed(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
+        slider = self.widgets.get(f"slider:{spec.path}")
+        if new is not None and slider is not None and slider.value != new:
+            if new > slider.end:
+                slider.end = new
+            if new < slider.start:
+                slider.start = new
+            slider.value = new
+        self._change(spec.path, new)
+
+    def _choice_changed(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
+        value: Any = new
+        for option in spec.options:
+            if _shown(option) == new:
+                value = option
+        self._change(spec.path, value)
+
+    def _change(self, path: str, value: Any) -> None:
+        if self.session.value(path) == value and path not in self.pending:
+            return
+        self.pending[path] = value
+        if not self.update_queued:
+            self.update_queued = True
+            self.doc.add_next_tick_callback(self._apply)
+
+    def _apply(self) -> None:
+        """Set every pending field (the newest value of each), then run once."""
+        self.update_queued = False
+        pending, self.pending = self.pending, {}
+        problems = []
+        for path, value in pending.items():
+            try:
+                self.session.set(path, value)
+            except GymError as err:
+                problems.append(str(err))
+        self.error.text = "<br>".join(_esc(p) for p in problems)
+        self.update()
+
+    def update(self) -> None:
+        """Run the design (flow engine) and show it."""
+        self.generation += 1
+        self.fix.text = ""
+        if self.engine.active == 1:
+            self._show_yaml()
+            self.status.text = "The design changed: <i>Run the request engine</i> to see it."
+            return
+        try:
+            view = self.session.run()
+        except GymError as err:
+            self.error.text = _esc(str(err))
+            return
+        except Exception as exc:  # the page stays up; the message says what broke
+            self.error.text = _esc(f"internal error: {type(exc).__name__}: {exc}")
+            return
+        self._show(view)
+        self._schedule_fix()
+
+    def _show(self, view: View) -> None:
+        s = self.session
+        self.view = view
+        self.title.text = (
+            f"<h2 style='margin:4px 0'>{_esc(s.design.name)} "
+            f"<small>under {_esc(s.scenario.name)}, seed {s.seed}</small></h2>"
+        )
+        self.verdict.text = (
+            f"<div style='{_VERDICT_STYLE.get(view.verdict, '')};font-size:28px;"
+            f"padding:6px 18px;border-radius:6px;text-align:center' "
+            f"data-verdict='{view.verdict}'>{view.verdict}</div>"
+        )
+        slo = s.scenario.slos.cost_units
+        limit = f" (SLO: at most {slo.max:g})" if slo is not None else ""
+        parts = ", ".join(f"{_esc(k)} {v}" for k, v in view.units.items() if v)
+        self.cost.text = (
+            f"<div style='padding:8px'>{view.engine} engine &middot; "
+            f"<b>{view.cost_units} units</b>{limit}: {parts}</div>"
+        )
+        for part, units in view.units.items():
+            header = self.widgets.get(f"part:{part}")
+            if header is not None:
+                header.text = f"<b>{_esc(part)}</b> &mdash; {units} unit{'s' * (units != 1)}"
+        self.slos.text = view.slo_html
+        self.why.text = (
+            "<h3>Why it fails</h3>" + view.explanations_html if view.verdict != "PASS" else ""
+        )
+        self.budget.text = "<h3>Error budget</h3>" + view.budget_html
+        self.sources["saturation"].data = _saturation(view)
+        self.sources["outcomes"].data = _outcomes(view)
+        self.sources["backlog"].data = _backlog(view)
+        self.sources["events"].data = _events(view)
+        self.ceiling.location = view.ceiling or 0
+        self.sat_range.end = _top(view)
+        self.buffer.location = view.buffer or 0
+        self.buffer.visible = view.buffer is not None
+        self._show_yaml()
+
+    def _show_yaml(self) -> None:
+        name = self.session.design.name or "design"
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "design"
+        self.yaml_source.data = {"text": [self.session.yaml()], "file": [f"{safe}.yaml"]}
+
+    # -- the fix ----------------------------------------------------------------------------
+    def _schedule_fix(self) -> None:
+        if self.fix_timer is not None:
+            with contextlib.suppress(ValueError):  # it ran already
+                self.doc.remove_timeout_callback(self.fix_timer)
+        self.fix_timer = None
+        if self.view is None or self.view.verdict == "PASS":
+            return
+        self.fix.text = "<h3>Suggested fix</h3><p><i>searching once the fields are still...</i></p>"
+        self.fix_timer = self.doc.add_timeout_callback(self._search_fix, FIX_AFTER_MS)
+
+    def _search_fix(self) -> None:
+        self.fix_timer = None
+        if self.view is None:
+            return
+        generation, result = self.generation, self.view.result
+        session = self.session
+
+        def work() -> None:
+            try:
+                text = _fix_html(session.fix(result))
+            except Exception as exc:  # shown on the page, not raised
+                text = f"<p>internal error: {_esc(type(exc).__name__)}: {_esc(str(exc))}</p>"
+            self._later(partial(self._fix_found, generation, text))
+
+        self.pool.submit(work)
+
+    def _fix_found(self, generation: int, text: str) -> None:
+        if generation == self.generation:
+            self.fix.text = "<h3>Suggested fix</h3>" + text
+
+    # -- the request engine -----------------------------------------------------------------
+    def _engine_changed(self) -> None:
+        request = self.engine.active == 1
+        self.run_button.disabled = not request or self.busy
+        if not request:
+            self.status.text = ""
+            self.update()
+        else:
+            self.status.text = (
+                "Press <i>Run the request engine</i> (every URL, one event at a time)."
+            )
+
+    def _run_request(self) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        self.run_button.disabled = True
+        self.generation += 1
+        generation = self.generation
+        session = Session(
+            self.session.design, self.session.scenario, self.session.design_file, self.session.seed
+        )
+        duration = self.session.scenario.duration_s
+        self.status.text = "request engine: starting..."
+
+        def progress(now: float) -> None:
+            self._later(partial(self._progress, now, duration))
+
+        def work() -> None:
+            try:
+                view: View | str = session.run("request", progress=progress)
+            except GymError as err:
+                view = str(err)
+            except Exception as exc:  # shown on the page
+                view = f"internal error: {type(exc).__name__}: {exc}"
+            self._later(partial(self._request_done, generation, view))
+
+        self.pool.submit(work)
+
+    def _progress(self, now: float, duration: float) -> None:
+        if self.busy:
+            share = min(1.0, now / duration) if duration else 1.0
+            self.status.text = (
+                f"request engine: {share:.0%} ({now:,.0f} of {duration:,.0f} simulated s)"
+                f"<div style='background:#ddd;width:300px;height:8px'>"
+                f"<div style='background:#1f77b4;width:{300 * share:.0f}px;height:8px'></div>"
+                "</div>"
+            )
+
+    def _request_done(self, generation: int, view: View | str) -> None:
+        self.busy = False
+        self.run_button.disabled = self.engine.active != 1
+        if isinstance(view, str):
+            self.status.text = ""
+            self.error.text = _esc(view)
+            return
+        if generation != self.generation:
+            self.status.text = "request engine: done, but the design changed since; run again."
+            return
+        self.status.text = "request engine: done."
+        self._show(view)
+
+    # -- opening a file ---------------------------------------------------------------------
+    def _opened(self, attr: str, old: Any, new: Any) -> None:
+        name = self.upload.filename or "uploaded.yaml"
+        if isinstance(name, list):
+            name = name[0] if name else "uploaded.yaml"
+        value = new[0] if isinstance(new, list) else new
+        try:
+            raw = base64.b64decode(value or "", validate=True)
+        except (binascii.Error, ValueError):
+            self.error.text = _esc(f"{name}: not a file the page could read")
+            return
+        if len(raw) > MAX_UPLOAD:
+            self.error.text = _esc(
+                f"{name}: {len(raw):,} bytes; a design file may have at most {MAX_UPLOAD:,}"
+            )
+            return
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.error.text = _esc(f"{name}: not UTF-8 text")
+            return
+        try:
+            self.session.open(text, name)
+        except GymError as err:
+            self.error.text = "<br>".join(_esc(line) for line in str(err).splitlines())
+            return
+        self.error.text = ""
+        self.pending = {}
+        self._fill_fields()
+        self.update()
+
+    def _later(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
+        with contextlib.suppress(Exception):  # the tab was closed meanwhile
+            self.doc.add_next_tick_callback(callback)
+
+
+def _css(what: str, path: str) -> str:
+    """A CSS class naming a field's widget (for tests and user styles)."""
+    return f"gym-{what}-" + "".join(c if c.isalnum() else "-" for c in path)
+
+
+def _esc(text: object) -> str:
+    return html_lib.escape(str(text), quote=True)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _top(view: View) -> float:
+    """The saturation plot's top: the highest figure, the SLO's ceiling and 1, with room."""
+    highest = max(
+        (x for xs in view.saturation.values() for x in xs if x == x and x != float("inf")),
+        default=0.0,
+    )
+    return 1.08 * max(1.0, highest, view.ceiling or 0.0)
+
+
+def _saturation(view: View) -> dict[str, Any]:
+    data: dict[str, Any] = {"t": view.t}
+    data.update(view.saturation)
+    return data
+
+
+def _outcomes(view: View) -> dict[str, Any]:
+    return {"t": view.t, "offered": view.offered, "served": view.served, "failed": view.failed}
+
+
+def _backlog(view: View) -> dict[str, Any]:
+    return {"t": view.t, "backlog": view.backlog}
+
+
+def _events(view: View) -> dict[str, Any]:
+    from gym.report.plots import EVENT_STYLE
+
+    return {
+        "label": [e[2] for e in view.events],
+        "start": [e[0] for e in view.events],
+        "end": [e[1] for e in view.events],
+        "color": [EVENT_STYLE.get(e[3], EVENT_STYLE["load"])["color"] for e in view.events],
+    }
+
+
+def _fix_html(fix: Any) -> str:
+    from gym.report import html
+
+    if fix is None:
+        return "<p>The design passes: nothing to fix.</p>"
+    return html._fix(fix)
+
+
+def app(design: Design | GraphDesign, scenario: Scenario, design_file: str, seed: int = 0) -> Any:
+    """The Bokeh application: every document (browser tab) gets a fresh session."""
+    from bokeh.application import Application
+    from bokeh.application.handlers.function import FunctionHandler
+
+    def make(doc: Document) -> None:
+        Page(doc, Session(design, scenario, design_file, seed))
+
+    return Application(FunctionHandler(make))
+
+
+def serve(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    design_file: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 5006,
+    seed: int = 0,
+    ready: Callable[[str], None] | None = None,
+    stop: threading.Event | None = None,
+) -> None:
+    """Serve the playground until interrupted (or ``stop`` is set); ``ready`` gets the
+    address once the server listens."""
+    from bokeh.server.server import Server
+
+    origins = [f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    server = Server(
+        {"/": app(design, scenario, design_file, seed)},
+        address=host,
+        port=port,
+        allow_websocket_origin=origins,
+        num_procs=1,
+    )
+    server.start()
+    shown = f"[{host}]" if ":" in host else host
+    if ready is not None:
+        ready(f"http://{shown}:{port}/")
+    if stop is not None:
+
+        def watch() -> None:
+            if stop.is_set():
+                server.io_loop.stop()
+
+        from tornado.ioloop import PeriodicCallback
+
+        PeriodicCallback(watch, 100).start()
+    try:
+        server.io_loop.start()
+    finally:
+        server.stop()
