@@ -71,14 +71,15 @@ class FieldSpec:
 
 
 def _nice_step(raw: float) -> float:
-    """The step of 1, 2 or 5 times a power of ten at or below ``raw`` (0.001 at least)."""
+    """The least of 1, 2 or 5 times a power of ten that is at least ``raw`` (0.001 at
+    least): a slider over a range in steps of ``raw`` or more."""
     if raw <= 0.001:
         return 0.001
     power = 10 ** math.floor(math.log10(raw))
-    for m in (5, 2, 1):
-        if m * power <= raw:
+    for m in (1, 2, 5, 10):
+        if m * power >= raw * (1 - 1e-12):
             return float(m * power)
-    return float(power)
+    return float(10 * power)
 
 
 def fields(design: Design | GraphDesign) -> list[FieldSpec]:
@@ -256,6 +257,13 @@ class Session:
         from gym.fix import suggest
 
         return suggest(result)
+
+
+def messages(err: GymError) -> list[str]:
+    """The lines the command line prints for ``err``: ``error: file: field: message``."""
+    from gym.outputs import printable
+
+    return [f"error: {printable(str(p))}" for p in err.problems]
 
 
 def _mapping(design: Design | GraphDesign) -> dict[str, Any]:

@@ -21,21 +21,25 @@ import base64
 import binascii
 import contextlib
 import html as html_lib
+import logging
 import socket
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
 from gym.models import Design, GraphDesign, Scenario
-from gym.playground import FieldSpec, Session, View
+from gym.playground import FieldSpec, Session, View, messages
 
 if TYPE_CHECKING:
     from bokeh.document import Document
     from bokeh.models import ColumnDataSource
     from bokeh.plotting import figure as Figure
+
+log = logging.getLogger(__name__)
 
 #: The fix is searched once no field has changed for this long (ms).
 FIX_AFTER_MS = 600
@@ -127,7 +131,11 @@ document.body.appendChild(a); a.click(); a.remove();
         self.upload = FileInput(
             accept=".yaml,.yml", name="open", title="Open a design file", css_classes=["gym-open"]
         )
-        self.upload.on_change("value", self._opened)
+        # The browser sends a file's contents and its name as two changes: read both
+        # once the two have arrived (a file of the same name sends only the first).
+        self.upload.on_change("value", self._upload_changed)
+        self.upload.on_change("filename", self._upload_changed)
+        self.upload_queued = False
         self.engine = RadioButtonGroup(
             labels=["flow (live)", "request"], active=0, name="engine", css_classes=["gym-engine"]
         )
@@ -386,7 +394,7 @@ document.body.appendChild(a); a.click(); a.remove();
             try:
                 self.session.set(path, value)
             except GymError as err:
-                problems.append(str(err))
+                problems += messages(err)
         self.error.text = "<br>".join(_esc(p) for p in problems)
         self.update()
 
@@ -401,10 +409,11 @@ document.body.appendChild(a); a.click(); a.remove();
         try:
             view = self.session.run()
         except GymError as err:
-            self.error.text = _esc(str(err))
+            self.error.text = "<br>".join(_esc(m) for m in messages(err))
             return
         except Exception as exc:  # the page stays up; the message says what broke
             self.error.text = _esc(f"internal error: {type(exc).__name__}: {exc}")
+            log.exception("the playground's run failed")
             return
         self._show(view)
         self._schedule_fix()
@@ -515,7 +524,7 @@ document.body.appendChild(a); a.click(); a.remove();
             try:
                 view: View | str = session.run("request", progress=progress)
             except GymError as err:
-                view = str(err)
+                view = "\n".join(messages(err))
             except Exception as exc:  # shown on the page
                 view = f"internal error: {type(exc).__name__}: {exc}"
             self._later(partial(self._request_done, generation, view))
@@ -537,7 +546,7 @@ document.body.appendChild(a); a.click(); a.remove();
         self.run_button.disabled = self.engine.active != 1
         if isinstance(view, str):
             self.status.text = ""
-            self.error.text = _esc(view)
+            self.error.text = "<br>".join(_esc(m) for m in view.splitlines())
             return
         if generation != self.generation:
             self.status.text = "request engine: done, but the design changed since; run again."
@@ -546,30 +555,38 @@ document.body.appendChild(a); a.click(); a.remove();
         self._show(view)
 
     # -- opening a file ---------------------------------------------------------------------
-    def _opened(self, attr: str, old: Any, new: Any) -> None:
-        name = self.upload.filename or "uploaded.yaml"
+    def _upload_changed(self, attr: str, old: Any, new: Any) -> None:
+        if not self.upload_queued:
+            self.upload_queued = True
+            self.doc.add_next_tick_callback(self._opened)
+
+    def _opened(self) -> None:
+        self.upload_queued = False
+        name = _unset_or(self.upload, "filename", "") or "uploaded.yaml"
         if isinstance(name, list):
             name = name[0] if name else "uploaded.yaml"
-        value = new[0] if isinstance(new, list) else new
+        name = Path(str(name)).name
+        value = _unset_or(self.upload, "value", "")
+        value = value[0] if isinstance(value, list) and value else value
         try:
             raw = base64.b64decode(value or "", validate=True)
         except (binascii.Error, ValueError):
-            self.error.text = _esc(f"{name}: not a file the page could read")
+            self.error.text = _esc(f"error: {name}: not a file the page could read")
             return
         if len(raw) > MAX_UPLOAD:
             self.error.text = _esc(
-                f"{name}: {len(raw):,} bytes; a design file may have at most {MAX_UPLOAD:,}"
+                f"error: {name}: {len(raw):,} bytes; a design file may have at most {MAX_UPLOAD:,}"
             )
             return
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
-            self.error.text = _esc(f"{name}: not UTF-8 text")
+            self.error.text = _esc(f"error: {name}: not UTF-8 text")
             return
         try:
             self.session.open(text, name)
         except GymError as err:
-            self.error.text = "<br>".join(_esc(line) for line in str(err).splitlines())
+            self.error.text = "<br>".join(_esc(m) for m in messages(err))
             return
         self.error.text = ""
         self.pending = {}
@@ -580,6 +597,16 @@ document.body.appendChild(a); a.click(); a.remove();
         """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
         with contextlib.suppress(Exception):  # the tab was closed meanwhile
             self.doc.add_next_tick_callback(callback)
+
+
+def _unset_or(model: Any, attr: str, default: Any) -> Any:
+    """A Bokeh property's value, or ``default`` while the browser has not set it."""
+    from bokeh.core.property.descriptors import UnsetValueError
+
+    try:
+        return getattr(model, attr)
+    except UnsetValueError:
+        return default
 
 
 def _css(what: str, path: str) -> str:

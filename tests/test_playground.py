@@ -1,0 +1,182 @@
+"""The playground's logic without a browser (gym/playground.py): the fields it offers, the
+checks on a value (the command line's own messages), and what it shows of a run."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+import gym
+from gym.errors import GymError
+from gym.playground import Session, fields, messages
+from tests.conftest import ROOT
+
+REFERENCE = ROOT / "designs" / "reference.yaml"
+CHAOS = ROOT / "scenarios" / "crawler-chaos.yaml"
+
+
+@pytest.fixture
+def session() -> Session:
+    return Session(gym.load_design(REFERENCE), gym.load_scenario(CHAOS), "reference.yaml")
+
+
+def test_every_scalar_field_of_the_design_is_offered(session: Session) -> None:
+    """One control per scalar field of the file, with the schema's bounds: the same paths
+    --set takes."""
+    paths = {f.path: f for f in session.fields()}
+    for path in (
+        "frontier.drain_rps",
+        "frontier.buffer",
+        "frontier.structure",
+        "fetchers.replicas",
+        "fetchers.rps_per_replica",
+        "fetchers.service.mean_ms",
+        "fetchers.on_crash",
+        "cache.hit_ratio",
+        "page_store.rps",
+        "dedup.content_hash",
+    ):
+        assert path in paths, path
+    replicas = paths["fetchers.replicas"]
+    assert (replicas.kind, replicas.low, replicas.low_open, replicas.high) == (
+        "int",
+        0.0,
+        True,
+        100000.0,
+    )
+    assert paths["cache.hit_ratio"].kind == "float"
+    assert paths["fetchers.on_crash"].options == ("fail", "requeue")
+    assert paths["dedup.content_hash"].options == (False, True)
+    assert "name" not in paths
+
+
+def test_sliders_stay_inside_the_schema_and_reach_four_times_the_value(
+    session: Session,
+) -> None:
+    for spec in session.fields():
+        value = session.value(spec.path)
+        if spec.kind == "choice" or value is None:
+            continue
+        start, end, step = spec.slider(float(value))
+        assert spec.low is None or start > spec.low or (start == spec.low and not spec.low_open)
+        assert spec.high is None or end <= spec.high
+        assert step > 0 and (end - start) / step <= 401
+        if spec.kind == "int":
+            assert step == int(step) and start == int(start)
+        if spec.high is not None and spec.high <= 1 and spec.kind == "float":
+            assert end == spec.high  # a fraction: its whole range
+        else:
+            assert end >= min(4 * float(value), spec.high or math.inf) - step, spec.path
+
+
+def test_a_value_runs_as_the_same_design_file_would(session: Session) -> None:
+    """Replicas 4 -> 3 on the page is the reference with --set fetchers.replicas=3."""
+    session.set("fetchers.replicas", 3)
+    view = session.run()
+    cli = gym.simulate(gym.load_design(REFERENCE, ["fetchers.replicas=3"]), CHAOS)
+    assert view.verdict == "FAIL" == cli.verdict.upper()
+    assert view.result.metrics.availability == cli.metrics.availability
+    assert view.saturation["fetchers"] == list(cli.metrics.components["fetchers"].saturation)
+    assert max(view.saturation["fetchers"]) == cli.to_json()["metrics"]["peak_saturation"]
+    assert view.cost_units == 6 and view.units["fetchers"] == 3
+
+
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("fetchers.replicas", 0),
+        ("cache.hit_ratio", 1.5),
+        ("frontier.drain_rps", -1),
+        ("fetchers.on_crash", "retry"),
+        ("page_store.rps", float("nan")),
+    ],
+)
+def test_a_bad_value_gets_the_command_lines_message_and_changes_nothing(
+    session: Session, path: str, value: object, tmp_path: Path
+) -> None:
+    """The page's message for a bad value is what `gym validate` prints for a file with
+    that value: the same file: field: message line."""
+    before = session.design
+    with pytest.raises(GymError) as err:
+        session.set(path, value)
+    assert session.design is before and session.value(path) != value
+    data = yaml.safe_load(REFERENCE.read_text())
+    section, _, key = path.partition(".")
+    data[section][key] = value if value == value else ".nan"
+    bad = tmp_path / "reference.yaml"
+    text = yaml.safe_dump(data).replace("'.nan'", ".nan")
+    bad.write_text(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "gym", "validate", "reference.yaml"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 2
+    assert messages(err.value) == out.stderr.strip().splitlines()
+
+
+def test_a_field_the_design_lacks_is_refused(session: Session) -> None:
+    with pytest.raises(GymError, match="no such field"):
+        session.set("fetchers.nonsense", 1)
+    with pytest.raises(GymError, match="no such field"):
+        session.set("async_writer.buffer", 10)  # the reference has no writer section
+
+
+def test_the_downloaded_yaml_loads_back_to_the_same_design(
+    session: Session, tmp_path: Path
+) -> None:
+    session.set("fetchers.replicas", 3)
+    session.set("cache.hit_ratio", 0.96)
+    path = tmp_path / "design.yaml"
+    path.write_text(session.yaml())
+    assert gym.load_design(path).model_dump() == session.design.model_dump()
+    assert gym.load_design(path).fetchers.replicas == 3
+
+
+def test_opening_a_file_replaces_the_design_and_its_fields(session: Session) -> None:
+    text = (ROOT / "designs" / "writer-lossless.yaml").read_text()
+    session.open(text, "writer-lossless.yaml")
+    assert session.design.name == "writer-lossless"
+    assert "async_writer.buffer" in {f.path for f in session.fields()}
+    with pytest.raises(GymError) as err:
+        session.open("frontier: [1, 2", "broken.yaml")
+    assert str(err.value).startswith("broken.yaml:")
+    assert session.design.name == "writer-lossless"  # unchanged
+
+
+def test_a_graph_design_offers_its_nodes_fields() -> None:
+    design = gym.load_design(ROOT / "designs" / "systems" / "url-shortener.yaml")
+    specs = {f.path: f for f in fields(design)}
+    assert {"graph.nodes.cache.hit_ratio", "graph.nodes.cache.rps", "graph.nodes.kv.rps"} <= set(
+        specs
+    )
+    assert specs["graph.nodes.kv.rps"].part == "kv"
+    assert not any(p.endswith(".kind") for p in specs)  # a node's kind is not a control
+    session = Session(
+        design,
+        gym.load_scenario(ROOT / "scenarios" / "systems" / "url-shortener.yaml"),
+        "url-shortener.yaml",
+    )
+    session.set("graph.nodes.kv.rps", 100)
+    assert session.design.graph.nodes["kv"].rps == 100  # type: ignore[union-attr]
+    assert session.run().verdict == "FAIL"
+
+
+def test_what_the_page_shows_of_a_run(session: Session) -> None:
+    view = session.run()
+    n = len(view.t)
+    assert n == 40 and view.t[0] == 0.0 and view.duration_s == 40
+    assert set(view.saturation) >= {"frontier", "fetchers", "cache", "resolver", "page_store"}
+    assert all(len(v) == n for v in view.saturation.values())
+    assert len(view.offered) == len(view.served) == len(view.failed) == len(view.backlog) == n
+    # what the windows say: served and failed summed over the components, per second
+    assert sum(view.served) == view.result.metrics.served
+    assert sum(view.failed) == view.result.metrics.failed
+    assert [e[3] for e in view.events] == ["load", "load", "crash", "stall", "slowdown"]
+    assert view.verdict == "PASS" and view.ceiling == 0.9 and view.buffer == 80000

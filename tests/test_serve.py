@@ -1,0 +1,234 @@
+"""The playground in a real browser: `gym serve` in a subprocess, driven by headless
+Chromium (the system's, /usr/bin/chromium; .ci/run installs it) through Playwright.
+
+Without Chromium or Playwright these tests are skipped, unless GYM_REQUIRE_BROWSER=1
+(as .ci/run sets it): then they fail. The page's screenshot after the replicas change is
+kept in test-artifacts/playground.png.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gym
+from gym.serve import free_port
+from tests.conftest import ROOT
+
+ARTIFACTS = ROOT / "test-artifacts"
+#: Chromium as the machine's probe starts it: headless, as root, on a closed network.
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+SATURATION = (
+    "(name) => Array.from(Bokeh.documents[0].get_model_by_name('saturation_data')"
+    ".data[name])"
+)
+
+
+def _chromium() -> str | None:
+    return os.environ.get("GYM_CHROMIUM") or shutil.which("chromium") or shutil.which(
+        "chromium-browser"
+    )
+
+
+def _unavailable(why: str) -> None:
+    if os.environ.get("GYM_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"browser tests required (GYM_REQUIRE_BROWSER=1) but {why}")
+    pytest.skip(why)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    """`gym serve` on a free loopback port, as a user starts it; its address."""
+    pytest.importorskip("bokeh")
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gym", "serve", "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    try:
+        assert line.startswith(f"playground at http://127.0.0.1:{port}/"), line
+        yield f"http://127.0.0.1:{port}/"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    # SIGTERM: "interrupted", exit 130, as for every command (README, exit status)
+    assert proc.returncode == 130, proc.stderr.read() if proc.stderr else ""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    executable = _chromium()
+    if executable is None:
+        _unavailable("no Chromium found (apt install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        _unavailable("Playwright is not installed (pip install playwright)")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def page(browser: Any, server: str) -> Iterator[Any]:
+    context = browser.new_context(viewport={"width": 1400, "height": 1400}, accept_downloads=True)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(server)
+    page.wait_for_selector("[data-verdict='PASS']", timeout=30_000)
+    yield page
+    context.close()
+    assert errors == []  # no script error on the page
+
+
+def _verdict(page: Any, want: str) -> None:
+    page.wait_for_selector(f"[data-verdict='{want}']", timeout=15_000)
+
+
+def test_replicas_slider_4_to_3_fails_and_redraws_the_saturation(page: Any) -> None:
+    """The issue's test: move the replicas slider from 4 to 3 (the keyboard moves the
+    slider's handle one step), the verdict turns to FAIL and the saturation plot changes:
+    its data is the fetchers' saturation of the reference with 3 replicas, and its
+    pixels differ."""
+    before = page.evaluate(SATURATION, "fetchers")
+    picture = page.locator(".gym-plot-saturation").screenshot()
+    handle = page.locator(".gym-slider-fetchers-replicas .noUi-handle")
+    assert handle.get_attribute("aria-valuenow") == "4.0"
+    handle.focus()
+    page.keyboard.press("ArrowLeft")
+    _verdict(page, "FAIL")
+    assert handle.get_attribute("aria-valuenow") == "3.0"
+    assert page.locator(".gym-input-fetchers-replicas input").input_value() == "3"
+    want = gym.simulate(gym.load_design(ROOT / "designs/reference.yaml", ["fetchers.replicas=3"]))
+    expected = [float(x) for x in want.metrics.components["fetchers"].saturation]
+    page.wait_for_function(
+        f"() => Math.max(...({SATURATION})('fetchers')) > 1.1"
+    )  # the overloaded seconds of the crash, 1.15 with 3 replicas
+    after = page.evaluate(SATURATION, "fetchers")
+    assert after == pytest.approx(expected) and after != pytest.approx(before)
+    time.sleep(0.3)  # the canvas repaints after the data arrives
+    assert page.locator(".gym-plot-saturation").screenshot() != picture
+    page.wait_for_selector("text=fetchers.replicas", timeout=15_000)  # the fix's table
+    # (the page's widgets live in shadow roots: text= locators look inside them)
+    assert page.locator("text=Why it fails").count() == 1
+    assert page.locator("text=peak saturation 1.15 is above 0.9").count() == 1
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground.png"), full_page=True)
+
+
+def test_download_gives_a_design_gym_run_loads(page: Any, tmp_path: Path) -> None:
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("5")
+    box.press("Enter")
+    page.wait_for_selector("text=8 units", timeout=15_000)
+    with page.expect_download() as download:
+        page.locator(".gym-download button").click()
+    saved = tmp_path / download.value.suggested_filename
+    download.value.save_as(saved)
+    assert saved.name == "reference.yaml"
+    design = gym.load_design(saved)
+    assert design.fetchers.replicas == 5  # type: ignore[union-attr]
+    out = subprocess.run(
+        [sys.executable, "-m", "gym", "run", str(saved)], cwd=ROOT, capture_output=True
+    )
+    assert out.returncode == 0  # the reference with 5 replicas passes, as on the page
+
+
+def test_a_bad_value_shows_the_command_lines_message(page: Any) -> None:
+    box = page.locator(".gym-input-cache-hit-ratio input")
+    box.fill("1.5")
+    box.press("Enter")
+    page.wait_for_selector(
+        "text=error: reference.yaml: cache.hit_ratio: must be less than or equal to 1 (got 1.5)",
+        timeout=15_000,
+    )
+    _verdict(page, "PASS")  # nothing changed: the last good design still shows
+    box.fill("0.6")
+    box.press("Enter")
+    _verdict(page, "FAIL")
+    assert page.locator("text=error:").count() == 0  # the message went with the bad value
+
+
+def test_two_users_do_not_see_each_others_changes(browser: Any, server: str, page: Any) -> None:
+    other = browser.new_context(viewport={"width": 1400, "height": 1400}).new_page()
+    other.goto(server)
+    other.wait_for_selector("[data-verdict='PASS']", timeout=30_000)
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("2")
+    box.press("Enter")
+    _verdict(page, "FAIL")
+    time.sleep(0.5)
+    assert other.locator("[data-verdict]").get_attribute("data-verdict") == "PASS"
+    assert other.locator(".gym-input-fetchers-replicas input").input_value() == "4"
+    other.context.close()
+
+
+def test_open_a_design_file(page: Any, tmp_path: Path) -> None:
+    page.locator(".gym-open input[type=file]").set_input_files(str(ROOT / "designs/starter.yaml"))
+    _verdict(page, "FAIL")
+    page.wait_for_selector("text=starter", timeout=15_000)
+    assert page.locator(".gym-input-fetchers-replicas input").input_value() == "3"
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("frontier: {drain_rps: 10, buffer: 10}\nfetchers: [1,\n")
+    page.locator(".gym-open input[type=file]").set_input_files(str(broken))
+    page.wait_for_selector("text=error: broken.yaml:", timeout=15_000)
+    _verdict(page, "FAIL")  # still the starter
+    binary = tmp_path / "image.yaml"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    page.locator(".gym-open input[type=file]").set_input_files(str(binary))
+    page.wait_for_selector("text=error: image.yaml: not UTF-8 text", timeout=15_000)
+
+
+def test_the_request_engine_on_demand(page: Any) -> None:
+    page.locator(".gym-engine button", has_text="request").click()
+    run = page.locator(".gym-run button")
+    page.wait_for_selector(".gym-run button:not([disabled])", timeout=15_000)
+    run.click()
+    page.wait_for_selector("text=request engine: done.", timeout=60_000)
+    assert page.locator("text=request engine ·").count() == 1  # the figures shown are its
+    _verdict(page, "PASS")
+    page.locator(".gym-engine button", has_text="flow").click()
+    page.wait_for_selector("text=flow engine", timeout=15_000)
+
+
+def test_the_server_survives_bad_requests(server: str, page: Any) -> None:
+    """Requests the page never sends do not bring the server down."""
+    import urllib.error
+    import urllib.request
+
+    for path in ("nope", "ws?bokeh-session-id=x", "static/../../etc/passwd", "%00"):
+        try:
+            urllib.request.urlopen(server + path, timeout=10).read()
+        except urllib.error.HTTPError as err:
+            assert 400 <= err.code < 500
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("3")
+    box.press("Enter")
+    _verdict(page, "FAIL")  # still serving
