@@ -36,8 +36,13 @@ CASES = [
 # URL (commit afa9a22); the callback engine that replaced it must give them unchanged.
 EDGE_CASES = [
     (f"edges/{d}", f"edges/{s}", engine)
-    for s in ("every-fault", "every-fault-poisson")
-    for d in ("requeue-random", "requeue-fixed")
+    for s, d in (
+        ("every-fault", "requeue-random"),
+        ("every-fault", "requeue-fixed"),
+        ("every-fault-poisson", "requeue-random"),
+        ("every-fault-poisson", "requeue-fixed"),
+        ("every-fault-dedup", "fail-canonical"),
+    )
     for engine in ("flow", "request")
 ]
 

@@ -36,14 +36,15 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 SATURATION = (
-    "(name) => Array.from(Bokeh.documents[0].get_model_by_name('saturation_data')"
-    ".data[name])"
+    "(name) => Array.from(Bokeh.documents[0].get_model_by_name('saturation_data').data[name])"
 )
 
 
 def _chromium() -> str | None:
-    return os.environ.get("GYM_CHROMIUM") or shutil.which("chromium") or shutil.which(
-        "chromium-browser"
+    return (
+        os.environ.get("GYM_CHROMIUM")
+        or shutil.which("chromium")
+        or shutil.which("chromium-browser")
     )
 
 

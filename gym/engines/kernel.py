@@ -84,8 +84,8 @@ class Kernel:
 
     def arrivals(self, times: list[float], callback: Callback) -> None:
         """Call ``callback(t)`` at each of ``times`` (sorted, none before now), as if each
-        were scheduled now, in order: SimPy's timeouts created in a row. The stream
-        before must be done: a tick's arrivals all come before the next tick starts."""
+        were scheduled now, in order: SimPy's timeouts created in a row. What is left of
+        the stream before goes to the heap."""
         self.stream = times
         self.stream_key = self.seq + 1 + NORMAL
         self.stream_callback = callback
@@ -127,7 +127,10 @@ class Kernel:
             self.now = top[0]
             callback(top[3])
             if self.stream is not times:  # the callback started a new stream
-                assert i == n, "a stream of arrivals replaced before it was done"
+                # Arrivals of the old one still to come (a tick's last instant can round
+                # to just after the next tick's start) wait in the heap, with their keys.
+                for j in range(i, n):
+                    heappush(queue, (times[j], key + j, arrive, times[j]))
                 times, key, arrive = self.stream, self.stream_key, self.stream_callback
                 i, n = 0, len(times)
 

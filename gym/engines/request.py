@@ -505,7 +505,7 @@ def run(
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, one SimPy process per URL (a graph design,
+    """Simulate ``design`` under ``scenario``, every URL through the pipeline (a graph design,
     and a crawler with the link-discovery loop or retries, through
     :mod:`gym.engines.request_graph`)."""
     if isinstance(design, GraphDesign) or design.discovery or design.retries:

@@ -1,10 +1,12 @@
-"""The request engine's stations: what a URL meets on its way, one SimPy process per URL.
+"""The request engine's stations: what a URL meets on its way.
 
 :class:`Log` keeps a node's per-tick counts; :class:`LossStation` is a service with slots
 and no queue (a cache, an external service, a store); :class:`FetchStage` is a queue's
 waiting room in front of a fleet's slots (or, for a queue that feeds no fleet, in front of
-its own hand-out rate). The crawler's engine (:mod:`gym.engines.request`) and the graph
-engine (:mod:`gym.engines.request_graph`) both build their runs from these.
+its own hand-out rate), for one SimPy process per URL (the graph engine,
+:mod:`gym.engines.request_graph`); :class:`CallbackFetchStage` is the same stage driven by
+callbacks on :mod:`gym.engines.kernel`, with a :class:`UrlState` per URL (the crawler's
+engine, :mod:`gym.engines.request`).
 """
 
 from __future__ import annotations
