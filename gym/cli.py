@@ -1292,7 +1292,7 @@ def optimize_cmd(
         typer.Argument(
             help="Optional base design: its service times and crash policy are kept.",
             show_default=False,
-            metavar="[DESIGN]",
+            metavar="DESIGN",
         ),
     ] = None,
     scenario: ScenarioOpt = None,
@@ -1423,7 +1423,7 @@ def estimate_cmd(
         typer.Argument(
             help="Optional design: its cache hit ratio sets the DNS figures.",
             show_default=False,
-            metavar="[DESIGN]",
+            metavar="DESIGN",
         ),
     ] = None,
     scenario: ScenarioOpt = None,
@@ -1572,7 +1572,7 @@ def serve_cmd(
         typer.Argument(
             help="Design file (YAML) to start from. Default: designs/reference.yaml.",
             show_default=False,
-            metavar="[DESIGN]",
+            metavar="DESIGN",
         ),
     ] = None,
     scenario: ScenarioOpt = None,
@@ -1591,7 +1591,7 @@ def serve_cmd(
 ) -> None:
     """Start the playground in the browser: a slider per design field, the verdict, SLOs,
     plots, why it fails and the suggested fix, live as you move them. Needs the serve
-    extra (pip install 'crawler-slo-gym[serve]'). Stops on Ctrl-C."""
+    extra (pip install -e '.[serve]'). Stops on Ctrl-C."""
     from gym.api import default_design, default_scenario, validate
     from gym.loading import load_design, load_scenario
 
@@ -1629,7 +1629,9 @@ def serve_cmd(
     def ready(address: str) -> None:
         console.print(f"playground at {address} (Ctrl-C to stop)")
 
-    serve(d, s, path.name, host=host, port=port, seed=seed, ready=ready)
+    # The page names the file as the command line does (the packaged copy by its name).
+    shown = str(design) if design is not None else (path.name if path.is_absolute() else str(path))
+    serve(d, s, shown, host=host, port=port, seed=seed, ready=ready)
 
 
 #: A request-engine run expected to offer more URLs than this shows a progress bar

@@ -28,6 +28,12 @@ def test_packaged_scenario_is_the_shipped_one() -> None:
     assert packaged.read_bytes() == CHAOS.read_bytes()
 
 
+def test_packaged_design_is_the_shipped_reference() -> None:
+    """The copy `gym serve` starts from outside the repo equals designs/reference.yaml."""
+    packaged = ROOT / "gym" / "data" / "reference.yaml"
+    assert packaged.read_bytes() == (ROOT / "designs" / "reference.yaml").read_bytes()
+
+
 def test_default_scenario_is_the_crawler_chaos_scenario() -> None:
     """No --scenario means the crawler chaos scenario."""
     assert gym.load_scenario(default_scenario()).name == "crawler-chaos"

@@ -167,7 +167,8 @@ def test_a_bad_value_shows_the_command_lines_message(page: Any) -> None:
     box.fill("1.5")
     box.press("Enter")
     page.wait_for_selector(
-        "text=error: reference.yaml: cache.hit_ratio: must be less than or equal to 1 (got 1.5)",
+        "text=error: designs/reference.yaml: cache.hit_ratio: must be less than or equal to 1 "
+        "(got 1.5)",
         timeout=15_000,
     )
     _verdict(page, "PASS")  # nothing changed: the last good design still shows
