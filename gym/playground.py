@@ -223,6 +223,22 @@ class Session:
         self.design = _parse(type(self.design), data, self.design_file, self.design.name)
         self.data = data
 
+    def sections(self) -> dict[str, bool]:
+        """The design's optional sections, and whether it has each (none for a graph)."""
+        if isinstance(self.design, GraphDesign):
+            return {}
+        return {name: self.data.get(name) is not None for name in OPTIONAL_SECTIONS}
+
+    def toggle(self, section: str, on: bool) -> None:
+        """Add an optional section (with the values of :data:`OPTIONAL_SECTIONS`: one
+        unit's worth), or remove it; checked as a file would be."""
+        if section not in self.sections():
+            raise GymError.single(self.design_file, section, "not an optional section")
+        data = copy.deepcopy(self.data)
+        data[section] = _starting(section, self.scenario) if on else None
+        self.design = _parse(type(self.design), data, self.design_file, self.design.name)
+        self.data = _mapping(self.design)
+
     def open(self, text: str, file: str) -> None:
         """Replace the design by a design file's text (``file``: its name, for messages)."""
         from gym.loading import check_size, parse_yaml_text
@@ -257,6 +273,20 @@ class Session:
         from gym.fix import suggest
 
         return suggest(result)
+
+
+#: A crawler design's optional sections, as the page offers to add them.
+OPTIONAL_SECTIONS = ("async_writer", "retries", "discovery")
+
+
+def _starting(section: str, scenario: Scenario) -> dict[str, Any]:
+    """An optional section's values when the page adds it: one unit of a writer (the
+    catalog's), one seen-set shard, retries as designs/levers/retry-backoff.yaml has them."""
+    if section == "async_writer":
+        return {"buffer": scenario.catalog.async_writer.buffer}
+    if section == "discovery":
+        return {"shards": 1}
+    return {"attempts": 5, "backoff_s": 1.0}
 
 
 def messages(err: GymError) -> list[str]:

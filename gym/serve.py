@@ -101,6 +101,7 @@ class Page:
         from bokeh.layouts import column, row
         from bokeh.models import (
             Button,
+            CheckboxGroup,
             ColumnDataSource,
             CustomJS,
             Div,
@@ -150,6 +151,17 @@ document.body.appendChild(a); a.click(); a.remove();
             label="Run the request engine", name="run", disabled=True, css_classes=["gym-run"]
         )
         self.run_button.on_click(self._run_request)
+        sections = s.sections()
+        self.sections = CheckboxGroup(
+            labels=list(sections),
+            active=[i for i, on in enumerate(sections.values()) if on],
+            name="sections",
+            css_classes=["gym-sections"],
+            visible=bool(sections),
+        )
+        self.sections.on_change("active", self._sections_changed)
+        self.sections_title = Div(text="<b>Optional sections</b>", visible=bool(sections))
+        self.syncing = False  # the server itself is setting the sections' boxes
         self.fields_box = column(name="fields", sizing_mode="stretch_width")
         self._fill_fields()
         controls = column(
@@ -159,6 +171,8 @@ document.body.appendChild(a); a.click(); a.remove();
             self.run_button,
             self.status,
             self.error,
+            self.sections_title,
+            self.sections,
             self.fields_box,
             width=430,
             name="controls",
@@ -565,6 +579,21 @@ document.body.appendChild(a); a.click(); a.remove();
         self.status.text = "request engine: done."
         self._show(view)
 
+    def _sections_changed(self, attr: str, old: list[int], new: list[int]) -> None:
+        if self.syncing:
+            return
+        labels = self.sections.labels
+        for i in set(old) ^ set(new):
+            try:
+                self.session.toggle(labels[i], i in new)
+            except GymError as err:
+                self.error.text = "<br>".join(_esc(m) for m in messages(err))
+                return
+        self.error.text = ""
+        self.pending = {}
+        self._fill_fields()
+        self.update()
+
     # -- opening a file ---------------------------------------------------------------------
     def _upload_changed(self, attr: str, old: Any, new: Any) -> None:
         if not self.upload_queued:
@@ -601,6 +630,14 @@ document.body.appendChild(a); a.click(); a.remove();
             return
         self.error.text = ""
         self.pending = {}
+        sections = self.session.sections()
+        self.syncing = True
+        try:
+            self.sections.labels = list(sections)
+            self.sections.active = [i for i, on in enumerate(sections.values()) if on]
+        finally:
+            self.syncing = False
+        self.sections.visible = self.sections_title.visible = bool(sections)
         self._fill_fields()
         self.update()
 

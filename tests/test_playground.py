@@ -180,3 +180,25 @@ def test_what_the_page_shows_of_a_run(session: Session) -> None:
     assert sum(view.failed) == view.result.metrics.failed
     assert [e[3] for e in view.events] == ["load", "load", "crash", "stall", "slowdown"]
     assert view.verdict == "PASS" and view.ceiling == 0.9 and view.buffer == 80000
+
+
+def test_optional_sections_are_added_and_removed(session: Session) -> None:
+    """An async writer added from the page is one catalog unit (100,000 writes), costs a
+    unit, and its fields appear; removed, the design is the reference again."""
+    assert session.sections() == {"async_writer": False, "retries": False, "discovery": False}
+    session.toggle("async_writer", True)
+    assert session.design.async_writer is not None  # type: ignore[union-attr]
+    assert session.design.async_writer.buffer == 100_000  # type: ignore[union-attr]
+    assert "async_writer.buffer" in {f.path for f in session.fields()}
+    view = session.run()
+    assert view.units["async_writer"] == 1 and view.cost_units == 8
+    session.set("async_writer.buffer", 250_000)
+    assert session.run().units["async_writer"] == 3
+    session.toggle("async_writer", False)
+    assert session.design.model_dump() == gym.load_design(REFERENCE).model_dump()
+    for section in ("retries", "discovery"):
+        session.toggle(section, True)
+        assert session.run().verdict in ("PASS", "FAIL")
+        session.toggle(section, False)
+    with pytest.raises(GymError, match="not an optional section"):
+        session.toggle("frontier", False)

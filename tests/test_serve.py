@@ -234,3 +234,15 @@ def test_the_server_survives_bad_requests(server: str, page: Any) -> None:
     box.fill("3")
     box.press("Enter")
     _verdict(page, "FAIL")  # still serving
+
+
+def test_an_optional_section_is_added_from_the_page(page: Any) -> None:
+    """Ticking async_writer adds a writer of one unit: its fields appear, the cost is
+    8 units; unticking takes it away."""
+    page.locator(".gym-sections label", has_text="async_writer").click()
+    page.wait_for_selector(".gym-input-async-writer-buffer input", timeout=15_000)
+    page.wait_for_selector("text=8 units", timeout=15_000)
+    assert page.locator(".gym-input-async-writer-buffer input").input_value() == "100000"
+    page.locator(".gym-sections label", has_text="async_writer").click()
+    page.wait_for_selector("text=7 units", timeout=15_000)
+    assert page.locator(".gym-input-async-writer-buffer input").count() == 0
