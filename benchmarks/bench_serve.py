@@ -75,7 +75,7 @@ def burst(page: object, rate: float, seconds: float, final: int) -> tuple[float,
         page.evaluate(MOVE, value)  # type: ignore[attr-defined]
     last = time.perf_counter()
     units = 3 + final  # frontier 1, cache 1, page store 1, a unit per replica
-    page.wait_for_selector(f"text={units} units", timeout=60_000)  # type: ignore[attr-defined]
+    page.wait_for_selector(f"[data-cost='{units}']", timeout=60_000)  # type: ignore[attr-defined]
     return time.perf_counter() - last, (moves - 1) / (last - start)
 
 

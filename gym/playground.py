@@ -207,8 +207,12 @@ class Session:
         return node
 
     def set(self, path: str, value: Any) -> None:
-        """Set one field; the design is checked as a file would be. A bad value raises
-        :class:`GymError` (``file: field: message``) and changes nothing."""
+        """Set one field of the draft, then check the whole draft as a file would be
+        checked (the models, then the catalog and the scenario: ``gym validate``). If it
+        holds, it becomes the design; if not, :class:`GymError` says why
+        (``file: field: message``), the design stays the last one that held, and the draft
+        keeps the value, so that a field another depends on (a lognormal's cv) can be
+        set next."""
         data = copy.deepcopy(self.data)
         node = data
         keys = path.split(".")
@@ -220,8 +224,24 @@ class Session:
         if keys[-1] not in node:
             raise GymError.single(self.design_file, path, "no such field in this design")
         node[keys[-1]] = value
-        self.design = _parse(type(self.design), data, self.design_file, self.design.name)
         self.data = data
+        self.design = self._checked(type(self.design), data, self.design_file)
+
+    @property
+    def valid(self) -> bool:
+        """Whether the draft is the design (every field as the page shows it holds)."""
+        return _mapping(self.design) == self.data
+
+    def _checked(
+        self, model: type[Design | GraphDesign], data: dict[str, Any], file: str
+    ) -> Design | GraphDesign:
+        from gym.api import validate
+
+        design = _parse(model, data, file, self.design.name if self.design else None)
+        problems = validate(design, self.scenario)
+        if problems:
+            raise GymError(problems)
+        return design
 
     def sections(self) -> dict[str, bool]:
         """The design's optional sections, and whether it has each (none for a graph)."""
@@ -231,25 +251,33 @@ class Session:
 
     def toggle(self, section: str, on: bool) -> None:
         """Add an optional section (with the values of :data:`OPTIONAL_SECTIONS`: one
-        unit's worth), or remove it; checked as a file would be."""
+        unit's worth), or remove it, in the draft; checked as :meth:`set` checks."""
         if section not in self.sections():
             raise GymError.single(self.design_file, section, "not an optional section")
         data = copy.deepcopy(self.data)
         data[section] = _starting(section, self.scenario) if on else None
-        self.design = _parse(type(self.design), data, self.design_file, self.design.name)
+        self.data = data
+        self.design = self._checked(type(self.design), data, self.design_file)
         self.data = _mapping(self.design)
 
     def open(self, text: str, file: str) -> None:
-        """Replace the design by a design file's text (``file``: its name, for messages)."""
+        """Replace the design and the draft by a design file's text (``file``: its name,
+        for messages), if it is a design that can run under the scenario; else raise
+        and keep both."""
         from gym.loading import check_size, parse_yaml_text
 
         data = parse_yaml_text(text, file)
         check_size(data, file)
         model: type[Design | GraphDesign] = GraphDesign if _means_graph(data) else Design
-        name = Path(file).stem
-        self.design = _parse(model, data, file, name)
+        design = _parse(model, data, file, Path(file).stem)
+        from gym.api import validate
+
+        problems = validate(design, self.scenario)
+        if problems:
+            raise GymError(problems)
+        self.design = design
         self.design_file = file
-        self.data = _mapping(self.design)
+        self.data = _mapping(design)
 
     def yaml(self) -> str:
         """The design as a file that loads back (every field written out)."""
@@ -314,6 +342,7 @@ def _parse(
     loaded = parse(model, data, file, "design")
     if loaded.name is None:
         loaded = loaded.model_copy(update={"name": name})
+    loaded._source = file  # the catalog's messages name it, as gym validate's do
     return loaded
 
 

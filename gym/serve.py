@@ -20,8 +20,10 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import errno
 import html as html_lib
 import logging
+import math
 import socket
 import threading
 import time
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
+from gym.loading import MAX_FILE_BYTES
 from gym.models import Design, GraphDesign, Scenario
 from gym.playground import FieldSpec, Session, View, messages
 
@@ -48,8 +51,6 @@ log = logging.getLogger(__name__)
 UPDATE_EVERY_S = 0.15
 #: The fix is searched once no field has changed for this long (ms).
 FIX_AFTER_MS = 600
-#: Largest design file the page opens (bytes), as a file on the command line.
-MAX_UPLOAD = 1_000_000
 
 _VERDICT_STYLE = {
     "PASS": "background:#1a7f37;color:white",
@@ -66,15 +67,29 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def check_port(host: str, port: int) -> None:
-    """Refuse, before any work, an address the server could not listen on."""
+    """Refuse, before any work, an address the server could not listen on: the port when
+    it is taken or not allowed, the host otherwise."""
+    if not host.strip():
+        raise GymError.single(None, "--host", "an address is needed, e.g. 127.0.0.1")
+    if ":" in host:  # Bokeh's check of the page's origin takes no IPv6 address
+        raise GymError.single(
+            None,
+            "--host",
+            f"{host}: an IPv6 address; the playground listens on IPv4 addresses and host "
+            "names (127.0.0.1, 0.0.0.0 for every interface, localhost)",
+        )
     try:
-        with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as s:
+        with socket.socket(socket.AF_INET) as s:
             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             s.bind((host, port))
-    except OSError as exc:
-        raise GymError.single(
-            None, "--port", f"cannot listen on {host}:{port}: {exc.strerror or exc}"
-        ) from None
+    except (OSError, UnicodeError) as exc:
+        option = "--port" if getattr(exc, "errno", None) in _PORT_ERRORS else "--host"
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise GymError.single(None, option, f"cannot listen on {host}:{port}: {reason}") from None
+
+
+#: Why a bind fails because of the port (taken, or reserved for root) and not the host.
+_PORT_ERRORS = (errno.EADDRINUSE, errno.EACCES)
 
 
 class Page:
@@ -86,7 +101,8 @@ class Page:
         self.pending: dict[str, Any] = {}
         self.update_queued = False
         self.shown_at = 0.0  # when the page was last updated (time.monotonic)
-        self.generation = 0  # bumped by every change: stale fixes and runs are dropped
+        self.generation = 0  # bumped by every run shown: stale fixes are dropped
+        self.version = 0  # bumped by every change of the design: stale runs are dropped
         self.fix_timer: Any = None
         self.busy = False  # a request-engine run in progress
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gym-page")
@@ -205,7 +221,8 @@ document.body.appendChild(a); a.click(); a.remove();
                 header = Div(text=f"<b>{_esc(part)}</b>", name=f"part:{part}")
                 self.widgets[f"part:{part}"] = header
                 children.append(header)
-            label = spec.path.removeprefix(f"{part}.") if part else spec.path
+            graph = spec.path.startswith("graph.nodes.")
+            label = spec.path.removeprefix(f"graph.nodes.{part}." if graph else f"{part}.")
             tip = _esc(spec.description)
             if spec.kind == "choice":
                 options = [_shown(o) for o in spec.options]
@@ -254,7 +271,6 @@ document.body.appendChild(a); a.click(); a.remove();
 
     def _plots(self) -> list[Figure]:
         from bokeh.models import ColumnDataSource, Range1d, Span
-        from bokeh.palettes import Category10_10
         from bokeh.plotting import figure
 
         from gym.report.plots import COMPONENT_COLORS
@@ -265,7 +281,7 @@ document.body.appendChild(a); a.click(); a.remove();
         timeline = figure(
             height=40 + 24 * max(1, len(view.events)),
             x_range=x_range,
-            y_range=[e[2] for e in reversed(view.events)] or ["(no events)"],
+            y_range=list(reversed(_events(view)["label"])) or ["(no events)"],
             title="Scenario timeline",
             name="timeline",
             css_classes=["gym-plot-timeline"],
@@ -294,17 +310,9 @@ document.body.appendChild(a); a.click(); a.remove();
             sizing_mode="stretch_width",
         )
         self.sources["saturation"] = ColumnDataSource(_saturation(view), name="saturation_data")
-        spare = iter(Category10_10)
-        for name in view.saturation:
-            sat.step(
-                "t",
-                name,
-                source=self.sources["saturation"],
-                mode="after",
-                line_width=2,
-                color=COMPONENT_COLORS.get(name) or next(spare),
-                legend_label=name,
-            )
+        self.sat_fig = sat
+        self.sat_components: list[str] = []
+        self._draw_saturation(view)
         self.ceiling = Span(
             location=view.ceiling or 0,
             dimension="width",
@@ -315,7 +323,6 @@ document.body.appendChild(a); a.click(); a.remove();
         sat.add_layout(self.ceiling)
         sat.y_range = Range1d(0, _top(view))
         self.sat_range = sat.y_range
-        sat.add_layout(sat.legend[0], "right")
         sat.yaxis.axis_label = "saturation"
 
         out = figure(
@@ -372,8 +379,38 @@ document.body.appendChild(a); a.click(); a.remove();
         back.add_layout(back.legend[0], "right")
         return [timeline, sat, out, back]
 
+    def _draw_saturation(self, view: View) -> None:
+        """A line per component the run has (a section added or removed changes them)."""
+        from bokeh.models import GlyphRenderer, Legend
+        from bokeh.palettes import Category10_10
+
+        from gym.report.plots import COMPONENT_COLORS
+
+        fig = self.sat_fig
+        fig.renderers = [r for r in fig.renderers if not isinstance(r, GlyphRenderer)]
+        self.sources["saturation"].data = _saturation(view)
+        spare = iter(Category10_10)
+        items = []
+        for name in view.saturation:
+            line = fig.step(
+                "t",
+                name,
+                source=self.sources["saturation"],
+                mode="after",
+                line_width=2,
+                color=COMPONENT_COLORS.get(name) or next(spare),
+            )
+            items.append((name, [line]))
+        if not self.sat_components:
+            fig.add_layout(Legend(items=items), "right")
+        else:
+            fig.select_one(Legend).items = Legend(items=items).items
+        self.sat_components = list(view.saturation)
+
     # -- changes ----------------------------------------------------------------------------
     def _slid(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
+        if not isinstance(new, int | float) or not math.isfinite(new):
+            return  # a slider holds numbers; anything else did not come from one
         value = round(new) if spec.kind == "int" else float(new)
         box = self.widgets.get(f"input:{spec.path}")
         if box is not None and box.value != value:
@@ -381,14 +418,20 @@ document.body.appendChild(a); a.click(); a.remove();
         self._change(spec.path, value)
 
     def _typed(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
-        slider = self.widgets.get(f"slider:{spec.path}")
-        if new is not None and slider is not None and slider.value != new:
-            if new > slider.end:
-                slider.end = new
-            if new < slider.start:
-                slider.start = new
-            slider.value = new
-        self._change(spec.path, new)
+        self._change(spec.path, new)  # the slider follows once the value holds
+
+    def _follow(self, path: str) -> None:
+        """Bring a field's slider to its value, once the design has taken it."""
+        slider = self.widgets.get(f"slider:{path}")
+        value = self.session.value(path)
+        if slider is None or not isinstance(value, int | float) or not math.isfinite(value):
+            return
+        if slider.value != value:
+            if value > slider.end:
+                slider.end = value
+            if value < slider.start:
+                slider.start = value
+            slider.value = value
 
     def _choice_changed(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
         value: Any = new
@@ -410,18 +453,31 @@ document.body.appendChild(a); a.click(); a.remove();
                 self.doc.add_timeout_callback(self._apply, wait_ms)
 
     def _apply(self) -> None:
-        """Set every pending field (the newest value of each), then run once."""
+        """Set every pending field (the newest value of each), then run once. The message
+        shown is the whole draft's: it stays until every field holds again."""
         self.update_queued = False
         self.shown_at = time.monotonic()
+        if self._take_pending():
+            self.update()
+
+    def _take_pending(self) -> bool:
+        """Put the pending values in the draft; whether the design changed."""
         pending, self.pending = self.pending, {}
-        problems = []
+        before = self.session.design
+        problems: list[str] = []
         for path, value in pending.items():
             try:
                 self.session.set(path, value)
+                problems = []
             except GymError as err:
-                problems += messages(err)
+                problems = messages(err)
         self.error.text = "<br>".join(_esc(p) for p in problems)
-        self.update()
+        if self.session.design is not before:
+            for path in self.widgets:
+                if path.startswith("slider:"):
+                    self._follow(path.removeprefix("slider:"))
+            self.version += 1
+        return self.session.design is not before
 
     def update(self) -> None:
         """Run the design (flow engine) and show it."""
@@ -446,6 +502,9 @@ document.body.appendChild(a); a.click(); a.remove();
     def _show(self, view: View) -> None:
         s = self.session
         self.view = view
+        self.doc.title = f"gym playground: {s.design.name}"
+        if list(view.saturation) != self.sat_components:
+            self._draw_saturation(view)
         self.title.text = (
             f"<h2 style='margin:4px 0'>{_esc(s.design.name)} "
             f"<small>under {_esc(s.scenario.name)}, seed {s.seed}</small></h2>"
@@ -459,7 +518,7 @@ document.body.appendChild(a); a.click(); a.remove();
         limit = f" (SLO: at most {slo.max:g})" if slo is not None else ""
         parts = ", ".join(f"{_esc(k)} {v}" for k, v in view.units.items() if v)
         self.cost.text = (
-            f"<div style='padding:8px'>{view.engine} engine &middot; "
+            f"<div style='padding:8px' data-cost='{view.cost_units}'>{view.engine} engine &middot; "
             f"<b>{view.cost_units} units</b>{limit}: {parts}</div>"
         )
         for part, units in view.units.items():
@@ -534,8 +593,7 @@ document.body.appendChild(a); a.click(); a.remove();
             return
         self.busy = True
         self.run_button.disabled = True
-        self.generation += 1
-        generation = self.generation
+        version = self.version
         session = Session(
             self.session.design, self.session.scenario, self.session.design_file, self.session.seed
         )
@@ -552,12 +610,12 @@ document.body.appendChild(a); a.click(); a.remove();
                 view = "\n".join(messages(err))
             except Exception as exc:  # shown on the page
                 view = f"internal error: {type(exc).__name__}: {exc}"
-            self._later(partial(self._request_done, generation, view))
+            self._later(partial(self._request_done, version, view))
 
         self.pool.submit(work)
 
     def _progress(self, now: float, duration: float) -> None:
-        if self.busy:
+        if self.busy and self.engine.active == 1:
             share = min(1.0, now / duration) if duration else 1.0
             self.status.text = (
                 f"request engine: {share:.0%} ({now:,.0f} of {duration:,.0f} simulated s)"
@@ -566,14 +624,16 @@ document.body.appendChild(a); a.click(); a.remove();
                 "</div>"
             )
 
-    def _request_done(self, generation: int, view: View | str) -> None:
+    def _request_done(self, version: int, view: View | str) -> None:
         self.busy = False
         self.run_button.disabled = self.engine.active != 1
         if isinstance(view, str):
             self.status.text = ""
             self.error.text = "<br>".join(_esc(m) for m in view.splitlines())
             return
-        if generation != self.generation:
+        if self.engine.active != 1:
+            return  # back on the flow engine meanwhile: its figures stay
+        if version != self.version:
             self.status.text = "request engine: done, but the design changed since; run again."
             return
         self.status.text = "request engine: done."
@@ -582,6 +642,7 @@ document.body.appendChild(a); a.click(); a.remove();
     def _sections_changed(self, attr: str, old: list[int], new: list[int]) -> None:
         if self.syncing:
             return
+        self._take_pending()  # a slider moved just before is not lost
         labels = self.sections.labels
         for i in set(old) ^ set(new):
             try:
@@ -590,7 +651,7 @@ document.body.appendChild(a); a.click(); a.remove();
                 self.error.text = "<br>".join(_esc(m) for m in messages(err))
                 return
         self.error.text = ""
-        self.pending = {}
+        self.version += 1
         self._fill_fields()
         self.update()
 
@@ -608,14 +669,16 @@ document.body.appendChild(a); a.click(); a.remove();
         name = Path(str(name)).name
         value = _unset_or(self.upload, "value", "")
         value = value[0] if isinstance(value, list) and value else value
+        if not value:
+            return  # the box was cleared (after the last file was read)
         try:
             raw = base64.b64decode(value or "", validate=True)
         except (binascii.Error, ValueError):
             self.error.text = _esc(f"error: {name}: not a file the page could read")
             return
-        if len(raw) > MAX_UPLOAD:
+        if len(raw) > MAX_FILE_BYTES:  # as the command line refuses a file
             self.error.text = _esc(
-                f"error: {name}: {len(raw):,} bytes; a design file may have at most {MAX_UPLOAD:,}"
+                f"error: {name}: file is over {MAX_FILE_BYTES:,} bytes, the limit"
             )
             return
         try:
@@ -630,6 +693,9 @@ document.body.appendChild(a); a.click(); a.remove();
             return
         self.error.text = ""
         self.pending = {}
+        self.version += 1
+        # Cleared, so that opening the same file again (to go back to it) reads it again.
+        self.upload.clear()
         sections = self.session.sections()
         self.syncing = True
         try:
@@ -696,10 +762,12 @@ def _backlog(view: View) -> dict[str, Any]:
 
 
 def _events(view: View) -> dict[str, Any]:
+    """The timeline's bars. Each event's row is numbered: two events may have one label
+    (two stalls of one target), and a row's name must be unique."""
     from gym.report.plots import EVENT_STYLE
 
     return {
-        "label": [e[2] for e in view.events],
+        "label": [f"{i}. {e[2]}" for i, e in enumerate(view.events, 1)],
         "start": [e[0] for e in view.events],
         "end": [e[1] for e in view.events],
         "color": [EVENT_STYLE.get(e[3], EVENT_STYLE["load"])["color"] for e in view.events],
@@ -749,9 +817,8 @@ def serve(
         num_procs=1,
     )
     server.start()
-    shown = f"[{host}]" if ":" in host else host
     if ready is not None:
-        ready(f"http://{shown}:{port}/")
+        ready(f"http://{host}:{port}/")
     if stop is not None:
 
         def watch() -> None:

@@ -94,6 +94,7 @@ def test_a_value_runs_as_the_same_design_file_would(session: Session) -> None:
         ("frontier.drain_rps", -1),
         ("fetchers.on_crash", "retry"),
         ("page_store.rps", float("nan")),
+        ("fetchers.rps_per_replica", 4001),  # over the catalog's 4,000 a replica
     ],
 )
 def test_a_bad_value_gets_the_command_lines_message_and_changes_nothing(
@@ -104,7 +105,8 @@ def test_a_bad_value_gets_the_command_lines_message_and_changes_nothing(
     before = session.design
     with pytest.raises(GymError) as err:
         session.set(path, value)
-    assert session.design is before and session.value(path) != value
+    # the design (what runs, what downloads) is unchanged; the draft shows the value
+    assert session.design is before and not session.valid
     data = yaml.safe_load(REFERENCE.read_text())
     section, _, key = path.partition(".")
     data[section][key] = value if value == value else ".nan"
@@ -202,3 +204,88 @@ def test_optional_sections_are_added_and_removed(session: Session) -> None:
         session.toggle(section, False)
     with pytest.raises(GymError, match="not an optional section"):
         session.toggle("frontier", False)
+
+
+def test_a_field_that_depends_on_another_can_be_set_first(session: Session) -> None:
+    """A lognormal fetch needs a cv, and a deterministic one refuses it: the draft keeps
+    cv 0.5 (with the message) until dist says lognormal, then the design takes both."""
+    with pytest.raises(GymError, match="cv"):
+        session.set("fetchers.service.cv", 0.5)
+    assert session.design.fetchers.service.cv is None  # type: ignore[union-attr]
+    assert session.value("fetchers.service.cv") == 0.5 and not session.valid
+    session.set("fetchers.service.dist", "lognormal")
+    assert session.valid
+    assert session.design.fetchers.service.dist == "lognormal"  # type: ignore[union-attr]
+    assert session.design.fetchers.service.cv == 0.5  # type: ignore[union-attr]
+
+
+def test_a_design_that_cannot_run_under_the_scenario_is_not_opened(session: Session) -> None:
+    """A graph design under the crawler scenario: refused with gym validate's message;
+    the page keeps the design it had."""
+    text = (ROOT / "designs" / "systems" / "url-shortener.yaml").read_text()
+    with pytest.raises(GymError):
+        session.open(text, "url-shortener.yaml")
+    assert session.design.name == "reference" and session.valid
+
+
+def test_timeline_rows_are_unique_when_events_share_a_label() -> None:
+    """Two stalls of the page store have one label; the timeline's rows must differ (a
+    repeated row name left the page blank)."""
+    from gym.serve import _events
+
+    scenario = gym.load_scenario(CHAOS).model_copy(deep=True)
+    data = scenario.model_dump(mode="json")
+    data["faults"][2] = {"kind": "stall", "at_s": 32, "for_s": 4, "target": "page_store"}
+    data["faults"].append({"kind": "stall", "at_s": 20, "for_s": 4, "target": "page_store"})
+    twice = gym.models.Scenario.model_validate(data)
+    view = Session(gym.load_design(REFERENCE), twice, "reference.yaml").run()
+    labels = _events(view)["label"]
+    assert len(set(e[2] for e in view.events)) < len(view.events)  # a repeated label
+    assert len(set(labels)) == len(labels)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope.yaml"], "error: nope.yaml: file not found"),
+        (["--host", ""], "error: --host: an address is needed, e.g. 127.0.0.1"),
+        (["--host", "::1"], "error: --host: ::1: an IPv6 address;"),
+        (["--host", "999.1.1.1"], "error: --host: cannot listen on 999.1.1.1:"),
+        (
+            ["designs/reference.yaml", "--set", "fetchers.replicas=0"],
+            "error: designs/reference.yaml: fetchers.replicas: must be greater than 0",
+        ),
+    ],
+)
+def test_gym_serve_refuses_bad_input_before_listening(args: list[str], message: str) -> None:
+    """Exit 2, one line naming the option or the file, no traceback, no server."""
+    pytest.importorskip("bokeh")
+    out = subprocess.run(
+        [sys.executable, "-m", "gym", "serve", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 2
+    assert out.stderr.startswith(message), out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1 and "Traceback" not in out.stderr
+
+
+def test_gym_serve_refuses_a_port_in_use() -> None:
+    pytest.importorskip("bokeh")
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = subprocess.run(
+            [sys.executable, "-m", "gym", "serve", "--port", str(port)],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert out.returncode == 2
+    assert out.stderr.startswith(f"error: --port: cannot listen on 127.0.0.1:{port}: "), out.stderr

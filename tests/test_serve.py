@@ -148,7 +148,7 @@ def test_download_gives_a_design_gym_run_loads(page: Any, tmp_path: Path) -> Non
     box = page.locator(".gym-input-fetchers-replicas input")
     box.fill("5")
     box.press("Enter")
-    page.wait_for_selector("text=8 units", timeout=15_000)
+    page.wait_for_selector("[data-cost='8']", timeout=15_000)
     with page.expect_download() as download:
         page.locator(".gym-download button").click()
     saved = tmp_path / download.value.suggested_filename
@@ -197,6 +197,14 @@ def test_open_a_design_file(page: Any, tmp_path: Path) -> None:
     _verdict(page, "FAIL")
     page.wait_for_selector("text=starter", timeout=15_000)
     assert page.locator(".gym-input-fetchers-replicas input").input_value() == "3"
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("6")
+    box.press("Enter")
+    page.wait_for_selector("[data-cost='9']", timeout=15_000)
+    # the same file again: back to what it says
+    page.locator(".gym-open input[type=file]").set_input_files(str(ROOT / "designs/starter.yaml"))
+    page.wait_for_selector("[data-cost='6']", timeout=15_000)
+    assert box.input_value() == "3"
     broken = tmp_path / "broken.yaml"
     broken.write_text("frontier: {drain_rps: 10, buffer: 10}\nfetchers: [1,\n")
     page.locator(".gym-open input[type=file]").set_input_files(str(broken))
@@ -241,8 +249,11 @@ def test_an_optional_section_is_added_from_the_page(page: Any) -> None:
     8 units; unticking takes it away."""
     page.locator(".gym-sections label", has_text="async_writer").click()
     page.wait_for_selector(".gym-input-async-writer-buffer input", timeout=15_000)
-    page.wait_for_selector("text=8 units", timeout=15_000)
+    page.wait_for_selector("[data-cost='8']", timeout=15_000)
     assert page.locator(".gym-input-async-writer-buffer input").input_value() == "100000"
+    # the saturation plot has a line for the writer now (5 components before, 6 after)
+    lines = "() => Bokeh.documents[0].get_model_by_name('saturation').renderers.length"
+    page.wait_for_function(f"() => ({lines})() == 6", timeout=15_000)
     page.locator(".gym-sections label", has_text="async_writer").click()
-    page.wait_for_selector("text=7 units", timeout=15_000)
+    page.wait_for_selector("[data-cost='7']", timeout=15_000)
     assert page.locator(".gym-input-async-writer-buffer input").count() == 0
