@@ -1588,6 +1588,7 @@ def serve_cmd(
     ] = "127.0.0.1",
     seed: SeedOpt = 0,
     sets: SetOpt = None,
+    max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Start the playground in the browser: a slider per design field, the verdict, SLOs,
     plots, why it fails and the suggested fix, live as you move them. Needs the serve
@@ -1631,7 +1632,16 @@ def serve_cmd(
 
     # The page names the file as the command line does (the packaged copy by its name).
     shown = str(design) if design is not None else (path.name if path.is_absolute() else str(path))
-    serve(d, s, shown, host=host, port=port, seed=seed, ready=ready)
+    serve(
+        d,
+        s,
+        shown,
+        host=host,
+        port=port,
+        seed=seed,
+        max_urls=DEFAULT_MAX_URLS if max_urls is None else max_urls,
+        ready=ready,
+    )
 
 
 #: A request-engine run expected to offer more URLs than this shows a progress bar

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gym.errors import GymError
+from gym.limits import DEFAULT_MAX_URLS
 from gym.models import Design, GraphDesign, Scenario
 
 if TYPE_CHECKING:
@@ -191,6 +192,7 @@ class Session:
     scenario: Scenario
     design_file: str  # the name messages give the design (the file it came from)
     seed: int = 0
+    max_urls: int = DEFAULT_MAX_URLS  # the request engine's limit (gym serve --max-urls)
     data: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -290,7 +292,12 @@ class Session:
         import gym
 
         result = gym.simulate(
-            self.design, self.scenario, seed=self.seed, engine=engine, progress=progress
+            self.design,
+            self.scenario,
+            seed=self.seed,
+            engine=engine,
+            progress=progress,
+            max_urls=self.max_urls,
         )
         return view(result)
 

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
+from gym.limits import DEFAULT_MAX_URLS
 from gym.loading import MAX_FILE_BYTES
 from gym.models import Design, GraphDesign, Scenario
 from gym.playground import FieldSpec, Session, View, messages
@@ -595,7 +596,11 @@ document.body.appendChild(a); a.click(); a.remove();
         self.run_button.disabled = True
         version = self.version
         session = Session(
-            self.session.design, self.session.scenario, self.session.design_file, self.session.seed
+            self.session.design,
+            self.session.scenario,
+            self.session.design_file,
+            self.session.seed,
+            self.session.max_urls,
         )
         duration = self.session.scenario.duration_s
         self.status.text = "request engine: starting..."
@@ -782,13 +787,19 @@ def _fix_html(fix: Any) -> str:
     return html._fix(fix)
 
 
-def app(design: Design | GraphDesign, scenario: Scenario, design_file: str, seed: int = 0) -> Any:
+def app(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    design_file: str,
+    seed: int = 0,
+    max_urls: int = DEFAULT_MAX_URLS,
+) -> Any:
     """The Bokeh application: every document (browser tab) gets a fresh session."""
     from bokeh.application import Application
     from bokeh.application.handlers.function import FunctionHandler
 
     def make(doc: Document) -> None:
-        Page(doc, Session(design, scenario, design_file, seed))
+        Page(doc, Session(design, scenario, design_file, seed, max_urls))
 
     return Application(FunctionHandler(make))
 
@@ -801,6 +812,7 @@ def serve(
     host: str = "127.0.0.1",
     port: int = 5006,
     seed: int = 0,
+    max_urls: int = DEFAULT_MAX_URLS,
     ready: Callable[[str], None] | None = None,
     stop: threading.Event | None = None,
 ) -> None:
@@ -810,7 +822,7 @@ def serve(
 
     origins = [f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     server = Server(
-        {"/": app(design, scenario, design_file, seed)},
+        {"/": app(design, scenario, design_file, seed, max_urls)},
         address=host,
         port=port,
         allow_websocket_origin=origins,
