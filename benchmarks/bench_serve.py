@@ -31,6 +31,8 @@ from gym.serve import free_port
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+#: Chromium headless, as root, on a closed network (no background connections); the
+#: browser tests start it the same way.
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

@@ -301,15 +301,7 @@ document.body.appendChild(a); a.click(); a.remove();
         )
         timeline.xaxis.visible = False
 
-        sat = figure(
-            height=240,
-            x_range=x_range,
-            title="Saturation per component (demand / capacity)",
-            name="saturation",
-            css_classes=["gym-plot-saturation"],
-            tools="xpan,xwheel_zoom,reset,hover",
-            sizing_mode="stretch_width",
-        )
+        sat = _figure(240, x_range, "Saturation per component (demand / capacity)", "saturation")
         self.sources["saturation"] = ColumnDataSource(_saturation(view), name="saturation_data")
         self.sat_fig = sat
         self.sat_components: list[str] = []
@@ -326,15 +318,7 @@ document.body.appendChild(a); a.click(); a.remove();
         self.sat_range = sat.y_range
         sat.yaxis.axis_label = "saturation"
 
-        out = figure(
-            height=220,
-            x_range=x_range,
-            title="Offered, served and failed (URLs per second)",
-            name="outcomes",
-            css_classes=["gym-plot-outcomes"],
-            tools="xpan,xwheel_zoom,reset,hover",
-            sizing_mode="stretch_width",
-        )
+        out = _figure(220, x_range, "Offered, served and failed (URLs per second)", "outcomes")
         self.sources["outcomes"] = ColumnDataSource(_outcomes(view), name="outcomes_data")
         for key, color in (("offered", "black"), ("served", "#2ca02c"), ("failed", "#d62728")):
             out.step(
@@ -349,15 +333,7 @@ document.body.appendChild(a); a.click(); a.remove();
         out.y_range.start = 0
         out.add_layout(out.legend[0], "right")
 
-        back = figure(
-            height=200,
-            x_range=x_range,
-            title=f"{view.entry} backlog (URLs waiting)",
-            name="backlog",
-            css_classes=["gym-plot-backlog"],
-            tools="xpan,xwheel_zoom,reset,hover",
-            sizing_mode="stretch_width",
-        )
+        back = _figure(200, x_range, f"{view.entry} backlog (URLs waiting)", "backlog")
         self.sources["backlog"] = ColumnDataSource(_backlog(view), name="backlog_data")
         back.step(
             "t",
@@ -741,6 +717,21 @@ def _shown(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return str(value)
+
+
+def _figure(height: int, x_range: Any, title: str, name: str) -> Figure:
+    """A plot over the run's seconds, panned and zoomed along time, as wide as the page."""
+    from bokeh.plotting import figure
+
+    return figure(
+        height=height,
+        x_range=x_range,
+        title=title,
+        name=name,
+        css_classes=[f"gym-plot-{name}"],
+        tools="xpan,xwheel_zoom,reset,hover",
+        sizing_mode="stretch_width",
+    )
 
 
 def _top(view: View) -> float:

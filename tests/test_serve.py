@@ -20,21 +20,11 @@ from typing import Any
 import pytest
 
 import gym
+from benchmarks.bench_serve import CHROMIUM_ARGS  # headless, as root, offline
 from gym.serve import free_port
 from tests.conftest import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"
-#: Chromium as the machine's probe starts it: headless, as root, on a closed network.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 SATURATION = (
     "(name) => Array.from(Bokeh.documents[0].get_model_by_name('saturation_data').data[name])"
 )

@@ -323,6 +323,20 @@ class FetchStage:
             self.free -= 1
             self._start_fetch(self.waiting.popleft(), r)
 
+    def _started(self, fetching: Any, r: Replica) -> float:
+        """Count a fetch that starts now on ``r`` (``fetching``: what a crash interrupts);
+        the time."""
+        now: float = self.env.now
+        k = int(now * self.per_s + 1e-9)
+        front, fleet = self.front, self.fleet
+        front.processed[k] += 1
+        front.out[k] += 1
+        if fleet is not None:
+            fleet.arrived[k] += 1
+            fleet.processed[k] += 1
+        r.fetching[fetching] = None
+        return now
+
     def _wake_in(self, delay: float) -> None:
         """Call :meth:`_woken` ``delay`` seconds from now."""
         self.env.timeout(delay).callbacks.append(self._woken)
@@ -335,15 +349,7 @@ class FetchStage:
         a Timeout would be. It carries the start time and the replica.
         """
         ev, proc = waiter
-        now = self.env.now
-        k = int(now * self.per_s + 1e-9)
-        front, fleet = self.front, self.fleet
-        front.processed[k] += 1
-        front.out[k] += 1
-        if fleet is not None:
-            fleet.arrived[k] += 1
-            fleet.processed[k] += 1
-        r.fetching[proc] = None
+        now = self._started(proc, r)
         ev._ok = True
         ev._value = (now, r)
         self.env.schedule(ev, delay=self.fetch())
@@ -546,16 +552,7 @@ class CallbackFetchStage(FetchStage):
 
     def _start_fetch(self, waiter: UrlState, r: Replica) -> None:  # type: ignore[override]
         env = self.env
-        now = env.now
-        k = int(now * self.per_s + 1e-9)
-        front, fleet = self.front, self.fleet
-        front.processed[k] += 1
-        front.out[k] += 1
-        if fleet is not None:
-            fleet.arrived[k] += 1
-            fleet.processed[k] += 1
-        r.fetching[waiter] = None
-        waiter.t_start = now
+        waiter.t_start = self._started(waiter, r)
         waiter.replica = r
         if self.fixed_fetch:
             env.schedule_fifo(self.fetch(), self.done, waiter)
