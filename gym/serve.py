@@ -112,6 +112,11 @@ class Page:
         self.sources: dict[str, ColumnDataSource] = {}
         self._build()
         self.update()
+        doc.on_session_destroyed(self._closed)
+
+    def _closed(self, _context: Any) -> None:
+        """The tab is gone: drop the fix or run it waits for, free its worker thread."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
     # -- layout -----------------------------------------------------------------------------
     def _build(self) -> None:
