@@ -19,7 +19,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
-import click
 import typer
 
 from gym.errors import GymError, Problem
@@ -53,6 +52,26 @@ DebugOpt = Annotated[
 ]
 
 
+def _typer_exits() -> tuple[type[BaseException], ...]:
+    """The exceptions typer turns into exit statuses itself (usage errors, exits, aborts).
+
+    typer 0.2x carries its own copy of click (``typer.TyperException`` is its errors'
+    base) and no longer installs click; older typers raise click's own. Both kinds pass
+    through the contract untouched."""
+    kinds: list[type[BaseException]] = [typer.Exit, typer.Abort]
+    base = getattr(typer, "TyperException", None)
+    if base is not None:
+        kinds.append(base)
+    try:
+        import click
+    except ImportError:
+        return tuple(kinds)
+    return (*kinds, click.exceptions.Exit, click.ClickException, click.Abort)
+
+
+_TYPER_EXITS = _typer_exits()
+
+
 def _guarded(command: Callable[..., None]) -> Callable[..., None]:
     """The exit-status contract for every command: invalid input exits 2 with one line per
     problem; Ctrl-C or SIGTERM exit 130 with ``interrupted``; an unexpected internal error
@@ -68,7 +87,7 @@ def _guarded(command: Callable[..., None]) -> Callable[..., None]:
                 command(*args, **kwargs)
             finally:
                 sys.stdout.flush()  # a closed pipe shows here, inside the contract
-        except (typer.Exit, click.exceptions.Exit, click.ClickException, click.Abort):
+        except _TYPER_EXITS:
             raise
         except _StdoutError as err:
             with _unwritable_ok():

@@ -176,3 +176,24 @@ def test_compare_shows_the_inputs_that_differ() -> None:
     assert "page_store.rps" not in diff and "name" not in diff  # equal, or not an input
     text = runner.invoke(app, ["compare", str(REFERENCE), str(STARTER)]).stdout
     assert "Inputs that differ" in text and "fetchers.replicas" in text
+
+
+def test_the_command_line_needs_no_click() -> None:
+    """typer 0.2x carries its own click and no longer installs it: `pip install -e .` has no
+    click, and `gym run` must work there (it did not: gym/cli.py imported click). Here
+    click is made unimportable; a bad option still exits 2 through typer's own errors."""
+    blocked = "import sys; sys.modules['click'] = None; from gym.cli import main; main()"
+    ok = subprocess.run(
+        [sys.executable, "-c", blocked, "run", "designs/reference.yaml"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert ok.returncode == 0, ok.stderr
+    bad = subprocess.run(
+        [sys.executable, "-c", blocked, "run", "designs/reference.yaml", "--seed", "-1"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr, bad.stderr
