@@ -56,15 +56,15 @@ def _typer_exits() -> tuple[type[BaseException], ...]:
     """The exceptions typer turns into exit statuses itself (usage errors, exits, aborts).
 
     typer 0.2x carries its own copy of click (``typer.TyperException`` is its errors'
-    base) and no longer installs click; older typers raise click's own. Both kinds pass
-    through the contract untouched."""
+    base) and no longer installs click; older typers raise click's own, and have imported
+    click by now (an installed click that typer does not use is not imported for
+    nothing). Both kinds pass through the contract untouched."""
     kinds: list[type[BaseException]] = [typer.Exit, typer.Abort]
     base = getattr(typer, "TyperException", None)
     if base is not None:
         kinds.append(base)
-    try:
-        import click
-    except ImportError:
+    click = sys.modules.get("click")
+    if click is None:
         return tuple(kinds)
     return (*kinds, click.exceptions.Exit, click.ClickException, click.Abort)
 

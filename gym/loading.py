@@ -230,6 +230,12 @@ def read_yaml(path: str | Path) -> Any:
         raise GymError.single(file, None, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
+    return parse_yaml_bytes(data, file)
+
+
+def parse_yaml_bytes(data: bytes, file: str) -> Any:
+    """A YAML file's bytes, however they arrived (read here, or sent by the playground's
+    page): at most ``MAX_FILE_BYTES``, UTF-8, then :func:`parse_yaml_text`."""
     if len(data) > MAX_FILE_BYTES:
         raise GymError.single(file, None, f"file is over {MAX_FILE_BYTES:,} bytes, the limit")
     try:

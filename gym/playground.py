@@ -15,7 +15,6 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from gym.errors import GymError
@@ -227,19 +226,20 @@ class Session:
             raise GymError.single(self.design_file, path, "no such field in this design")
         node[keys[-1]] = value
         self.data = data
-        self.design = self._checked(type(self.design), data, self.design_file)
+        self.design = self._checked(data)
 
     @property
     def valid(self) -> bool:
         """Whether the draft is the design (every field as the page shows it holds)."""
         return _mapping(self.design) == self.data
 
-    def _checked(
-        self, model: type[Design | GraphDesign], data: dict[str, Any], file: str
-    ) -> Design | GraphDesign:
+    def _checked(self, data: dict[str, Any]) -> Design | GraphDesign:
+        """The design ``data`` makes, loaded and checked as ``gym validate`` checks a
+        file named ``design_file``; else GymError."""
         from gym.api import validate
+        from gym.loading import load_design
 
-        design = _parse(model, data, file, self.design.name if self.design else None)
+        design = load_design(self.design_file, contents=data)
         problems = validate(design, self.scenario)
         if problems:
             raise GymError(problems)
@@ -259,26 +259,24 @@ class Session:
         data = copy.deepcopy(self.data)
         data[section] = _starting(section, self.scenario) if on else None
         self.data = data
-        self.design = self._checked(type(self.design), data, self.design_file)
+        self.design = self._checked(data)
         self.data = _mapping(self.design)
 
-    def open(self, text: str, file: str) -> None:
-        """Replace the design and the draft by a design file's text (``file``: its name,
-        for messages), if it is a design that can run under the scenario; else raise
-        and keep both."""
-        from gym.loading import check_size, parse_yaml_text
+    def open(self, content: bytes | str, file: str) -> None:
+        """Replace the design and the draft by a design file's contents (``file``: its
+        name, for messages; read as ``gym run`` reads a file), if it is a design that can
+        run under the scenario; else raise and keep both."""
+        from gym.loading import parse_yaml_bytes
 
-        data = parse_yaml_text(text, file)
-        check_size(data, file)
-        model: type[Design | GraphDesign] = GraphDesign if _means_graph(data) else Design
-        design = _parse(model, data, file, Path(file).stem)
-        from gym.api import validate
-
-        problems = validate(design, self.scenario)
-        if problems:
-            raise GymError(problems)
-        self.design = design
+        previous = self.design_file
         self.design_file = file
+        try:
+            raw = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
+            design = self._checked(parse_yaml_bytes(raw, file))
+        except GymError:
+            self.design_file = previous
+            raise
+        self.design = design
         self.data = _mapping(design)
 
     def yaml(self) -> str:
@@ -337,22 +335,6 @@ def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
     return data
 
 
-def _means_graph(data: Any) -> bool:
-    return isinstance(data, dict) and ("graph" in data or data.get("system") == "graph")
-
-
-def _parse(
-    model: type[Design | GraphDesign], data: dict[str, Any], file: str, name: str | None
-) -> Design | GraphDesign:
-    from gym.loading import parse
-
-    loaded = parse(model, data, file, "design")
-    if loaded.name is None:
-        loaded = loaded.model_copy(update={"name": name})
-    loaded._source = file  # the catalog's messages name it, as gym validate's do
-    return loaded
-
-
 def view(result: Result) -> View:
     """The page's figures of a run, from the same table the plots and the report use."""
     from gym.report import html
@@ -363,7 +345,8 @@ def view(result: Result) -> View:
     per_window = df.groupby("window", sort=True)
     t = [float(x) for x in per_window["t_s"].first()]
     saturation = {
-        str(name): [_num(x) for x in rows["saturation"]]
+        # NaN (no demand, or an outage) stays NaN: the plot leaves a gap
+        str(name): [float(x) for x in rows["saturation"]]
         for name, rows in df.groupby("component", sort=False)
     }
     entry = df[df["component"] == ctx.entry]
@@ -374,10 +357,10 @@ def view(result: Result) -> View:
         verdict=result.verdict.upper(),
         engine=result.engine,
         cost_units=int(m.cost_units),
-        units=dict(m.units) if hasattr(m, "units") else {},
-        slo_html=html._slo_table(result),
-        explanations_html=html._explanations(result.explanations),
-        budget_html=html._budget(result),
+        units=dict(m.units),
+        slo_html=html.slo_table(result),
+        explanations_html=html.explanation_list(result.explanations),
+        budget_html=html.budget_section(result),
         t=t,
         saturation=saturation,
         offered=[float(x) for x in offered],
@@ -391,8 +374,3 @@ def view(result: Result) -> View:
         events=[(s.start_s, s.end_s, s.label, s.kind) for s in ctx.shades],
         result=result,
     )
-
-
-def _num(x: Any) -> float:
-    """A figure for a plot: NaN (no demand, or an outage) stays NaN, the plot leaves a gap."""
-    return float(x)

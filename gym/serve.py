@@ -21,11 +21,9 @@ import base64
 import binascii
 import contextlib
 import errno
-import html as html_lib
 import logging
 import math
 import socket
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -35,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
 from gym.limits import DEFAULT_MAX_URLS
-from gym.loading import MAX_FILE_BYTES
 from gym.models import Design, GraphDesign, Scenario
 from gym.playground import FieldSpec, Session, View, messages
 
@@ -110,8 +107,10 @@ class Page:
         self.widgets: dict[str, Any] = {}
         self.view: View | None = None
         self.sources: dict[str, ColumnDataSource] = {}
-        self._build()
-        self.update()
+        self._build()  # runs the design once, for the plots' first figures
+        assert self.view is not None
+        self._show(self.view)
+        self._schedule_fix()
         doc.on_session_destroyed(self._closed)
 
     def _closed(self, _context: Any) -> None:
@@ -173,17 +172,11 @@ document.body.appendChild(a); a.click(); a.remove();
             label="Run the request engine", name="run", disabled=True, css_classes=["gym-run"]
         )
         self.run_button.on_click(self._run_request)
-        sections = s.sections()
-        self.sections = CheckboxGroup(
-            labels=list(sections),
-            active=[i for i, on in enumerate(sections.values()) if on],
-            name="sections",
-            css_classes=["gym-sections"],
-            visible=bool(sections),
-        )
+        self.sections = CheckboxGroup(name="sections", css_classes=["gym-sections"])
+        self.sections_title = Div(text="<b>Optional sections</b>")
+        self.syncing = False
+        self._sync_sections()
         self.sections.on_change("active", self._sections_changed)
-        self.sections_title = Div(text="<b>Optional sections</b>", visible=bool(sections))
-        self.syncing = False  # the server itself is setting the sections' boxes
         self.fields_box = column(name="fields", sizing_mode="stretch_width")
         self._fill_fields()
         controls = column(
@@ -453,7 +446,7 @@ document.body.appendChild(a); a.click(); a.remove();
                 problems = []
             except GymError as err:
                 problems = messages(err)
-        self.error.text = "<br>".join(_esc(p) for p in problems)
+        self._problems(problems)
         if self.session.design is not before:
             for path in self.widgets:
                 if path.startswith("slider:"):
@@ -472,7 +465,7 @@ document.body.appendChild(a); a.click(); a.remove();
         try:
             view = self.session.run()
         except GymError as err:
-            self.error.text = "<br>".join(_esc(m) for m in messages(err))
+            self._problems(messages(err))
             return
         except Exception as exc:  # the page stays up; the message says what broke
             self.error.text = _esc(f"internal error: {type(exc).__name__}: {exc}")
@@ -488,8 +481,8 @@ document.body.appendChild(a); a.click(); a.remove();
         if list(view.saturation) != self.sat_components:
             self._draw_saturation(view)
         self.title.text = (
-            f"<h2 style='margin:4px 0'>{_esc(s.design.name)} "
-            f"<small>under {_esc(s.scenario.name)}, seed {s.seed}</small></h2>"
+            f"<h2 style='margin:4px 0'>{_esc(str(s.design.name))} "
+            f"<small>under {_esc(str(s.scenario.name))}, seed {s.seed}</small></h2>"
         )
         self.verdict.text = (
             f"<div style='{_VERDICT_STYLE.get(view.verdict, '')};font-size:28px;"
@@ -615,7 +608,7 @@ document.body.appendChild(a); a.click(); a.remove();
         self.run_button.disabled = self.engine.active != 1
         if isinstance(view, str):
             self.status.text = ""
-            self.error.text = "<br>".join(_esc(m) for m in view.splitlines())
+            self._problems(view.splitlines())
             return
         if self.engine.active != 1:
             return  # back on the flow engine meanwhile: its figures stay
@@ -634,12 +627,16 @@ document.body.appendChild(a); a.click(); a.remove();
             try:
                 self.session.toggle(labels[i], i in new)
             except GymError as err:
-                self.error.text = "<br>".join(_esc(m) for m in messages(err))
+                self._problems(messages(err))
                 return
         self.error.text = ""
         self.version += 1
         self._fill_fields()
         self.update()
+
+    def _problems(self, lines: list[str]) -> None:
+        """Show ``lines`` (the command line's messages) where the page shows errors."""
+        self.error.text = "<br>".join(_esc(line) for line in lines)
 
     # -- opening a file ---------------------------------------------------------------------
     def _upload_changed(self, attr: str, old: Any, new: Any) -> None:
@@ -658,40 +655,34 @@ document.body.appendChild(a); a.click(); a.remove();
         if not value:
             return  # the box was cleared (after the last file was read)
         try:
-            raw = base64.b64decode(value or "", validate=True)
+            raw = base64.b64decode(value, validate=True)
         except (binascii.Error, ValueError):
             self.error.text = _esc(f"error: {name}: not a file the page could read")
             return
-        if len(raw) > MAX_FILE_BYTES:  # as the command line refuses a file
-            self.error.text = _esc(
-                f"error: {name}: file is over {MAX_FILE_BYTES:,} bytes, the limit"
-            )
-            return
         try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            self.error.text = _esc(f"error: {name}: not UTF-8 text")
-            return
-        try:
-            self.session.open(text, name)
+            self.session.open(raw, name)  # the size limit, UTF-8, YAML: as gym run reads
         except GymError as err:
-            self.error.text = "<br>".join(_esc(m) for m in messages(err))
+            self._problems(messages(err))
             return
         self.error.text = ""
         self.pending = {}
         self.version += 1
         # Cleared, so that opening the same file again (to go back to it) reads it again.
         self.upload.clear()
+        self._sync_sections()
+        self._fill_fields()
+        self.update()
+
+    def _sync_sections(self) -> None:
+        """The optional sections' boxes as the design has them (none for a graph)."""
         sections = self.session.sections()
-        self.syncing = True
+        self.syncing = True  # set here, not by the user: no toggle
         try:
             self.sections.labels = list(sections)
             self.sections.active = [i for i, on in enumerate(sections.values()) if on]
         finally:
             self.syncing = False
         self.sections.visible = self.sections_title.visible = bool(sections)
-        self._fill_fields()
-        self.update()
 
     def _later(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
@@ -714,14 +705,19 @@ def _css(what: str, path: str) -> str:
     return f"gym-{what}-" + "".join(c if c.isalnum() else "-" for c in path)
 
 
-def _esc(text: object) -> str:
-    return html_lib.escape(str(text), quote=True)
+def _esc(text: str) -> str:
+    """User text for the page, as the HTML report writes it (markup escaped, control
+    characters shown); imported on use, so that refusing bad options stays quick."""
+    from gym.report.html import escape
+
+    return escape(text)
 
 
 def _shown(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    """A choice's value as a design file writes it (``true``, ``global_fifo``)."""
+    from gym.compare import shown
+
+    return shown(value)
 
 
 def _figure(height: int, x_range: Any, title: str, name: str) -> Figure:
@@ -780,7 +776,7 @@ def _fix_html(fix: Any) -> str:
 
     if fix is None:
         return "<p>The design passes: nothing to fix.</p>"
-    return html._fix(fix)
+    return html.fix_section(fix)
 
 
 def app(
@@ -810,10 +806,9 @@ def serve(
     seed: int = 0,
     max_urls: int = DEFAULT_MAX_URLS,
     ready: Callable[[str], None] | None = None,
-    stop: threading.Event | None = None,
 ) -> None:
-    """Serve the playground until interrupted (or ``stop`` is set); ``ready`` gets the
-    address once the server listens."""
+    """Serve the playground until interrupted; ``ready`` gets the address once the server
+    listens."""
     from bokeh.server.server import Server
 
     origins = [f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
@@ -827,15 +822,6 @@ def serve(
     server.start()
     if ready is not None:
         ready(f"http://{host}:{port}/")
-    if stop is not None:
-
-        def watch() -> None:
-            if stop.is_set():
-                server.io_loop.stop()
-
-        from tornado.ioloop import PeriodicCallback
-
-        PeriodicCallback(watch, 100).start()
     try:
         server.io_loop.start()
     finally:

@@ -51,6 +51,7 @@ from gym.engines.stations import (
     Log,
     LossStation,
     UrlState,
+    arrival_delays,
     capacity_of,
     latency_of,
     rates_of,
@@ -369,18 +370,10 @@ class Engine:
             self.next_report = now + 1.0
         if k >= self.n:
             return
-        count = self.offered_list[k]
         tick_s = self.timeline.tick_s
-        times: list[float] = []
-        if count:
-            base = k * tick_s
-            if self.even:
-                offsets = (np.arange(count) + 0.5) * (tick_s / count)
-            else:
-                offsets = np.sort(self.rng_times.random(count)) * tick_s
-            # As SimPy times a timeout: now + its delay.
-            times = [now + max(0.0, base + off - now) for off in offsets.tolist()]
-        kernel.arrivals(times, self._arrive)
+        delays = arrival_delays(k, self.offered_list[k], tick_s, self.even, self.rng_times, now)
+        # As SimPy times a timeout: now + its delay.
+        kernel.arrivals([now + d for d in delays], self._arrive)
         kernel.schedule(max(0.0, (k + 1) * tick_s - now), self._tick, k + 1)
 
     def _flush(self, _: object = None) -> None:

@@ -88,7 +88,7 @@ class Run:
         self.end_s = timeline.n_ticks * timeline.tick_s
         self.warmup_s = warmup_s
         # Per node: latencies (s) and the arrival tick of each URL they belong to, in
-        # packed arrays (8 bytes a sample).
+        # packed arrays (8 and 4 bytes a sample).
         self.samples: dict[str, array[float]] = {}
         self.sample_ticks: dict[str, array[int]] = {}
 

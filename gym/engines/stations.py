@@ -302,12 +302,7 @@ class FetchStage:
     def dispatch(self) -> None:
         """Hand waiting URLs to free fetch slots while the drain allows."""
         while self.waiting and not self.stalls and self.free > 0:
-            # _refill(), inline (the stage is not stalled): once per start when backed up.
-            now = self.env.now
-            elapsed = now - self.refilled_at
-            self.tokens = min(self.depth, self.tokens + elapsed * (self.drain / self.drain_factor))
-            self.start_tokens = min(self.start_depth, self.start_tokens + elapsed * self.start_rate)
-            self.refilled_at = now
+            self._refill()
             if self.tokens < 1.0 or self.start_tokens < 1.0:
                 delay = self._until_tokens()
                 if not self.wake_pending and delay is not None:
@@ -620,19 +615,27 @@ def arrivals(
     evenly spaced for deterministic arrivals; ``arrive`` is called at each instant."""
     next_report = 1.0
     for k, count in enumerate(offered.tolist()):
-        if count:
-            base = k * tick_s
-            if even:
-                offsets = (np.arange(count) + 0.5) * (tick_s / count)
-            else:
-                offsets = np.sort(rng.random(count)) * tick_s
-            now = env.now
-            for off in offsets.tolist():
-                simpy.Timeout(env, max(0.0, base + off - now)).callbacks.append(arrive)
+        for delay in arrival_delays(k, count, tick_s, even, rng, env.now):
+            simpy.Timeout(env, delay).callbacks.append(arrive)
         yield env.timeout(max(0.0, (k + 1) * tick_s - env.now))
         if progress is not None and env.now >= next_report:
             progress(env.now)
             next_report = env.now + 1.0
+
+
+def arrival_delays(
+    k: int, count: int, tick_s: float, even: bool, rng: np.random.Generator, now: float
+) -> list[float]:
+    """Seconds from ``now`` (tick ``k``'s start) to each of its ``count`` arrivals, in
+    order: uniform random instants in the tick (a Poisson process), or evenly spaced."""
+    if not count:
+        return []
+    base = k * tick_s
+    if even:
+        offsets = (np.arange(count) + 0.5) * (tick_s / count)
+    else:
+        offsets = np.sort(rng.random(count)) * tick_s
+    return [max(0.0, base + off - now) for off in offsets.tolist()]
 
 
 def run_until(env: simpy.Environment, until: float) -> None:

@@ -56,7 +56,7 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
     parts = [
         head,
         "<h2>SLOs</h2>",
-        _slo_table(r),
+        slo_table(r),
         _totals(r),
         "<h2>Components</h2>",
         _components(r),
@@ -64,15 +64,15 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
     why = [e for e in r.explanations if e.kind == "slo"]
     rest = [e for e in r.explanations if e.kind != "slo"]
     if why:
-        parts += ["<h2>Why it fails</h2>", _explanations(why)]
+        parts += ["<h2>Why it fails</h2>", explanation_list(why)]
     if rest:
         parts += [
             "<h2>Where URLs were lost</h2>" if m.failed else "<h2>Notes</h2>",
-            _explanations(rest),
+            explanation_list(rest),
         ]
     if fix is not None:
-        parts += ["<h2>Suggested fix</h2>", _fix(fix)]
-    parts += ["<h2>Error budget</h2>", _budget(r)]
+        parts += ["<h2>Suggested fix</h2>", fix_section(fix)]
+    parts += ["<h2>Error budget</h2>", budget_section(r)]
     if r.latency:
         parts += ["<h2>Latency (ms)</h2>", _latency(r)]
     parts += ["<h2>Timeline</h2>", _timeline(r), "<h2>Plots</h2>", _plots(r)]
@@ -85,7 +85,8 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
     )
 
 
-def _fix(fix: Fix | NoFix) -> str:
+def fix_section(fix: Fix | NoFix) -> str:
+    """The suggested fix (or why none was found), as the report and the playground show it."""
     from gym.fix import Fix
 
     if not isinstance(fix, Fix):
@@ -141,7 +142,8 @@ def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = 
     return f"<table><thead><tr>{th}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def _slo_table(r: Result) -> str:
+def slo_table(r: Result) -> str:
+    """The SLOs: target, measured, pass or fail."""
     rows = [
         [
             c.name,
@@ -188,7 +190,8 @@ def _components(r: Result) -> str:
     return _table(["component", "units", "peak saturation", "down", "failed"], rows, {1, 4})
 
 
-def _explanations(items: list[Explanation]) -> str:
+def explanation_list(items: list[Explanation]) -> str:
+    """Explanations as a list, each with its details."""
     lis = []
     for e in items:
         sub = "".join(f"<li>{escape(d)}</li>" for d in e.details)
@@ -196,7 +199,8 @@ def _explanations(items: list[Explanation]) -> str:
     return "<ul>" + "".join(lis) + "</ul>"
 
 
-def _budget(r: Result) -> str:
+def budget_section(r: Result) -> str:
+    """The error budget: allowed, spent, and by which event and cause."""
     b = r.budget
     if b.target is None:
         return "<p>The scenario has no availability SLO, so no error budget.</p>"
