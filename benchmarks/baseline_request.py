@@ -20,8 +20,8 @@ from typing import Any
 
 import simpy
 
-from gym.costing import cache_capacity_rps
 from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
+from gym.system.costing import cache_capacity_rps
 
 RESOLVER_LATENCY_S = 0.020
 STORE_LATENCY_S = 0.020

@@ -19,8 +19,8 @@ import time
 from pathlib import Path
 
 import gym
-from gym import sweep
-from gym.parallel import DaskCluster, LocalPool, Serial
+from gym.explore import sweep
+from gym.explore.parallel import DaskCluster, LocalPool, Serial
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

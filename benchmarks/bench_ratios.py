@@ -86,7 +86,7 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "ratios.json"))
     args = parser.parse_args()
     from benchmarks import baseline_numpy, baseline_request
-    from gym import optimize
+    from gym.explore import optimize
 
     design = gym.load_design(REFERENCE)
     scenario = gym.load_scenario(CHAOS)

@@ -14,22 +14,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from gym.errors import GymError, Problem
+from gym.core.errors import GymError, Problem
 
 if TYPE_CHECKING:
+    from gym.analysis.result import Result
     from gym.api import simulate, validate
-    from gym.loading import load_design, load_scenario
-    from gym.models import Design, GraphDesign, Scenario
-    from gym.result import Result
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.models import Design, Scenario
+    from gym.system.graph import GraphDesign
 
 #: Where each lazily loaded name of the API lives.
 _LAZY = {
     "Design": "gym.models",
     "GraphDesign": "gym.models",
     "Scenario": "gym.models",
-    "load_design": "gym.loading",
-    "load_scenario": "gym.loading",
-    "Result": "gym.result",
+    "load_design": "gym.inputs.loading",
+    "load_scenario": "gym.inputs.loading",
+    "Result": "gym.analysis.result",
     "simulate": "gym.api",
     "validate": "gym.api",
 }

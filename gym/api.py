@@ -9,19 +9,20 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gym import costing, crawler, kinds
-from gym.errors import GymError, Problem
-from gym.kinds.cache import CacheNode
-from gym.kinds.fleet import FleetNode
-from gym.limits import DEFAULT_MAX_URLS, ENGINES
-from gym.loading import load_design, load_scenario
-from gym.models import Design, GraphDesign, Scenario
-from gym.models.graph import topology as graph_topology
-from gym.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
+from gym.core.errors import GymError, Problem
+from gym.core.limits import DEFAULT_MAX_URLS, ENGINE_MODULES, ENGINES
+from gym.inputs.loading import load_design, load_scenario
+from gym.models import Design, Scenario
+from gym.sim.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
+from gym.system import costing, crawler, kinds
+from gym.system.graph import GraphDesign
+from gym.system.kinds.cache import CacheNode
+from gym.system.kinds.fleet import FleetNode
+from gym.system.units import cache_units
 
 if TYPE_CHECKING:
-    from gym.record import RunRecord
-    from gym.result import Result
+    from gym.analysis.result import Result
+    from gym.sim.record import RunRecord
 
 Engine = Callable[..., "RunRecord"]
 
@@ -165,7 +166,7 @@ def graph_check(
                     f"allows at most {catalog.fetchers.max_rps_per_replica:g}/s); add replicas",
                 )
             )
-        if isinstance(spec, CacheNode) and costing.cache_units(spec.hit_ratio, catalog) is None:
+        if isinstance(spec, CacheNode) and cache_units(spec.hit_ratio, catalog) is None:
             problems.append(
                 Problem(
                     file,
@@ -252,17 +253,26 @@ def simulate(
     if problems:
         raise GymError(problems)
     timeline = Timeline(scenario, tick_ms)
+    # The design's topology, built once: the engine runs it, the metrics read it.
+    topology = crawler.system_topology(design, scenario)
     if isinstance(design, GraphDesign):  # whose faults explain what, by the graph's edges
-        timeline.affected_by = kinds.affected_by(graph_topology(design))
+        timeline.affected_by = kinds.affected_by(topology)
     # The engines, and what scores their record, load on first use: validating and the
     # commands that only read files do not pay for numpy and SimPy.
-    from gym import metrics, scoring
-    from gym.result import Result
+    from gym.analysis import metrics, scoring
+    from gym.analysis.result import Result
 
-    run: Engine = importlib.import_module(f"gym.engines.{engine}").run
+    run: Engine = importlib.import_module(ENGINE_MODULES[engine]).run
     record = run(
-        design, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
+        design,
+        scenario,
+        seed=seed,
+        timeline=timeline,
+        topology=topology,
+        warmup_s=warmup_s,
+        progress=progress,
     )
+    record.topology = topology
     m = metrics.compute(record, design, scenario)
     checks = scoring.check(m, scenario.slos)
     return Result(

@@ -21,18 +21,18 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from gym.errors import GymError, Problem
-from gym.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, ENGINES, MAX_RUNS
-from gym.outputs import printable
+from gym.core.errors import GymError, Problem
+from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, ENGINES, MAX_RUNS
+from gym.core.text import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.text import Text
 
-    from gym.explain import Explanation
-    from gym.fix import Fix, NoFix
-    from gym.parallel import Executor
-    from gym.result import Result
+    from gym.analysis.explain import Explanation
+    from gym.analysis.result import Result
+    from gym.explore.fix import Fix, NoFix
+    from gym.explore.parallel import Executor
 
 # Everything else loads inside the command that needs it: ``gym --help`` imports no
 # numpy, SimPy, pydantic model or rich, and ``gym validate`` no numpy or SimPy.
@@ -423,7 +423,7 @@ def _check_many(
                 )
             )
     if scheduler is not None:
-        from gym.parallel import check_address
+        from gym.explore.parallel import check_address
 
         try:
             check_address(scheduler)
@@ -534,8 +534,8 @@ def run(
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
     change that passes. Exit 0 PASS, 1 FAIL, 2 invalid input."""
     from gym.api import default_scenario, simulate
-    from gym.crawler import expected_urls
-    from gym.loading import load_design, load_scenario
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.system.crawler import expected_urls
 
     conf = _check_many(runs, workers, scheduler, confidence, seed=seed)
     if no_fix and runs > 1:
@@ -547,7 +547,7 @@ def run(
     _force_needs(force, out, "--out")
     url_limit = _url_limit(max_urls, engine)
     if out is not None:
-        from gym.outputs import check_dir
+        from gym.core.outputs import check_dir
 
         check_dir(out, "--out", force=force)
     if runs > 1:
@@ -591,7 +591,7 @@ def run(
     _warn(result.warnings)
     fix = None
     if not result.passed and not no_fix:
-        from gym.fix import suggest
+        from gym.explore.fix import suggest
 
         with _status("searching for the cheapest change that passes"):
             fix = suggest(result, user_sets=sets or ())
@@ -634,12 +634,12 @@ def _run_many(
     from rich.table import Table
     from rich.text import Text
 
-    from gym import rounding
+    from gym.analysis.scoring import format_measured as _fmt_measured
     from gym.api import default_scenario, url_budget, validate
-    from gym.loading import load_design, load_scenario
-    from gym.montecarlo import run_many, runs_needed
-    from gym.parallel import make_executor
-    from gym.scoring import format_measured as _fmt_measured
+    from gym.explore.montecarlo import run_many, runs_needed
+    from gym.explore.parallel import make_executor
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.sim import rounding
 
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
@@ -861,7 +861,7 @@ def _results(
     """Load and check everything, then run each design (nothing runs if anything is
     invalid or over a limit)."""
     from gym.api import default_scenario, simulate, url_budget, validate
-    from gym.loading import load_design, load_scenario
+    from gym.inputs.loading import load_design, load_scenario
 
     if len(designs) > MAX_DESIGNS:
         raise GymError.single(
@@ -884,7 +884,7 @@ def _results(
 
 
 def _warn(warnings: Sequence[str], design: str | None = None) -> None:
-    """Print each rounding the engine's grid made (:mod:`gym.rounding`) to stderr."""
+    """Print each rounding the engine's grid made (:mod:`gym.sim.rounding`) to stderr."""
     if not warnings:
         return
     console = _console(stderr=True)
@@ -914,8 +914,8 @@ def compare_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from gym.compare import Comparison, shown
-    from gym.scoring import format_measured as _fmt_measured
+    from gym.analysis.scoring import format_measured as _fmt_measured
+    from gym.explore.compare import Comparison, shown
 
     urls = _url_limit(max_urls, engine)
     comparison = Comparison(_results(designs, scenario, seed, engine, sets, urls))
@@ -982,8 +982,8 @@ def grade_cmd(
     from rich.table import Table
     from rich.text import Text
 
-    from gym import rubric
-    from gym.loading import load_design
+    from gym.analysis import rubric
+    from gym.inputs.loading import load_design
     from gym.models import Design
 
     urls = _url_limit(max_urls, engine)
@@ -1057,7 +1057,7 @@ def plot_cmd(
 ) -> None:
     """Overlay several designs: saturation, served URLs and frontier backlog over time.
     Exit 0 when every design passes, 1 when any fails."""
-    from gym.outputs import check_file, write_file
+    from gym.core.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=PLOT_SUFFIXES, force=force, default_suffix=".png")
     results = _results(designs, scenario, seed, engine, sets, _url_limit(max_urls, engine))
@@ -1090,11 +1090,11 @@ def report_cmd(
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline,
     the suggested fix when it fails, the resolved inputs). Exit 0 when the design passes,
     1 when it fails."""
-    from gym.outputs import check_file, write_file
+    from gym.core.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
     results = _results([design], scenario, seed, engine, sets, _url_limit(max_urls, engine))
-    from gym.fix import suggest
+    from gym.explore.fix import suggest
     from gym.report.html import render
 
     write_file(target, render(results[0], suggest(results[0], user_sets=sets or ())), "-o")
@@ -1144,10 +1144,10 @@ def sweep_cmd(
     """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
     Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
     and keeps (and writes, with -o) the rows finished so far."""
-    from gym import sweep
     from gym.api import default_scenario, url_budget
-    from gym.loading import load_scenario
-    from gym.parallel import make_executor
+    from gym.explore import sweep
+    from gym.explore.parallel import make_executor
+    from gym.inputs.loading import load_scenario
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     _force_needs(force, output, "-o")
@@ -1243,7 +1243,7 @@ def _print_sweep(
     from rich.table import Table
     from rich.text import Text
 
-    from gym.scoring import format_measured as _fmt_measured
+    from gym.analysis.scoring import format_measured as _fmt_measured
 
     console = _wide_console()
     table = Table(show_edge=False, pad_edge=False)
@@ -1298,7 +1298,7 @@ def _wide_console() -> Console:
 
 
 def _slo_names(rows: list[dict[str, object]]) -> list[str]:
-    from gym.scoring import SLO_NAMES
+    from gym.analysis.scoring import SLO_NAMES
 
     return [n for n in SLO_NAMES if any(f"{n}_mean" in r for r in rows)]
 
@@ -1348,10 +1348,11 @@ def optimize_cmd(
     Exit 0 when one is found, 1 when none within the cost limit passes."""
     from rich.text import Text
 
-    from gym import optimize
     from gym.api import default_scenario
-    from gym.loading import dump_yaml, load_design, load_scenario
-    from gym.parallel import make_executor
+    from gym.explore import optimize, unit_space
+    from gym.explore.parallel import make_executor
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.inputs.strict_yaml import dump_yaml
 
     conf = _check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     _force_needs(force, output, "-o")
@@ -1361,16 +1362,16 @@ def optimize_cmd(
         )
     target = None
     if output is not None:
-        from gym.outputs import check_file
+        from gym.core.outputs import check_file
 
         target = check_file(output, "-o", suffixes=(".yaml", ".yml"), force=force)
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
-    optimize.check_sets(sets or [])
+    unit_space.check_sets(sets or [])
     s = load_scenario(scenario or default_scenario())
     base = load_design(design, sets) if design is not None else None
-    space = optimize.space_for(s, base)
-    optimize.check_sets(sets or [], space.searched)
+    space = unit_space.space_for(s, base)
+    unit_space.check_sets(sets or [], space.searched)
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs, space=space)
     executor = _closing(make_executor(workers, scheduler))
     with _search_progress() as (report, plan):
@@ -1395,7 +1396,7 @@ def optimize_cmd(
             f"{opt.best.result.passes}/{opt.best.result.n} runs (seeds {seed}..{seed + runs - 1}); "
             f"pass probability 95% interval [{low:.2f}, {high:.2f}].\n"
         )
-        text = header + dump_yaml(optimize.design_mapping(opt.best.design))
+        text = header + dump_yaml(unit_space.design_mapping(opt.best.design))
     # The answer is printed before the file is written: a write that fails loses nothing.
     if as_json:
         sys.stdout.write(json.dumps(opt.to_json(), indent=2, allow_nan=False) + "\n")
@@ -1427,7 +1428,7 @@ def optimize_cmd(
                     f"- {c.cost} units ({c.describe()}): smallest SLO margin {c.margin():.1%}"
                 )
     if target is not None and text is not None:
-        from gym.outputs import write_file
+        from gym.core.outputs import write_file
 
         write_file(target, text, "-o")
         _console(stderr=as_json).print(f"\nwrote {_one_line(target)}")
@@ -1473,9 +1474,9 @@ def estimate_cmd(
     """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
     from rich.table import Table
 
+    from gym.analysis.estimate import Inputs, estimate
     from gym.api import default_scenario
-    from gym.estimate import Inputs, estimate
-    from gym.loading import load_design, load_scenario
+    from gym.inputs.loading import load_design, load_scenario
     from gym.models import Design
 
     try:
@@ -1545,7 +1546,7 @@ def schema_cmd(
     ] = False,
 ) -> None:
     """Write the JSON Schema of design and scenario files (for editors), and field docs."""
-    from gym import schema
+    from gym.inputs import schema
 
     try:
         written = schema.write(output, docs, force)
@@ -1558,9 +1559,9 @@ def schema_cmd(
 @_guarded
 def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
-    from gym import costing
     from gym.api import default_scenario, validate
-    from gym.loading import load_design, load_scenario
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.system import costing
 
     try:
         d = load_design(design, sets)
@@ -1613,7 +1614,7 @@ def serve_cmd(
     plots, why it fails and the suggested fix, live as you move them. Needs the serve
     extra (pip install -e '.[serve]'). Stops on Ctrl-C."""
     from gym.api import default_design, default_scenario, validate
-    from gym.loading import load_design, load_scenario
+    from gym.inputs.loading import load_design, load_scenario
 
     try:
         import bokeh  # noqa: F401
@@ -1704,8 +1705,8 @@ def _print_result(r: Result, console: Console) -> None:
     from rich.table import Table
     from rich.text import Text
 
+    from gym.analysis.scoring import format_measured as _fmt_measured
     from gym.models import Design
-    from gym.scoring import format_measured as _fmt_measured
 
     m = r.metrics
     console.print(
@@ -1808,11 +1809,11 @@ def _print_result(r: Result, console: Console) -> None:
 
 
 def _print_fix(fix: Fix | NoFix, console: Console) -> None:
-    """The suggested fix (gym.fix): what to change and how the changed design does."""
+    """The suggested fix (gym.explore.fix): what to change and how the changed design does."""
     from rich.table import Table
     from rich.text import Text
 
-    from gym.fix import Fix
+    from gym.explore.fix import Fix
 
     if not isinstance(fix, Fix):
         console.print(Text("\nNo fix found", style="bold"))
@@ -1845,7 +1846,7 @@ def _print_fix(fix: Fix | NoFix, console: Console) -> None:
 def _print_budget(r: Result, console: Console) -> None:
     from rich.table import Table
 
-    from gym.budget import format_fraction
+    from gym.analysis.budget import format_fraction
 
     b = r.budget
     if b.target is None or not b.spent:

@@ -4,7 +4,7 @@ runs, and what the page shows of them.
 :mod:`gym.serve` draws this in a browser (one :class:`Session` per browser tab). Everything
 here is plain Python over the gym's own API, so the page says exactly what ``gym run``
 says: a value is checked by the same models (the same one-line messages), a run is
-``gym.simulate``, the tables and texts are the HTML report's, the fix is ``gym.fix``.
+``gym.simulate``, the tables and texts are the HTML report's, the fix is ``gym.explore.fix``.
 """
 
 from __future__ import annotations
@@ -17,13 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from gym.errors import GymError
-from gym.limits import DEFAULT_MAX_URLS
-from gym.models import Design, GraphDesign, Scenario
+from gym.core.errors import GymError
+from gym.core.limits import DEFAULT_MAX_URLS
+from gym.models import Design, Scenario
+from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
-    from gym.fix import Fix, NoFix
-    from gym.result import Result
+    from gym.analysis.result import Result
+    from gym.explore.fix import Fix, NoFix
 
 Kind = Literal["int", "float", "choice"]
 
@@ -86,7 +87,7 @@ def fields(design: Design | GraphDesign) -> list[FieldSpec]:
     """Every scalar field of ``design`` the page can set, in the order of the file."""
     from pydantic import BaseModel
 
-    from gym.schema import UNITS
+    from gym.inputs.schema import UNITS
 
     out: list[FieldSpec] = []
     by_alias = isinstance(design, GraphDesign)
@@ -237,7 +238,7 @@ class Session:
         """The design ``data`` makes, loaded and checked as ``gym validate`` checks a
         file named ``design_file``; else GymError."""
         from gym.api import validate
-        from gym.loading import load_design
+        from gym.inputs.loading import load_design
 
         design = load_design(self.design_file, contents=data)
         problems = validate(design, self.scenario)
@@ -266,7 +267,7 @@ class Session:
         """Replace the design and the draft by a design file's contents (``file``: its
         name, for messages; read as ``gym run`` reads a file), if it is a design that can
         run under the scenario; else raise and keep both."""
-        from gym.loading import parse_yaml_bytes
+        from gym.inputs.strict_yaml import parse_yaml_bytes
 
         previous = self.design_file
         self.design_file = file
@@ -303,7 +304,7 @@ class Session:
         """The cheapest change that passes, for a failing flow run (None if it passed)."""
         if result.passed:
             return None
-        from gym.fix import suggest
+        from gym.explore.fix import suggest
 
         return suggest(result)
 
@@ -324,7 +325,7 @@ def _starting(section: str, scenario: Scenario) -> dict[str, Any]:
 
 def messages(err: GymError) -> list[str]:
     """The lines the command line prints for ``err``: ``error: file: field: message``."""
-    from gym.outputs import printable
+    from gym.core.text import printable
 
     return [f"error: {printable(str(p))}" for p in err.problems]
 

@@ -31,10 +31,11 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym.errors import GymError
-from gym.limits import DEFAULT_MAX_URLS
-from gym.models import Design, GraphDesign, Scenario
+from gym.core.errors import GymError
+from gym.core.limits import DEFAULT_MAX_URLS
+from gym.models import Design, Scenario
 from gym.playground import FieldSpec, Session, View, messages
+from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
     from bokeh.document import Document
@@ -715,7 +716,7 @@ def _esc(text: str) -> str:
 
 def _shown(value: Any) -> str:
     """A choice's value as a design file writes it (``true``, ``global_fifo``)."""
-    from gym.compare import shown
+    from gym.explore.compare import shown
 
     return shown(value)
 

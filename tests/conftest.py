@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from gym.loading import load_design
+from gym.inputs.loading import load_design
 from gym.models import Design, Scenario
 
 # Property tests explore at random on a developer's machine; in CI (CI=true) they are
@@ -67,7 +67,7 @@ def forbid_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every kind of work (a run, a sweep, an optimization) fails loudly, with exit 3: a
     command that exits 2 under this refused its input before starting any work."""
     import gym.api
-    from gym import optimize, sweep
+    from gym.explore import optimize, sweep
 
     def ran(*args: Any, **kwargs: Any) -> Any:
         raise AssertionError("work started before the input was checked")

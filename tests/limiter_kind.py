@@ -3,7 +3,7 @@ limiter that lets through at most ``rps`` per second and turns the rest away.
 
 Its node model, its cost, its causes, its flow rule (per-tick counts) and its request
 rule (what one URL meets there) are all here; registering it is one line in
-``gym.kinds.REGISTRY``. ``tests/test_topology.py`` registers it for one test and runs a
+``gym.system.kinds.REGISTRY``. ``tests/test_topology.py`` registers it for one test and runs a
 graph through both engines.
 """
 
@@ -16,13 +16,14 @@ import numpy as np
 import simpy
 from pydantic import Field
 
-from gym.components.base import RatedComponent
+from gym.core.streams import stream
 from gym.engines.request_graph import Run, Stage, Url
-from gym.kinds import Build, Kind, connect_upstream
 from gym.models.common import InputModel, Rate
-from gym.record import Tally
-from gym.streams import stream
-from gym.topology import Node
+from gym.sim.flow.base import Build, RatedComponent
+from gym.sim.flow.rules import FlowRule
+from gym.sim.record import Tally
+from gym.system.kinds.base import Kind
+from gym.system.topology import Node
 
 
 class LimiterParams(InputModel):
@@ -105,14 +106,15 @@ def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
     return LimiterStage(run, node, causes)
 
 
+#: Its flow rule (connected as most kinds are: to the one node feeding it).
+FLOW = FlowRule(_flow)
+
 KIND = Kind(
     name="limiter",
     summary="Lets through at most rps per second; turns the rest away.",
     node=LimiterNode,
     units=lambda _p, _c: 0,
     causes=("rejected", "unavailable"),
-    flow=_flow,
     request=_request,
-    connect=connect_upstream,
     faults=("stall", "slowdown"),
 )

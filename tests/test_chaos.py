@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gym
-from gym.record import CAUSES
+from gym.system.crawler import CAUSES
 from tests.conftest import CHAOS, REFERENCE, STARTER, design, scenario
 
 
@@ -293,8 +293,9 @@ def _flow_arrays(
     monkeypatch: pytest.MonkeyPatch, d: Any, sc: Any, step: int | None
 ) -> dict[str, dict[str, np.ndarray]]:
     """Every per-tick array of every flow component after one run, by component."""
-    from gym.engines import flow
-    from gym.timeline import Timeline
+    from gym.sim.flow import engine as flow
+    from gym.sim.timeline import Timeline
+    from gym.system import crawler
 
     seen: list[Any] = []
     collect = flow.RunRecord.collect
@@ -304,7 +305,7 @@ def _flow_arrays(
         return collect(**kwargs)
 
     monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
-    flow.run(d, sc, seed=3, timeline=Timeline(sc, 10), step=step)
+    flow.run(d, sc, seed=3, timeline=Timeline(sc, 10), topology=crawler.topology(d, sc), step=step)
     monkeypatch.undo()
     arrays = {}
     for c in seen:

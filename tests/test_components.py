@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import gym
-from gym.components import tick_quota
+from gym.sim.flow.base import tick_quota
 from tests.conftest import design, scenario
 
 

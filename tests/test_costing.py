@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gym import costing
 from gym.models import Catalog
+from gym.system import costing
+from gym.system.units import cache_units
 from tests.conftest import design
 
 CATALOG = Catalog()
@@ -34,12 +35,12 @@ def test_frontier_units_are_the_larger_of_drain_and_buffer(
 )
 def test_cache_units_halve_the_miss_ratio(hit_ratio: float, units: int) -> None:
     """One unit reaches 0.92; each further unit halves the misses: 0.96, 0.98, 0.99."""
-    assert costing.cache_units(hit_ratio, CATALOG) == units
+    assert cache_units(hit_ratio, CATALOG) == units
 
 
 def test_hit_ratio_one_is_unreachable() -> None:
     """Halving the misses never reaches zero: hit ratio 1 is an error, not 60 units."""
-    assert costing.cache_units(1.0, CATALOG) is None
+    assert cache_units(1.0, CATALOG) is None
     problems = costing.check(design(cache={"hit_ratio": 1.0}), CATALOG, "d.yaml")
     assert [p.field for p in problems] == ["cache.hit_ratio"]
 

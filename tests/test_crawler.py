@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
+from gym.analysis.estimate import Inputs, estimate
 from gym.cli import app
-from gym.costing import frontier_units, politeness
-from gym.estimate import Inputs, estimate
+from gym.system.costing import frontier_units, politeness
 from tests.conftest import CHAOS, REFERENCE, ROOT, design, scenario
 
 runner = CliRunner()

@@ -12,11 +12,12 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import costing, optimize
 from gym.api import url_budget
 from gym.cli import app
+from gym.explore import unit_space
 from gym.models import Design, Scenario
-from gym.rounding import warnings
+from gym.sim.rounding import warnings
+from gym.system import costing
 from tests.conftest import ROOT
 
 LEVERS = ROOT / "designs" / "levers"
@@ -163,7 +164,7 @@ def test_the_deep_crawl_lesson_in_the_flow_engine() -> None:
     eight = gym.simulate(LEVERS / "seen-set-8.yaml", DEEP_CRAWL)
     assert eight.verdict == "pass"
     assert eight.metrics.units["seen_set"] == 8
-    from gym.loading import load_design
+    from gym.inputs.loading import load_design
 
     twelve = gym.simulate(
         load_design(LEVERS / "seen-set-8.yaml", ["discovery.shards=12"]), DEEP_CRAWL
@@ -241,10 +242,10 @@ def test_the_optimizer_buys_seen_set_shards_for_a_discovery_base() -> None:
     """A base with the loop: the search's parts include the seen set, and a unit set
     becomes that many shards (the base's lookup time kept)."""
     base = _design(1, service={"mean_ms": 2})
-    space = optimize.space_for(gym.load_scenario(DEEP_CRAWL), base)
+    space = unit_space.space_for(gym.load_scenario(DEEP_CRAWL), base)
     assert space.parts[-1] == "seen_set" and space.mins[-1] == 1
     units = {"frontier": 1, "fetchers": 4, "cache": 1, "page_store": 1, "seen_set": 6}
-    built = optimize.unit_design(units, gym.load_scenario(DEEP_CRAWL), base, "x")
+    built = unit_space.unit_design(units, gym.load_scenario(DEEP_CRAWL), base, "x")
     assert built.discovery is not None and built.discovery.shards == 6
     assert built.discovery.service.mean_ms == 2
     assert (

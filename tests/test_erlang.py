@@ -1,4 +1,4 @@
-"""Erlang loss in the flow engine's stations without a queue (gym.erlang), against the
+"""Erlang loss in the flow engine's stations without a queue (gym.sim.erlang), against the
 textbook recursion and against arithmetic done by hand.
 
 Erlang B: B(0, a) = 1 and B(k, a) = a B(k-1, a) / (k + a B(k-1, a)), the fraction of
@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 
 import gym
-from gym.erlang import (
+from gym.models import ServiceTime
+from gym.sim.erlang import (
     erlang_b,
     erlang_b_peaked,
     occupancy_kernel,
     offered_load,
     peakedness_factor,
 )
-from gym.models import ServiceTime
 from tests.conftest import design, scenario
 
 
@@ -262,7 +262,7 @@ def test_long_heavy_tailed_service_kernel_keeps_its_digits() -> None:
 
 def test_normal_cdf_to_seven_digits() -> None:
     """The vectorized Phi agrees with math.erfc to a relative 2e-7 from -8 to 8 sd."""
-    from gym.erlang import _std_normal_cdf
+    from gym.sim.erlang import _std_normal_cdf
 
     z = np.linspace(-8.0, 8.0, 801)
     exact = np.array([0.5 * math.erfc(-x / math.sqrt(2.0)) for x in z.tolist()])

@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import optimize, sweep
 from gym.cli import app
-from gym.montecarlo import run_many, runs_needed, wilson
-from gym.parallel import LocalPool, Serial
+from gym.explore import optimize, sweep
+from gym.explore.montecarlo import run_many, runs_needed, wilson
+from gym.explore.parallel import LocalPool, Serial
 from tests.conftest import CHAOS, REFERENCE, ROOT, design, scenario, stop
 
 runner = CliRunner()
@@ -193,7 +193,7 @@ def test_allowed_failures_is_the_wilson_rule() -> None:
     """At 20 runs and confidence 0.8 one failure already fails the design (19/20 has a
     Wilson lower bound of 0.764); at 100 runs the rule allows a count f that passes where
     f + 1 does not."""
-    from gym.montecarlo import wilson
+    from gym.explore.montecarlo import wilson
 
     assert wilson(19, 20)[0] == pytest.approx(0.7639, abs=1e-4)
     assert optimize.allowed_failures(20, 0.8) == 0
@@ -279,7 +279,7 @@ def dask_scheduler(tmp_path_factory: pytest.TempPathFactory) -> Any:
 def test_sweep_on_a_dask_cluster_gives_identical_rows(dask_scheduler: str) -> None:
     """A 200-point sweep on a Dask scheduler and worker (loopback), on the local pool and
     in one process: identical rows."""
-    from gym.parallel import DaskCluster
+    from gym.explore.parallel import DaskCluster
 
     sc = gym.load_scenario(CHAOS)
     points = sweep.grid(

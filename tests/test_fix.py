@@ -1,4 +1,4 @@
-"""The suggested fix (gym.fix): the cheapest change to a failing design that passes,
+"""The suggested fix (gym.explore.fix): the cheapest change to a failing design that passes,
 checked by applying it the ways a user would."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import optimize
 from gym.cli import app
-from gym.costing import units_of
-from gym.fix import Change, Fix, NoFix, changes, suggest
+from gym.explore import optimize
+from gym.explore.fix import Change, Fix, NoFix, changes, suggest
+from gym.system.costing import units_of
 from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
 
 runner = CliRunner()

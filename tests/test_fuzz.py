@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gym
-from gym.errors import GymError
-from gym.loading import parse, parse_yaml_text
+from gym.core.errors import GymError
+from gym.inputs.loading import parse
+from gym.inputs.strict_yaml import parse_yaml_text
 from gym.models import Design, Scenario
 from tests.conftest import CHAOS, REFERENCE
 

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 import gym.cli as cli
-from gym import optimize, parallel, sweep
 from gym.cli import app
+from gym.explore import optimize, parallel, sweep, unit_space
 from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, forbid_work, stop
 
 runner = CliRunner()
@@ -405,15 +405,15 @@ def test_optimize_search_space_is_computed_not_tried(tmp_path: Path, monkeypatch
     s = _scenario(tmp_path, "open", "surge")
     err = _error("optimize", "-s", str(s), "--max-cost", "1000")
     assert "--max-runs" in err and "designs" in err
-    assert optimize.designs_up_to(9) == sum(len(optimize._unit_sets(c)) for c in range(4, 10))
+    assert unit_space.designs_up_to(9) == sum(len(unit_space.unit_sets(c)) for c in range(4, 10))
 
 
 def test_the_python_api_has_the_same_limits() -> None:
     """The limits hold on the API too: optimize.search on a huge or hopeless space and
     run_many over a million seeds raise GymError before running anything."""
     import gym
-    from gym.errors import GymError
-    from gym.montecarlo import run_many
+    from gym.core.errors import GymError
+    from gym.explore.montecarlo import run_many
 
     sc = gym.load_scenario(CHAOS)
     with pytest.raises(GymError, match="--max-runs"):
@@ -431,7 +431,7 @@ def test_many_runs_share_one_copy_of_the_inputs() -> None:
     """Tasks for many seeds share the dumped design and scenario (memory per run is the
     seed), so --runs 100000 does not hold 100,000 copies."""
     import gym
-    from gym.montecarlo import tasks_for
+    from gym.explore.montecarlo import tasks_for
 
     tasks = tasks_for(gym.load_design(REFERENCE), gym.load_scenario(CHAOS), range(5))
     assert all(t.design is tasks[0].design and t.scenario is tasks[0].scenario for t in tasks)
@@ -588,14 +588,14 @@ def test_judging_commands_exit_with_the_verdict(tmp_path: Path) -> None:
 )
 def test_an_internal_error_exits_3_in_one_line(args: list[str], monkeypatch: Any) -> None:
     """A bug is not a FAIL: exit 3, one line, the traceback only with --debug."""
-    import gym.estimate
-    import gym.loading
+    import gym.analysis.estimate
+    import gym.inputs.loading
 
     def bug(*a: Any, **k: Any) -> Any:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(gym.loading, "load_scenario", bug)  # the commands load it from there
-    monkeypatch.setattr(gym.estimate, "estimate", bug)
+    monkeypatch.setattr(gym.inputs.loading, "load_scenario", bug)  # the commands load it from there
+    monkeypatch.setattr(gym.analysis.estimate, "estimate", bug)
     res = _invoke(*args)
     assert res.exit_code == 3
     lines = res.stderr.strip().splitlines()
@@ -841,7 +841,7 @@ def test_a_bad_vary_value_is_found_without_loading_every_other_point(
     file read and load per value) before refusing `abc`, and a list of 20,000 values took
     minutes (a quadratic duplicate check): the base is read once, the ends of every axis
     and the short axes are tried first, and duplicates are found in one pass."""
-    from gym.errors import GymError
+    from gym.core.errors import GymError
 
     reads, loads = [0], [0]
     real_read, real_load = sweep.read_yaml, sweep.load_design

@@ -23,22 +23,16 @@ from pydantic import ValidationError
 from typer.testing import CliRunner
 
 import gym
-from gym import optimize
+from gym.analysis.estimate import Inputs, estimate
 from gym.cli import app
-from gym.costing import units
-from gym.errors import GymError
-from gym.estimate import Inputs, estimate
-from gym.loading import (
-    MAX_DEPTH,
-    MAX_FILE_BYTES,
-    MAX_VALUES,
-    apply_overrides,
-    parse_override,
-    parse_yaml_text,
-)
+from gym.core.errors import GymError
+from gym.explore import optimize, unit_space
+from gym.explore.sweep import parse_vary
+from gym.inputs.loading import apply_overrides, parse_override
+from gym.inputs.strict_yaml import MAX_DEPTH, MAX_FILE_BYTES, MAX_VALUES, parse_yaml_text
 from gym.models import Scenario
 from gym.models.scenario import MAX_DURATION_S, MAX_FAULTS, MAX_STAGES
-from gym.sweep import parse_vary
+from gym.system.costing import units
 from tests.conftest import CHAOS, REFERENCE, design, scenario
 
 runner = CliRunner()
@@ -495,9 +489,9 @@ def test_optimizer_candidates_under_extreme_catalogs(catalog: dict[str, Any]) ->
     )
     opt = optimize.search(sc, runs=1, max_cost=7)
     assert opt.best is None and opt.skipped > 0
-    for u in optimize._unit_sets(6):
+    for u in unit_space.unit_sets(6):
         try:
-            d = optimize.unit_design(u, sc, None, "x")
+            d = unit_space.unit_design(u, sc, None, "x")
         except GymError as err:
             assert err.problems[0].field is not None and err.problems[0].field.startswith(
                 ("frontier", "page_store", "async_writer", "cache")
@@ -522,7 +516,7 @@ def test_optimize_cli_with_an_extreme_catalog_is_not_a_crash(tmp_path: Path) -> 
 
 def test_special_file_kinds_are_named() -> None:
     """The message says what the path is (a device, a pipe), so the user sees the mistake."""
-    from gym.loading import _file_kind
+    from gym.inputs.strict_yaml import _file_kind
 
     assert _file_kind(stat.S_IFCHR) == "a character device"
     assert _file_kind(stat.S_IFIFO) == "a pipe (FIFO)"
@@ -585,12 +579,12 @@ def test_any_set_text(text: str) -> None:
 def test_files_the_gym_writes_load_back_the_same(name: str) -> None:
     """Resolved inputs (--out) and optimize -o are written so that YAML 1.2 reads them
     back as written: a name that looks like a number stays a name."""
-    from gym.loading import dump_yaml
+    from gym.inputs.strict_yaml import dump_yaml
     from gym.report.files import resolved_yaml
 
     d = design(name=name)
     assert gym.models.Design.model_validate(parse_yaml_text(resolved_yaml(d))) == d
-    assert parse_yaml_text(dump_yaml(optimize.design_mapping(d)))["name"] == name
+    assert parse_yaml_text(dump_yaml(unit_space.design_mapping(d)))["name"] == name
 
 
 def test_estimate_takes_any_valid_scenario_at_its_extremes() -> None:
@@ -659,7 +653,7 @@ def test_the_readme_states_the_estimate_bounds_the_code_applies() -> None:
     gym refuses anything over 10^9, 10^6, 10^13 and 10^3."""
     import re
 
-    from gym.estimate import _RANGES
+    from gym.analysis.estimate import _RANGES
 
     readme = " ".join((Path(__file__).parent.parent / "README.md").read_text().split())
     for key in ("pages_per_s", "page_kb", "urls", "compression"):

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 import gym
 from gym.cli import app
-from gym.latency import LatencyStats, fifo_segments
+from gym.sim.latency import LatencyStats, fifo_segments
 from tests.conftest import CHAOS, REFERENCE, design, scenario
 
 runner = CliRunner()

@@ -10,9 +10,9 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import sweep
 from gym.cli import app
-from gym.parallel import Serial
+from gym.explore import sweep
+from gym.explore.parallel import Serial
 from tests.conftest import CHAOS, REFERENCE
 
 runner = CliRunner()

@@ -60,7 +60,7 @@ def test_a_store_slower_than_a_url_a_window_is_not_down(engine: str) -> None:
 
 def test_small_rates_print_with_three_figures() -> None:
     """A throughput of 1/6 per second prints as 0.167, not 0; whole numbers from 100 up."""
-    from gym.scoring import format_measured
+    from gym.analysis.scoring import format_measured
 
     assert format_measured("throughput_rps", 1 / 6) == "0.167"
     assert format_measured("throughput_rps", 12_345.6) == "12,346"

@@ -14,10 +14,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from gym import outputs, sweep
 from gym.cli import app
-from gym.errors import GymError
-from gym.parallel import Serial
+from gym.core import outputs
+from gym.core.errors import GymError
+from gym.explore import sweep
+from gym.explore.parallel import Serial
 from tests.conftest import REFERENCE, STARTER, forbid_work
 
 runner = CliRunner()

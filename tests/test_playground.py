@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 import gym
-from gym.errors import GymError
+from gym.core.errors import GymError
 from gym.playground import Session, fields, messages
 from tests.conftest import ROOT
 

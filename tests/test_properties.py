@@ -30,10 +30,10 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 import gym
-from gym.costing import cache_capacity_rps
-from gym.erlang import holding_kernel, offered_load
 from gym.models import Design, Scenario, ServiceTime
-from gym.rounding import station_slots
+from gym.sim.erlang import holding_kernel, offered_load
+from gym.sim.rounding import station_slots
+from gym.system.costing import cache_capacity_rps
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -156,7 +156,7 @@ def _loss_stations(r: gym.Result) -> list[tuple[str, float, ServiceTime]]:
 def _slots_held(tally: Any, rate: float, service: ServiceTime, tick_ms: int) -> np.ndarray:
     """The slots a station's takes hold at the end of each tick: each tick's takes times
     the chance a request begun in it still holds its slot d ticks later
-    (gym.erlang.holding_kernel), its service stretched by the slowdown in force then."""
+    (gym.sim.erlang.holding_kernel), its service stretched by the slowdown in force then."""
     factors = np.round(np.where(tally.rate > 0, rate / np.maximum(tally.rate, 1e-300), 1.0), 9)
     n = len(factors)
     kernels = {float(f): holding_kernel(service, float(f), tick_ms, n + 1) for f in set(factors)}

@@ -9,7 +9,7 @@ import pytest
 
 import gym
 from gym.models import AsyncWriterConfig
-from gym.rounding import warnings
+from gym.sim.rounding import warnings
 from tests.conftest import REFERENCE, ROOT, design, scenario, variant
 
 
@@ -121,7 +121,7 @@ def test_sweep_passes_max_urls_to_every_run(monkeypatch: Any) -> None:
     """`sweep --engine request --max-urls N` allows each run N URLs too (it used the default
     2,000,000 per run, so a long scenario was refused after the sweep's own check
     passed)."""
-    from gym import sweep
+    from gym.explore import sweep
 
     seen: list[int] = []
     real = sweep.tasks_for
@@ -142,8 +142,8 @@ def test_sweep_rows_carry_their_warnings() -> None:
     row (``warnings``) and once on stderr; a point it does not change has no such key."""
     from typer.testing import CliRunner
 
-    from gym import sweep
     from gym.cli import app
+    from gym.explore import sweep
 
     sc = scenario(duration_s=2)
     points = sweep.grid(REFERENCE, ["fetchers.service.mean_ms=14,250"])

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import rubric
+from gym.analysis import rubric
 from gym.cli import app
 from gym.models import Design, Scenario
 from tests.conftest import CHAOS, ROOT
@@ -413,7 +413,7 @@ def test_the_spare_fetcher_and_the_dns_cache_are_credited_on_what_happened(tmp_p
 def test_a_fifo_pays_for_no_back_queues() -> None:
     """A global FIFO has no back queues: 100,000 of them cost 5 frontier units in a
     two-stage frontier (20,000 each) and nothing extra in a FIFO."""
-    from gym.costing import frontier_units
+    from gym.system.costing import frontier_units
 
     catalog = gym.load_scenario(CHAOS).catalog
     two = _design(back_queues=100_000)
@@ -425,7 +425,7 @@ def test_the_optimizer_keeps_a_relational_base_and_prices_it() -> None:
     """A base with a relational page store: each unit the search buys is a relational
     unit (2,500 page writes/s), so candidates are priced right and one is found (before,
     every candidate was skipped as mispriced)."""
-    from gym import optimize
+    from gym.explore import optimize
 
     base = gym.load_design(LEVERS / "relational-store.yaml")
     opt = optimize.search(gym.load_scenario(CHAOS), base=base, runs=1)

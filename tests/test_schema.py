@@ -8,8 +8,8 @@ import jsonschema
 import pytest
 import yaml
 
-from gym import schema
 from gym.cli import app
+from gym.inputs import schema
 from tests.conftest import ROOT
 
 SHIPPED = sorted((ROOT / "designs").rglob("*.yaml")) + sorted((ROOT / "scenarios").rglob("*.yaml"))

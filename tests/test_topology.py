@@ -11,12 +11,14 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
-from gym import crawler
 from gym.cli import app
-from gym.errors import GymError
-from gym.loading import dump_yaml, load_design, parse
-from gym.models import GraphDesign, Scenario
-from gym.topology import Edge, Node, Topology, problems
+from gym.core.errors import GymError
+from gym.inputs.loading import load_design, parse
+from gym.inputs.strict_yaml import dump_yaml
+from gym.models import Scenario
+from gym.system import crawler
+from gym.system.graph import GraphDesign
+from gym.system.topology import Edge, Node, Topology, problems
 from tests.conftest import CHAOS, ROOT
 
 SYSTEMS = ROOT / "designs" / "systems"
@@ -813,12 +815,12 @@ def test_the_optimizer_sizes_a_graph_node_by_node(tmp_path: Path) -> None:
     4,800 reads/s at a 25,000/s store is fine, but 60,000 lookups/s on one cache unit
     slowed 2x by the lost node is 1.2 x its capacity. Three units (cache 2: 0.96 and
     200,000/s) pass; the file written loads back and passes."""
-    from gym import optimize
+    from gym.explore import optimize, unit_space
 
     sc = gym.load_scenario(SYSTEM_SCENARIOS / "url-shortener.yaml")
     base = load_design(SYSTEMS / "url-shortener-undersized.yaml")
-    assert optimize.designs_up_to(6, optimize.space_for(sc, base)) == sum(
-        len(optimize._unit_sets(c, optimize.space_for(sc, base))) for c in range(2, 7)
+    assert unit_space.designs_up_to(6, unit_space.space_for(sc, base)) == sum(
+        len(unit_space.unit_sets(c, unit_space.space_for(sc, base))) for c in range(2, 7)
     )
     opt = optimize.search(sc, base=base, runs=16)
     assert opt.best is not None
@@ -867,7 +869,7 @@ def test_a_sweep_over_a_graph_node(tmp_path: Path) -> None:
     """Sweeping the ingestion consumers: each replica is a unit (log 1, buffer 1, db 1
     besides), and the peak saturation of the consumers falls as 1 / replicas, so the
     verdict turns to PASS where the shipped design has 5."""
-    from gym import sweep
+    from gym.explore import sweep
 
     sc = gym.load_scenario(SYSTEM_SCENARIOS / "ingestion.yaml")
     points = sweep.grid(SYSTEMS / "ingestion.yaml", ["graph.nodes.consumers.replicas=3..6"])
@@ -884,16 +886,16 @@ def test_a_queue_backs_up_when_its_fleet_crashes() -> None:
     """A queue's overflow is explained by the crash of the fleet it feeds (as the
     crawler's frontier's is by the fetchers' crash), in the explanations and in the error
     budget; a write buffer's by its store's faults. Read off the graph's edges."""
-    from gym import kinds
+    from gym.system import kinds
 
     r = gym.simulate(SYSTEMS / "ingestion-no-headroom.yaml", SYSTEM_SCENARIOS / "ingestion.yaml")
-    assert kinds.affected_by(gym.models.graph.topology(r.design)) == {"log": {"log", "consumers"}}
+    assert kinds.affected_by(gym.system.graph.topology(r.design)) == {"log": {"log", "consumers"}}
     overflow = next(e for e in r.explanations if e.cause == "log_overflow")
     assert "consumers crash" in overflow.event
     crash = next(s for s in r.budget.by_event if s.name.startswith("consumers crash"))
     assert crash.by_cause["log_overflow"] == r.metrics.failed_by_cause["log_overflow"] > 0
     buffered = gym.load_design(SYSTEMS / "ingestion.yaml")
-    assert kinds.affected_by(gym.models.graph.topology(buffered))["buffer"] == {"buffer", "db"}
+    assert kinds.affected_by(gym.system.graph.topology(buffered))["buffer"] == {"buffer", "db"}
 
 
 def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -903,13 +905,16 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     stalled for t = 5-6 s: 9 s x 500 = 4,500 let through, 4,500 rejected, 1,000
     turned away while stalled (the request engine's bucket starts one tick full: 5 more
     may pass)."""
-    from gym import kinds
-    from gym.engines import flow, request_graph
-    from gym.kinds.store import StoreNode
-    from gym.timeline import Timeline
+    from gym.engines import request_graph
+    from gym.sim.flow import engine as flow
+    from gym.sim.flow.rules import RULES
+    from gym.sim.timeline import Timeline
+    from gym.system import kinds
+    from gym.system.kinds.store import StoreNode
     from tests import limiter_kind
 
     monkeypatch.setitem(kinds.REGISTRY, "limiter", limiter_kind.KIND)
+    monkeypatch.setitem(RULES, "limiter", limiter_kind.FLOW)
     graph_ = Topology(
         (
             Node("src", "source"),
@@ -1039,7 +1044,8 @@ def test_only_a_metering_node_backs_up_and_mismatched_scenarios_are_refused_up_f
     stall (only a fleet's crash backs a queue up); sweep and optimize refuse a scenario
     whose faults name nodes the design does not have, in one line, before running; a
     store whose slots round far from rate x time is warned about."""
-    from gym import kinds, optimize, sweep
+    from gym.explore import optimize, sweep
+    from gym.system import kinds
 
     nodes = {
         "users": {"kind": "source"},
@@ -1047,7 +1053,7 @@ def test_only_a_metering_node_backs_up_and_mismatched_scenarios_are_refused_up_f
         "db": {"kind": "store", "rps": 50, "service": {"mean_ms": 5}},
     }
     d = GraphDesign.model_validate(graph(nodes, [("users", "q"), ("q", "db")]))
-    assert kinds.affected_by(gym.models.graph.topology(d)) == {}
+    assert kinds.affected_by(gym.system.graph.topology(d)) == {}
     sc = Scenario.model_validate(
         {
             "system": "graph",

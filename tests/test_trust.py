@@ -242,7 +242,7 @@ def test_budget_at_exactly_the_target_is_not_over() -> None:
     """9 served, 1 failed at a 0.9 target: availability 0.9 passes, and the budget,
     (1 - 0.9) x 10 = 0.9999999999999998 in floating point, is 100% spent, not
     100.00000000000002%. Over (the SLO failed), it is above 100% however it rounds."""
-    from gym.budget import ErrorBudget, format_fraction
+    from gym.analysis.budget import ErrorBudget, format_fraction
 
     at = ErrorBudget(0.9, (1 - 0.9) * 10, 1, {}, over=False)
     assert at.fraction_spent == 1.0 and format_fraction(at.fraction_spent) == "100%"

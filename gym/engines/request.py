@@ -16,7 +16,7 @@ and flushes them, each tick, into the store slots left below its ceiling.
 Arrivals are the flow engine's: the same Poisson count per tick from the same seeded
 stream, each URL at a uniform random instant inside its tick (which makes them a
 Poisson process). Faults act on the same tick boundaries. Counts are kept per tick, so
-the run ends in the same :class:`~gym.record.RunRecord` as the flow engine and is
+the run ends in the same :class:`~gym.sim.record.RunRecord` as the flow engine and is
 scored by the same code; per-URL times give the latency statistics.
 
 A URL is a small state (:class:`~gym.engines.stations.UrlState`) moved along by callbacks on
@@ -37,14 +37,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from gym import crawler
-from gym.components.client import arrival_counts
-from gym.costing import (
-    cache_capacity_rps,
-    fetchers_in_effect,
-    page_store_in_effect,
-    politeness,
-)
+from gym.core.streams import stream
 from gym.engines.kernel import Kernel
 from gym.engines.stations import (
     CallbackFetchStage,
@@ -56,11 +49,20 @@ from gym.engines.stations import (
     latency_of,
     rates_of,
 )
-from gym.models import CrashFault, Design, GraphDesign, Scenario, StallFault
-from gym.record import RunRecord
-from gym.rounding import flush_slots
-from gym.streams import stream
-from gym.timeline import Timeline
+from gym.models import CrashFault, Design, Scenario, StallFault
+from gym.sim.flow.source import arrival_counts
+from gym.sim.record import RunRecord
+from gym.sim.rounding import flush_slots
+from gym.sim.timeline import Timeline
+from gym.system import crawler
+from gym.system.costing import (
+    cache_capacity_rps,
+    fetchers_in_effect,
+    page_store_in_effect,
+    politeness,
+)
+from gym.system.graph import GraphDesign
+from gym.system.topology import Topology
 
 # The flusher: flushing on the tick grid, waiting for a held write, or woken by one.
 _BUSY, _WAITING, _WOKEN = 0, 1, 2
@@ -495,6 +497,7 @@ def run(
     *,
     seed: int,
     timeline: Timeline,
+    topology: Topology,
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
@@ -505,15 +508,9 @@ def run(
         # A graph, or a crawler with the link-discovery loop or retries (its built-in graph
         # walked).
         from gym.engines import request_graph
-        from gym.models.graph import topology
 
-        graph = (
-            topology(design)
-            if isinstance(design, GraphDesign)
-            else crawler.topology(design, scenario)
-        )
         record = request_graph.run(
-            graph,
+            topology,
             scenario,
             seed=seed,
             timeline=timeline,

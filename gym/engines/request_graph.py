@@ -3,7 +3,7 @@
 Each URL starts at the source at a uniform random instant of its tick (the flow engine's
 Poisson counts per tick, from the same seeded stream, so the engines see the same
 traffic) and visits node after node. Each node's kind gives its rule here as a *stage*
-(:data:`gym.kinds.Kind.request`):
+(:data:`gym.system.kinds.Kind.request`):
 
 - a queue is a waiting room handing out through a token bucket at its rate; in front of a
   fleet it is that fleet's waiting room (:class:`~gym.engines.stations.FetchStage`: one
@@ -17,7 +17,7 @@ traffic) and visits node after node. Each node's kind gives its rule here as a *
 Where a node has several outgoing edges each URL takes edge i with chance share i; an
 edge with a delay holds the URL that many ticks on the way (a feedback edge). Faults act
 on the nodes they name on the tick grid. The run ends in the same
-:class:`~gym.record.RunRecord` as the flow engine, with per-node and end-to-end latencies.
+:class:`~gym.sim.record.RunRecord` as the flow engine, with per-node and end-to-end latencies.
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ from typing import Any
 import numpy as np
 import simpy
 
-from gym import kinds
-from gym.components.client import arrival_counts
+from gym.core.streams import stream
 from gym.engines.stations import (
     FetchStage,
     Log,
@@ -46,11 +45,12 @@ from gym.engines.stations import (
     run_until,
 )
 from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
-from gym.record import RunRecord, Tally
-from gym.rounding import flush_slots
-from gym.streams import stream
-from gym.timeline import Timeline
-from gym.topology import Node, Topology
+from gym.sim.flow.source import arrival_counts
+from gym.sim.record import RunRecord, Tally
+from gym.sim.rounding import flush_slots
+from gym.sim.timeline import Timeline
+from gym.system import kinds
+from gym.system.topology import Node, Topology
 
 Progress = Callable[[float], None]
 
@@ -459,9 +459,9 @@ class LinksStage(Stage):
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
         super().__init__(run, node, causes)
-        from gym.kinds.links import schedule
+        from gym.sim.timeline import links_schedule
 
-        self.per_page = schedule(node.params.links_per_page, run.scenario, run.timeline)
+        self.per_page = links_schedule(node.params.links_per_page, run.scenario, run.timeline)
         self.rng = stream(run.seed, node.name)
         self.draws: list[int] = []
         self.drawn_for = -1.0
@@ -590,7 +590,7 @@ class Engine:
         self.progress = progress
         self.order = graph.order()
         sources = [n for n in self.order if kinds.kind(graph.node(n).kind).source]
-        self.source = sources[0]  # one source per graph (gym.models.graph)
+        self.source = sources[0]  # one source per graph (gym.system.graph)
         self.offered = arrival_counts(scenario, timeline, stream(seed, self.source))
         self.rng_times = stream(seed, "arrival_times")
         self.even = scenario.arrivals == "deterministic"

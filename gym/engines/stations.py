@@ -24,13 +24,13 @@ from typing import Any
 import numpy as np
 import simpy
 
-from gym.components.base import tick_quota
 from gym.engines.kernel import Kernel
 from gym.engines.sampling import Sampler
-from gym.latency import Samples
 from gym.models import CrashFault, ServiceTime
-from gym.record import Tally
-from gym.rounding import PACED_BELOW_CV, start_depth, station_slots
+from gym.sim.flow.base import tick_quota
+from gym.sim.latency import Samples
+from gym.sim.record import Tally
+from gym.sim.rounding import PACED_BELOW_CV, start_depth, station_slots
 
 
 class Log:

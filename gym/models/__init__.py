@@ -13,7 +13,6 @@ from gym.models.design import (
     PageStoreConfig,
     RetryPolicy,
 )
-from gym.models.graph import GraphDesign
 from gym.models.scenario import (
     CrashFault,
     DedupWorld,
@@ -40,7 +39,6 @@ __all__ = [
     "FetchersConfig",
     "FieldError",
     "FrontierConfig",
-    "GraphDesign",
     "InputModel",
     "LoadStage",
     "PageStoreConfig",

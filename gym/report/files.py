@@ -8,11 +8,11 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gym.loading import dump_yaml
-from gym.result import Result
+from gym.analysis.result import Result
+from gym.inputs.strict_yaml import dump_yaml
 
 if TYPE_CHECKING:
-    from gym.fix import Fix, NoFix
+    from gym.explore.fix import Fix, NoFix
 
 
 def resolved_yaml(model: object) -> str:
@@ -30,8 +30,8 @@ def resolved_yaml(model: object) -> str:
 
 def fixed_yaml(fix: Fix) -> str:
     """The design a suggested fix makes, as a design file (defaults left out)."""
-    from gym.optimize import design_mapping
-    from gym.outputs import printable
+    from gym.core.text import printable
+    from gym.explore.unit_space import design_mapping
 
     header = "".join(
         f"# {printable(line)}\n"
@@ -45,9 +45,9 @@ def write_run(
 ) -> list[Path]:
     """Write ``result`` into ``directory``, all files at once (built in a temporary
     directory, then renamed into place); returns the files written. With a suggested
-    ``fix`` (:mod:`gym.fix`), the summary carries it and ``fixed-design.yaml`` is the
+    ``fix`` (:mod:`gym.explore.fix`), the summary carries it and ``fixed-design.yaml`` is the
     design it makes (it loads with ``gym run``)."""
-    from gym.outputs import write_dir
+    from gym.core.outputs import write_dir
 
     def fill(work: Path) -> list[Path]:
         from gym.report import plots
@@ -62,7 +62,7 @@ def write_run(
         summary["fix"] = None if fix is None else fix.to_json()
         path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         written.append(path)
-        from gym.fix import Fix
+        from gym.explore.fix import Fix
 
         if isinstance(fix, Fix):
             path = work / "fixed-design.yaml"
@@ -87,8 +87,8 @@ def write_runs(
     """Write a many-run summary (``summary.json``, what ``--json`` prints) and one CSV row
     per run (``runs.csv``: seed, verdict, the measured SLOs, failed URLs) into
     ``directory``, all files at once."""
-    from gym.outputs import write_dir
-    from gym.scoring import SLO_NAMES
+    from gym.analysis.scoring import SLO_NAMES
+    from gym.core.outputs import write_dir
 
     def fill(work: Path) -> list[Path]:
         summary_path = work / "summary.json"

@@ -10,20 +10,20 @@ import io
 from html import escape as _html_escape
 from typing import TYPE_CHECKING
 
-from gym.budget import format_fraction
-from gym.explain import Explanation
+from gym.analysis.budget import format_fraction
+from gym.analysis.explain import Explanation
+from gym.analysis.result import Result
+from gym.analysis.scoring import format_measured
 from gym.models import Design
 from gym.report import plots
-from gym.result import Result
-from gym.scoring import format_measured
 
 if TYPE_CHECKING:
-    from gym.fix import Fix, NoFix
+    from gym.explore.fix import Fix, NoFix
 
 
 def escape(text: str) -> str:
     """User text for HTML: markup escaped, control characters shown as escapes."""
-    from gym.outputs import printable
+    from gym.core.text import printable
 
     return _html_escape(printable(str(text)))
 
@@ -45,7 +45,7 @@ summary { cursor: pointer; margin: 0.4em 0; }
 
 
 def render(result: Result, fix: Fix | NoFix | None = None) -> str:
-    """The report as one HTML string; with ``fix`` (:mod:`gym.fix`), its suggested fix."""
+    """The report as one HTML string; with ``fix`` (:mod:`gym.explore.fix`), its suggested fix."""
     r, m = result, result.metrics
     head = (
         f"<h1>{escape(str(r.design.name))} under {escape(str(r.scenario.name))}</h1>"
@@ -87,7 +87,7 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
 
 def fix_section(fix: Fix | NoFix) -> str:
     """The suggested fix (or why none was found), as the report and the playground show it."""
-    from gym.fix import Fix
+    from gym.explore.fix import Fix
 
     if not isinstance(fix, Fix):
         return f"<p>No fix found: {escape(fix.summary())}</p>"
@@ -117,7 +117,7 @@ def _inputs(r: Result) -> str:
 
 def escape_block(text: str) -> str:
     """A block of user text (YAML) for a <pre>: markup escaped, newlines kept."""
-    from gym.outputs import printable
+    from gym.core.text import printable
 
     return _html_escape(printable(text, keep_newlines=True))
 

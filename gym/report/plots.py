@@ -18,12 +18,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from gym.models import Design
-from gym.record import CAUSES
+from gym.system.crawler import CAUSES
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from gym.result import Result
+    from gym.analysis.result import Result
 
 COMPONENT_COLORS = {
     "frontier": "#1f77b4",
@@ -98,7 +98,7 @@ def literal(text: object) -> str:
     """User text (a design, scenario or event name) drawn as written: ``$`` does not start
     math text, a leading ``_`` does not hide a legend entry, control characters show as
     escapes."""
-    from gym.outputs import printable
+    from gym.core.text import printable
 
     shown = printable(str(text)).replace("$", r"\$")
     return " " + shown if shown.startswith("_") else shown

@@ -1,0 +1,458 @@
+"""Suggest a fix: the cheapest change to a failing design that passes, found by a small
+local search and checked by its own run.
+
+The search moves in the optimizer's units (:mod:`gym.explore.optimize`): a candidate is a number
+of units per part (frontier, fetchers, cache, page store, async writer, seen-set shards;
+a graph design's nodes bought in units), and its design is the user's with each part made
+as large as its units allow (the free upgrades first: a hit ratio or a replica's rate
+that the units already pay for). It starts from the design's own units and goes up in
+cost, one unit at a time, on the parts the failing run implicates:
+
+- a part that lost URLs, or whose peak saturation is over the SLO's limit (or over 1);
+- for an overflowing queue, the stage after it too (the frontier fills because the
+  fetchers are slow);
+- the parts that shield another: the cache for the external resolver (a higher hit ratio
+  sends fewer lookups), the async writer for the page store (it holds writes through a
+  stall), the fetchers for a crash;
+- when the cost SLO fails, any part may also lose a unit.
+
+It is a uniform-cost search: the cheapest candidate not yet run is run next (ties: the
+one whose parent missed its SLOs by the least), so the first that passes is the cheapest
+on the paths the runs implicate. When the design was over the cost SLO, each part in turn
+then gives up a unit while the design still passes (the search stops at the first
+candidate under the limit, which may hold more than it needs).
+
+It assumes that more units of a part never hurt, which is not always so (a faster fleet
+sends more writes to a saturated store); where it does not hold, the search may suggest a
+costlier fix than the cheapest, never one that fails: the fix is the run that passed.
+Last, each changed field gets the user's own value back where the design still passes
+with it, so the change shown is as small as the runs allow.
+
+Every candidate runs once, on the flow engine, with the failing run's seed and tick.
+Deterministic: same design, scenario and seed, same suggestion.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from gym.core.errors import GymError
+from gym.models import Design, Scenario
+from gym.system.graph import GraphDesign
+
+if TYPE_CHECKING:
+    from gym.analysis.result import Result
+    from gym.explore.unit_space import Space
+
+#: Runs the search may spend (each a flow run of a few ms to tens of ms).
+MAX_RUNS = 120
+
+#: How many units above the design's the search looks when the scenario has no cost SLO.
+REACH_UNITS = 8
+
+#: The parts that shield a component: more of them, less load or loss there (a higher hit
+#: ratio sends the resolver fewer lookups; a writer holds writes through a store stall).
+_SHIELDS = {"resolver": ("cache",), "page_store": ("async_writer",)}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One field of the design changed by the fix."""
+
+    path: str
+    old: Any
+    new: Any
+
+    def __str__(self) -> str:
+        return f"{self.path} {self.shown_old} -> {self.shown_new}"
+
+    @property
+    def shown_old(self) -> str:
+        from gym.explore.compare import shown
+
+        return shown(self.old)
+
+    @property
+    def shown_new(self) -> str:
+        from gym.explore.compare import shown
+
+        return shown(self.new)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "old": self.old, "new": self.new}
+
+
+@dataclass
+class Fix:
+    """The cheapest change found, the design it makes, and that design's run."""
+
+    changes: list[Change]
+    design: Design | GraphDesign
+    result: Result
+    units: dict[str, int]
+    runs: int  # simulations the search spent
+    #: The user's own ``--set`` options of the design the fix changes (kept by sets()).
+    user_sets: tuple[str, ...] = ()
+    found: ClassVar[bool] = True
+
+    @property
+    def cost_units(self) -> int:
+        return sum(self.units.values())
+
+    def summary(self) -> str:
+        """One line: what to change, and how the changed design does."""
+        m = self.result.metrics
+        peak = m.peak_saturation()[0]
+        what = " and ".join(str(c) for c in self.changes) or "no change"
+        return (
+            f"{what}: {self.result.verdict.upper()} at {self.cost_units} units "
+            f"(throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
+            f"peak saturation {peak:.2f})"
+        )
+
+    def sets(self) -> list[str]:
+        """The ``--set PATH=VALUE`` options that apply the fix to the design file: the
+        user's own ``--set`` options of the fields it does not change, then its changes
+        (a section it adds, field by field; one it removes, as null)."""
+        from gym.inputs.loading import parse_override
+
+        out = []
+        for c in self.changes:
+            if isinstance(c.new, dict):  # a section added: each of its fields
+                out += [f"{path}={_exact(v)}" for path, v in _leaves(c.new, c.path)]
+            else:
+                out.append(f"{c.path}={_exact(c.new)}")
+        changed = {s.partition("=")[0] for s in out} | {c.path for c in self.changes}
+        kept = [
+            s
+            for s in self.user_sets
+            if not any(
+                p == c or p.startswith(c + ".")
+                for c in changed
+                for p in [".".join(parse_override(s)[0])]
+            )
+        ]
+        return kept + out
+
+    def to_json(self) -> dict[str, Any]:
+        from gym.explore.unit_space import design_mapping
+
+        m = self.result.metrics
+        return {
+            "found": True,
+            "changes": [c.to_json() for c in self.changes],
+            "summary": self.summary(),
+            "sets": self.sets(),
+            "design": design_mapping(self.design),
+            "units": self.units,
+            "cost_units": self.cost_units,
+            "verdict": self.result.verdict,
+            "engine": self.result.engine,
+            "seed": self.result.seed,
+            "metrics": {
+                "throughput_rps": m.throughput_rps,
+                "availability": m.availability,
+                "peak_saturation": m.peak_saturation()[0],
+                "failed": m.failed,
+            },
+            "slos": [c.to_json() for c in self.result.checks],
+            "runs": self.runs,
+        }
+
+
+@dataclass
+class NoFix:
+    """What the search tried when no change passed: how far it looked, and the closest
+    design it ran (the one that missed its SLOs by the least)."""
+
+    runs: int
+    limit: int  # the most units it looked at
+    closest: Result | None = None
+    closest_units: dict[str, int] = field(default_factory=dict)
+    reason: str | None = None  # why no search was made
+    found: ClassVar[bool] = False
+
+    def summary(self) -> str:
+        if self.reason is not None:
+            return self.reason
+        if self.closest is None:
+            return f"no change of units within {self.limit} units could be built"
+        failing = "; ".join(
+            f"{c.name} {_measured(c.measured)} (target {c.op} {c.target:g})"
+            for c in self.closest.checks
+            if not c.passed
+        )
+        units = ", ".join(f"{k} {v}" for k, v in self.closest_units.items() if v)
+        return (
+            f"no change of units within {self.limit} units passes ({self.runs} designs "
+            f"run); the closest ({units}) still fails {failing}"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "found": False,
+            "summary": self.summary(),
+            "runs": self.runs,
+            "limit_units": self.limit,
+            "closest_units": self.closest_units,
+        }
+
+
+@dataclass
+class _Search:
+    """The search's inputs and its count of runs."""
+
+    base: Design | GraphDesign
+    scenario: Scenario
+    space: Space
+    seed: int
+    tick_ms: int
+    max_runs: int
+    runs: int = 0
+
+    def run(self, design: Design | GraphDesign) -> Result:
+        from gym.api import simulate
+
+        self.runs += 1
+        return simulate(design, self.scenario, seed=self.seed, tick_ms=self.tick_ms)
+
+    def build(self, units: tuple[int, ...]) -> Design | GraphDesign | None:
+        u = dict(zip(self.space.parts, units, strict=True))
+        try:
+            return self.space.build(u, self.scenario, self.base.name)
+        except GymError:  # beyond a field's limit: no design file can say it
+            return None
+
+
+def suggest(
+    result: Result,
+    *,
+    max_runs: int = MAX_RUNS,
+    max_cost: int | None = None,
+    user_sets: Sequence[str] = (),
+) -> Fix | NoFix | None:
+    """The cheapest change to ``result``'s design that passes its scenario (see the module
+    docstring); :class:`NoFix` when no candidate within ``max_runs`` runs and the cost
+    limit (``max_cost``, else the cost SLO, else the design's units plus
+    :data:`REACH_UNITS`) passes; None when the run passed. ``user_sets``: the ``--set``
+    options the design was loaded with, for the fix's own (:meth:`Fix.sets`)."""
+    from gym.explore.unit_space import space_for
+    from gym.system.costing import units_of
+
+    if result.passed:
+        return None
+    design, scenario = result.design, result.scenario
+    try:
+        space = space_for(scenario, design)
+    except GymError as err:  # a graph with no node bought in units: nothing to change
+        return NoFix(runs=0, limit=0, reason=f"nothing to search: {err.problems[0].message}")
+    have = units_of(design, scenario.catalog)
+    start = tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
+    limit = max_cost
+    if limit is None:
+        slo = scenario.slos.cost_units
+        limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
+    search = _Search(design, scenario, space, result.seed, result.tick_ms, max_runs)
+
+    order = itertools.count()
+    queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
+    seen = {start}
+    found: tuple[tuple[int, ...], Design | GraphDesign, Result] | None = None
+    closest: tuple[float, tuple[int, ...], Result] | None = None
+    while queue and search.runs < max_runs:
+        _, _, _, units = heapq.heappop(queue)
+        candidate = search.build(units)
+        if candidate is None:
+            continue
+        r = search.run(candidate)
+        if r.passed:
+            found = (units, candidate, r)
+            break
+        slack = _margin(r)
+        if closest is None or slack > closest[0]:
+            closest = (slack, units, r)
+        for step in _moves(r, space):
+            child = tuple(u + s for u, s in zip(units, step, strict=True))
+            if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
+                continue
+            if sum(child) > max(limit, sum(start)):  # over the limit: only on the way down
+                continue
+            seen.add(child)
+            heapq.heappush(queue, (sum(child), -slack, next(order), child))
+    if found is None:
+        return NoFix(
+            runs=search.runs,
+            limit=limit,
+            closest=None if closest is None else closest[2],
+            closest_units={}
+            if closest is None
+            else dict(zip(space.parts, closest[1], strict=True)),
+        )
+    units, fixed, r = found
+    # Coming down from a design over the cost SLO, the first pass can hold more than the
+    # design needs: a unit less of a part, while it passes.
+    over_cost = any(c.name == "cost_units" and not c.passed for c in result.checks)
+    lower = over_cost
+    while lower and search.runs < max_runs:
+        lower = False
+        for i, least in enumerate(space.mins):
+            down = tuple(u - (j == i) for j, u in enumerate(units))
+            if down[i] < least or (candidate := search.build(down)) is None:
+                continue
+            trial = search.run(candidate)
+            if trial.passed:
+                units, fixed, r, lower = down, candidate, trial, True
+                break
+    fixed, r = _smallest(search, fixed, r)
+    made = changes(design, fixed)
+    if not made:  # the flow engine passes what the request engine failed
+        return NoFix(
+            runs=search.runs,
+            limit=limit,
+            reason=f"the flow engine passes this design as it is (seed {result.seed}), so "
+            f"there is no change to suggest; the {result.engine} engine's run fails it",
+        )
+    return Fix(
+        changes=made,
+        design=fixed,
+        result=r,
+        units={p: n for p, n in zip(space.parts, units, strict=True) if n},
+        runs=search.runs,
+        user_sets=tuple(user_sets),
+    )
+
+
+def _moves(r: Result, space: Space) -> list[tuple[int, ...]]:
+    """One unit more of each part the run implicates, when an SLO other than cost failed;
+    one unit less of each part, when the cost SLO failed."""
+    parts = space.parts
+    failed = {c.name for c in r.checks if not c.passed}
+    out = []
+    if failed - {"cost_units"}:
+        hot = implicated(r, parts)
+        out += [tuple(1 if p == q else 0 for q in parts) for p in parts if p in hot]
+    if "cost_units" in failed:
+        out += [tuple(-1 if p == q else 0 for q in parts) for p in parts]
+    return out
+
+
+def implicated(r: Result, parts: tuple[str, ...]) -> set[str]:
+    """The parts a failing run points at (see the module docstring)."""
+    m = r.metrics
+    limit = next((c.target for c in r.checks if c.name == "peak_saturation" and c.op == "<="), 1.0)
+    names = list(m.components)
+    hot: set[str] = set()
+    for i, name in enumerate(names):
+        cw = m.components[name]
+        lost = int(cw.failed_total.sum())
+        peak = cw.peak()[0]
+        if lost == 0 and (peak is None or peak <= limit):
+            continue
+        hot.add(name)
+        hot.update(_SHIELDS.get(name, ()))
+        overflowed = any(
+            cause.endswith("overflow") and int(n.sum()) for cause, n in cw.failed.items()
+        )
+        if overflowed and i + 1 < len(names):
+            hot.add(names[i + 1])
+        if any(cause.startswith("crash") and int(n.sum()) for cause, n in cw.failed.items()):
+            hot.add(name)
+    if not hot:
+        # Short of throughput with nothing lost or saturated: the busiest part.
+        busiest = m.peak_saturation()[1]
+        hot = {busiest} if busiest else set(parts)
+    return hot & set(parts)
+
+
+def _margin(r: Result) -> float:
+    """How far the run is from passing: its smallest relative slack over the SLOs."""
+    out = []
+    for c in r.checks:
+        if c.measured is None or not c.target:
+            continue
+        gap = c.measured - c.target if c.op == ">=" else c.target - c.measured
+        out.append(gap / abs(c.target))
+    return min(out, default=0.0)
+
+
+def _smallest(
+    search: _Search, fixed: Design | GraphDesign, r: Result
+) -> tuple[Design | GraphDesign, Result]:
+    """The passing design with the fewest fields changed: each changed field in turn gets
+    the user's own value back where the design still passes with it at no more units
+    (one run each, in the order the design file lists them)."""
+    from gym.system.costing import units_of
+
+    catalog = search.scenario.catalog
+    cost = sum(units_of(fixed, catalog).values())
+    for change in changes(search.base, fixed):
+        if search.runs >= search.max_runs:
+            break
+        data = _mapping(fixed)
+        _put(data, change.path, change.old)
+        try:
+            candidate = type(search.base).model_validate(data)
+        except ValueError:  # the field cannot go back alone (a writer's own limits)
+            continue
+        if sum(units_of(candidate, catalog).values()) > cost:
+            continue
+        trial = search.run(candidate)
+        if trial.passed:
+            fixed, r = candidate, trial
+    return fixed, r
+
+
+def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
+    return design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
+
+
+def _put(data: dict[str, Any], path: str, value: Any) -> None:
+    *parents, last = path.split(".")
+    for key in parents:
+        data = data[key]
+    data[last] = value
+
+
+def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[Change]:
+    """Every field that differs between two designs, by its dotted path (a section added
+    or removed is one change)."""
+    out: list[Change] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for key in [*a, *(k for k in b if k not in a)]:
+                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
+        elif a != b:
+            out.append(Change(path, a, b))
+
+    walk(_mapping(before), _mapping(after), "")
+    return out
+
+
+def _leaves(data: dict[str, Any], path: str) -> list[tuple[str, Any]]:
+    """Every field of a section by its dotted path (None and empty values left out: the
+    defaults)."""
+    out: list[tuple[str, Any]] = []
+    for key, value in data.items():
+        here = f"{path}.{key}"
+        if isinstance(value, dict):
+            out += _leaves(value, here)
+        elif value is not None and value != []:
+            out.append((here, value))
+    return out
+
+
+def _exact(value: Any) -> str:
+    """A value as ``--set`` reads it back to the same value: YAML's null, and numbers in
+    full where 12 digits would change them (and so, maybe, their units)."""
+    from gym.explore.compare import shown
+
+    return "null" if value is None else shown(value)
+
+
+def _measured(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:,.4g}"

@@ -1,0 +1,279 @@
+"""One component shape for the whole pipeline.
+
+Every component is built from its validated config, a SimPy environment, an explicit
+``numpy.random.Generator`` and the run's :class:`Ledger`. It keeps per-tick integer
+tallies (arrived, capacity, processed, out, served, failed by cause, backlog) and moves
+URLs with :meth:`Component.advance`, which covers every tick since it last ran.
+
+Time is driven by SimPy, in ticks. Between two timeline events nothing outside the
+pipeline changes, so the engine does not wake components every tick: an event
+process (a load stage, a fault) first brings every component up to the present
+(``Ledger.sync``), in pipeline order, and then changes the state it owns. Each
+component's own timeline processes (a stall, a slowdown, a crash) live on the
+component that suffers them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import numpy as np
+import simpy
+
+from gym.models import SlowdownFault, StallFault
+from gym.sim.record import Tally
+
+if TYPE_CHECKING:
+    from gym.models import Scenario
+    from gym.sim.timeline import Timeline
+
+IntArray = np.ndarray  # int64 per-tick tallies
+
+
+@dataclass
+class Ledger:
+    """Shared facts of one run: the tick grid and how to bring everyone up to date."""
+
+    n_ticks: int
+    tick_ms: int
+    sync: Callable[[int], None] = field(default=lambda _t: None)
+
+    def zeros(self, extra: int = 0) -> IntArray:
+        return np.zeros(self.n_ticks + extra, dtype=np.int64)
+
+
+def thinned(dispersion: IntArray, kept: float | np.ndarray) -> IntArray:
+    """The dispersion of a stream after each URL is kept with chance ``kept`` (a cache hit
+    taking a URL out, a body found stored): variance kept^2 I n + kept (1 - kept) n over a
+    mean of kept n, so I' = kept I + 1 - kept; thinning makes any stream more Poisson."""
+    return kept * dispersion + (1.0 - kept)
+
+
+def running_max(x: np.ndarray, width: int) -> np.ndarray:
+    """out[i] = max(x[i - width + 1 .. i]) (fewer at the start): by doubling, O(n log width)
+    vectorized. The maximum over a power-of-two window p is built from two of p/2; any
+    width is covered by two overlapping windows of the largest p <= width."""
+    out = np.asarray(x, dtype=np.float64).copy()
+    if width <= 1 or len(out) <= 1:
+        return out
+    span = 1
+    while span * 2 <= width:
+        shifted = out[:-span]
+        out[span:] = np.maximum(out[span:], shifted)
+        span *= 2
+    rest = width - span
+    if rest > 0:
+        out[rest:] = np.maximum(out[rest:], out[:-rest].copy())
+    return out
+
+
+def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[IntArray, float]:
+    """Whole URLs a rate allows in each of ``n`` ticks, with the fraction carried over.
+
+    Capacity per tick is rate x tick; only whole URLs can move, so the fraction is
+    carried to the next tick (unused whole capacity is not banked). Over k ticks the
+    total is floor(carry + k x rate x tick), exact for integer rates.
+    """
+    per_tick = rate_per_s * tick_ms / 1000.0
+    if n <= 0:
+        return np.zeros(0, dtype=np.int64), carry
+    cum = np.floor(carry + per_tick * np.arange(1, n + 1, dtype=np.float64) + 1e-9)
+    quota = np.diff(cum, prepend=0.0).astype(np.int64)
+    new_carry = carry + per_tick * n - float(cum[-1])
+    return quota, min(max(new_carry, 0.0), 1.0 - 1e-12)
+
+
+class Component:
+    """Base of every pipeline component: per-tick tallies and the advance contract."""
+
+    name: str = "component"
+    #: Failure causes this component can record.
+    causes: tuple[str, ...] = ()
+    #: Whether URLs can still be inside at the end of a run (a queue, a fleet, a buffer);
+    #: the run record lists those in ``in_flight_end``.
+    holds_work: bool = False
+
+    def __init__(self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger) -> None:
+        self.env = env
+        self.rng = rng
+        self.ledger = ledger
+        self.arrived = ledger.zeros()  # work reaching the input this tick
+        self.capacity = ledger.zeros()  # whole URLs it could take this tick
+        self.processed = ledger.zeros()  # work it took this tick
+        self.out = ledger.zeros()  # passed on downstream this tick
+        self.served = ledger.zeros()  # finished here, successfully, this tick
+        self.backlog = ledger.zeros()  # held at the end of this tick
+        self.rates = np.zeros(ledger.n_ticks)  # capacity per second in force each tick
+        # How irregular the stream sent on in each tick is: the variance of its counts over
+        # short windows per URL (1 for Poisson, 0 for a paced stream). Erlang loss at the
+        # stations downstream depends on it (:func:`gym.sim.erlang.erlang_b_peaked`).
+        self.dispersion = np.ones(ledger.n_ticks)
+        # The spread (standard deviation, s) of the random times the stream's URLs went
+        # through since it was last paced (a fetch, a lookup): it scatters a paced stream
+        # toward Poisson over windows shorter than it (gym.sim.erlang.jittered).
+        self.jitter = np.zeros(ledger.n_ticks)
+        # The URLs expected to be sent on in each tick given the pipeline's state: the
+        # counts without the chance in Poisson arrivals and cache hits. A loss station's
+        # offered load is built from it; Erlang's formula brings the chance back, once.
+        self.expected = np.zeros(ledger.n_ticks)
+        # The rate of the token bucket that paced this stream, if one did (inf if none): no
+        # window of w seconds holds more than about pace x w of its URLs, so a station with
+        # more slots than that never turns one away (gym.sim.rounding.paced_most).
+        self.pace = np.full(ledger.n_ticks, np.inf)
+        self.depth = np.ones(ledger.n_ticks)  # the bucket's tokens: a burst it allows
+        # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,
+        # or a whole number of evenly spaced arrivals per tick): D/D/c loss applies.
+        self.periodic = np.zeros(ledger.n_ticks, dtype=bool)
+        # Ticks that ended with URLs waiting and the start quota of the fleet this component
+        # feeds used up (only a queue feeding a fleet sets it): the fleet's bucket spaced
+        # that tick's starts exactly.
+        self.fleet_bound = np.zeros(ledger.n_ticks, dtype=bool)
+        self.failed = {cause: ledger.zeros() for cause in self.causes}
+        self.t = 0  # ticks advanced so far
+        self._reserved = 0  # ticks whose capacity is fixed already
+
+    def named(self, name: str, causes: tuple[str, ...]) -> Component:
+        """This component as node ``name`` of a topology, recording ``causes`` (the same
+        causes as its class, in its order, under the node's names). Before any advance."""
+        assert self.t == 0 and len(causes) == len(self.causes)
+        self.name = name
+        self.causes = causes
+        self.failed = {cause: self.ledger.zeros() for cause in causes}
+        return self
+
+    def pass_on_stream(self, t0: int, t1: int, source: Component, lag: int = 0) -> None:
+        """Send on ``source``'s stream as it is over ticks [t0, t1) (as it was ``lag``
+        ticks earlier, for a delayed edge): what a loss station downstream needs besides
+        the counts (a component that changes the stream sets its own after this)."""
+        a, b = t0 - lag, t1 - lag
+        self.expected[t0:t1] = source.expected[a:b]
+        self.dispersion[t0:t1] = source.dispersion[a:b]
+        self.jitter[t0:t1] = source.jitter[a:b]
+        self.pace[t0:t1] = source.pace[a:b]
+        self.depth[t0:t1] = source.depth[a:b]
+        self.periodic[t0:t1] = source.periodic[a:b]
+
+    # -- the contract -------------------------------------------------------------------
+    def advance(self, t1: int) -> None:
+        """Move URLs over ticks [self.t, t1)."""
+        if t1 > self.t:
+            self.reserve(t1)
+            self._advance(self.t, t1)
+            self.t = t1
+
+    def _advance(self, t0: int, t1: int) -> None:
+        raise NotImplementedError
+
+    def reserve(self, t1: int) -> None:
+        """Fix this component's capacity for the ticks up to ``t1`` (idempotent)."""
+        if t1 > self._reserved:
+            self.capacity[self._reserved : t1] = self._quota(t1 - self._reserved)
+            self._reserved = t1
+
+    def _quota(self, n: int) -> IntArray:
+        return np.zeros(n, dtype=np.int64)
+
+    def in_flight(self) -> int:
+        """URLs held by this component after the last advanced tick."""
+        return int(self.backlog[self.t - 1]) if self.t > 0 else 0
+
+    def in_flight_end(self) -> int:
+        """URLs still inside at the end of the run (the run record's figure)."""
+        return self.in_flight()
+
+    def tally(self) -> Tally:
+        """This component's per-tick counts for the run record (a component with more to
+        report, such as a queue's buffer size, adds it here)."""
+        return Tally.of(self)
+
+
+class RatedComponent(Component):
+    """A component with a rate capacity that stalls and slowdowns act on."""
+
+    def __init__(
+        self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger, rate: float
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.base_rate = rate
+        self._stalls = 0
+        self._slowdowns: list[float] = []
+        self._carry = 0.0
+
+    @property
+    def rate(self) -> float:
+        """Current capacity per second: 0 while stalled, divided by active slowdowns."""
+        if self._stalls:
+            return 0.0
+        rate = self.base_rate
+        for factor in self._slowdowns:
+            rate /= factor
+        return rate
+
+    def _quota(self, n: int) -> IntArray:
+        self.rates[self._reserved : self._reserved + n] = self.rate
+        quota, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
+        return quota
+
+    def stall(self, fault: StallFault, start: int, end: int) -> Generator[simpy.Event, None, None]:
+        """Capacity 0 from tick ``start`` to tick ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        for part in self.faulted():
+            part._stalls += 1
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        for part in self.faulted():
+            part._stalls -= 1
+
+    def slowdown(
+        self, fault: SlowdownFault, start: int, end: int
+    ) -> Generator[simpy.Event, None, None]:
+        """Capacity divided by the factor from tick ``start`` to tick ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        for part in self.faulted():
+            part._slowdowns.append(fault.factor)
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        for part in self.faulted():
+            part._slowdowns.remove(fault.factor)
+
+    def faulted(self) -> list[RatedComponent]:
+        """What a fault on this component acts on: itself (and any stations inside it)."""
+        return [self]
+
+    def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
+        """Take what capacity allows of ``arriving`` over ticks [t0, t1) and record it; the
+        rest fail as unavailable (its second cause) where capacity was 0, else as overload
+        (its first)."""
+        cap = self.capacity[t0:t1]
+        taken: IntArray = np.minimum(arriving, cap)
+        lost = arriving - taken
+        down = cap == 0
+        self.arrived[t0:t1] = arriving
+        self.processed[t0:t1] = taken
+        overload, unavailable = self.causes[:2]
+        self.failed[unavailable][t0:t1] = np.where(down, lost, 0)
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        return taken
+
+
+@dataclass
+class Build:
+    """What building a node's component needs from the run."""
+
+    env: simpy.Environment
+    ledger: Ledger
+    seed: int
+    scenario: Scenario
+    timeline: Timeline
+
+
+def connect_upstream(
+    component: Component, inputs: Sequence[Component], outputs: Sequence[Component]
+) -> None:
+    """The usual connection: the one component feeding this one is its upstream."""
+    if inputs:
+        component.upstream = inputs[0]  # type: ignore[attr-defined]

@@ -1,0 +1,49 @@
+"""The DNS + seen-URL cache: a hit is served at once, a miss goes on to the resolver."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import ServiceTime
+from gym.sim.flow.base import Build, Ledger, connect_upstream, thinned
+from gym.sim.flow.loss import LossStation
+from gym.system.topology import Node
+
+
+class Cache(LossStation):
+    """Looks up what finds a free slot (Erlang loss; the rest fail: ``cache_overload``, or
+    ``cache_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
+
+    name = "cache"
+    causes = ("cache_overload", "cache_unavailable")
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        hit_ratio: float,
+        lookups_rps: float,
+        service: ServiceTime,
+    ) -> None:
+        super().__init__(env, rng, ledger, lookups_rps, service)
+        self.hit_ratio = hit_ratio
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        looked_up = self._take(self.upstream.out[t0:t1], t0, t1)
+        hits = self.rng.binomial(looked_up, self.hit_ratio)
+        self.served[t0:t1] = hits
+        self.out[t0:t1] = looked_up - hits
+        self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.hit_ratio)
+        self.expected[t0:t1] *= 1.0 - self.hit_ratio
+
+
+def build(b: Build, node: Node) -> Cache:
+    p = node.params
+    return Cache(b.env, stream(b.seed, node.name), b.ledger, p.hit_ratio, p.rps, p.service)
+
+
+connect = connect_upstream

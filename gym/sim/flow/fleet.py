@@ -1,0 +1,156 @@
+"""The fetcher fleet: replicas that start fetches pulled from the frontier.
+
+A fetch started in tick k finishes in tick k + L, L = the fetch time in ticks (at
+least 1). Starts are limited to live replicas x rps_per_replica per second, so a
+replica never holds more than rps_per_replica x fetch time fetches in flight.
+Starts are spread evenly over the live replicas; when c of the n live replicas crash,
+c/n of the fetches in flight (rounded down) are on them and fail (``crash_loss``), or
+go back to the head of the frontier if the design says ``on_crash: requeue``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import CrashFault, FetchersConfig
+from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
+from gym.sim.record import Tally
+from gym.sim.rounding import start_depth
+from gym.sim.timeline import fetch_ticks
+from gym.system.topology import Node
+
+
+class Fleet(Component):
+    """Replicas x rps_per_replica fetches/s, each fetch taking the service mean."""
+
+    name = "fetchers"
+    causes = ("crash_loss",)
+    holds_work = True
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        config: FetchersConfig,
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.replicas = config.replicas
+        self.rps_per_replica = config.rps_per_replica
+        self.requeue_on_crash = config.on_crash == "requeue"
+        self.fetch_ticks = fetch_ticks(config.service.mean_ms, ledger.tick_ms)
+        self.down = 0
+        self.upstream: Component | None = None  # the frontier, set by the engine
+        self.live = ledger.zeros()  # live replicas during each tick
+        self.requeued = ledger.zeros()  # in-flight fetches sent back to the frontier
+        self._due = ledger.zeros(self.fetch_ticks)  # fetches finishing in each tick
+        # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
+        # stations downstream see how much, over the time they hold a slot).
+        self.fixed_time = config.service.dist == "deterministic"
+        self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
+        self._carry = 0.0
+
+    @property
+    def up(self) -> int:
+        return self.replicas - self.down
+
+    def _quota(self, n: int) -> IntArray:
+        quota, self._carry = tick_quota(
+            self.up * self.rps_per_replica, self.ledger.tick_ms, n, self._carry
+        )
+        self.live[self._reserved : self._reserved + n] = self.up
+        self.rates[self._reserved : self._reserved + n] = self.up * self.rps_per_replica
+        return quota
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        starts = self.upstream.out[t0:t1]
+        self.arrived[t0:t1] = starts
+        self.processed[t0:t1] = starts
+        self._due[t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
+        done = self._due[t0:t1]
+        self.out[t0:t1] = done
+        first = max(t0, self.fetch_ticks)  # the first tick whose fetches started in the run
+        if t1 > first:
+            lag = self.fetch_ticks
+            began = self.processed[first - lag : t1 - lag]
+            survived = np.where(began > 0, done[first - t0 :] / np.maximum(began, 1), 1.0)
+            self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
+            self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
+            self.jitter[first:t1] = self.spread
+            if self.fixed_time:
+                # Starts are paced by live replicas x rps_per_replica (the request engine's
+                # start bucket); a fixed fetch time keeps the spacing.
+                # An evenly spaced stream slower than the bucket passes it unchanged.
+                began_at = slice(first - lag, t1 - lag)
+                bucket = self.live[began_at] * self.rps_per_replica
+                slower = self.upstream.pace[began_at] <= bucket
+                self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
+                tokens = start_depth(bucket, self.ledger.tick_ms)
+                self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
+                # Strictly periodic: a periodic stream passed unchanged, or the bucket's own
+                # rate where URLs waited for it all tick.
+                by_bucket = self.upstream.fleet_bound[began_at]
+                passed = slower & self.upstream.periodic[began_at]
+                self.periodic[first:t1] = passed | (by_bucket & ~slower)
+        before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
+        change = starts - done - self.failed[self.causes[0]][t0:t1] - self.requeued[t0:t1]
+        self.backlog[t0:t1] = before + np.cumsum(change)
+
+    def crash(
+        self, fault: CrashFault, start: int, end: int | None
+    ) -> Generator[simpy.Event, None, None]:
+        """``fault.replicas`` replicas go down at ``start`` and come back at ``end``."""
+        yield self.env.timeout(start)
+        self.ledger.sync(start)
+        crashed = min(fault.replicas, self.up)
+        if crashed:
+            self._lose_in_flight(start, crashed)
+            self.down += crashed
+        if end is None:
+            return
+        yield self.env.timeout(end - start)
+        self.ledger.sync(end)
+        self.down -= crashed
+
+    def _lose_in_flight(self, tick: int, crashed: int) -> None:
+        """Take the crashed replicas' share of the fetches in flight at ``tick``."""
+        pending = self._due[tick : tick + self.fetch_ticks]
+        total = int(pending.sum())
+        lost_total = total * crashed // self.up
+        if lost_total == 0:
+            return
+        # Apportion the loss over the finishing ticks: each tick's share rounded down,
+        # the rest to the ticks with the largest remainders (earliest first on ties).
+        exact = pending * crashed / self.up
+        lost = np.floor(exact).astype(np.int64)
+        rest = lost_total - int(lost.sum())
+        if rest > 0:
+            order = np.argsort(-(exact - lost), kind="stable")[:rest]
+            lost[order] += 1
+        pending -= lost
+        if self.requeue_on_crash:
+            self.requeued[tick] += lost_total
+            frontier = self.upstream
+            assert frontier is not None and hasattr(frontier, "requeue")
+            frontier.requeue(tick, lost_total)
+        else:
+            self.failed[self.causes[0]][tick] += lost_total
+
+    def in_flight_end(self) -> int:
+        """Fetches started and due after the last tick."""
+        return int(self._due[self.t :].sum())
+
+    def tally(self) -> Tally:
+        return Tally.of(self, live=self.live, requeued=self.requeued)
+
+
+def build(b: Build, node: Node) -> Fleet:
+    return Fleet(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+connect = connect_upstream

@@ -1,0 +1,63 @@
+"""Links found on fetched pages: :class:`Links` reads a copy of the pages its feeder passes
+on (a tee edge) and yields Poisson(links per page) links per page, new URLs of the crawl
+that the run adds to its offered load."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.sim.flow.base import Build, Component, Ledger
+from gym.sim.timeline import links_schedule
+from gym.system.crawler import LINK_DELAY_S
+from gym.system.topology import Node
+
+
+class Links(Component):
+    """Links per page: each page its feeder passed on yields Poisson(links_per_page[t])
+    links (a sum of Poisson counts is Poisson: Poisson(L x pages) per tick)."""
+
+    name = "links"
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        links_per_page: np.ndarray,
+        spread_ticks: int = 1,
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.links_per_page = links_per_page  # per tick
+        #: Ticks a page's links are spread over on their way (twice their mean delay).
+        self.spread_ticks = max(1, spread_ticks)
+        self.upstream: Component | None = None  # the pages' feeder (a copy of its output)
+        self.pace[:] = np.inf
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        up = self.upstream
+        pages = up.out[t0:t1]
+        per = self.links_per_page[t0:t1]
+        self.arrived[t0:t1] = pages
+        self.processed[t0:t1] = pages
+        self.out[t0:t1] = self.rng.poisson(per * pages)
+        self.expected[t0:t1] = per * up.expected[t0:t1]
+        # A compound count (Poisson links over a stream of pages of dispersion I): variance
+        # L n + L^2 I n over a mean of L n, so I' = 1 + L I, a page's links all in one
+        # tick; spread evenly over s ticks, a page brings L / s of them to each: 1 + L I / s.
+        self.dispersion[t0:t1] = 1.0 + per * up.dispersion[t0:t1] / self.spread_ticks
+        self.jitter[t0:t1] = up.jitter[t0:t1]
+
+
+def build(b: Build, node: Node) -> Links:
+    per = links_schedule(node.params.links_per_page, b.scenario, b.timeline)
+    spread = round(2 * LINK_DELAY_S * 1000.0 / b.timeline.tick_ms)  # (0, 2 x delay]
+    return Links(b.env, stream(b.seed, node.name), b.ledger, per, spread)
+
+
+def connect(component: Links, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
+    component.upstream = inputs[0]

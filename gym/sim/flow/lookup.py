@@ -1,0 +1,215 @@
+"""The seen-URL set of the link-discovery loop.
+
+:class:`Lookup` looks every URL up (each shard a loss station with
+its slots) and skips those already seen; the new ones go on to the frontier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import ServiceTime
+from gym.sim.flow.base import Build, Component, IntArray, Ledger, RatedComponent, thinned
+from gym.sim.flow.links import Links
+from gym.sim.flow.loss import LossStation
+from gym.sim.record import Tally
+from gym.system.topology import Node
+
+
+class Lookup(LossStation):
+    """Looks up what finds a free slot of its shard (each shard a loss station of its own,
+    Erlang loss; the rest fail: ``seen_set_overload``, or ``seen_set_unavailable`` while
+    stalled; the hot key's shard takes more than the others); among the lookups, Binomial
+    shares are
+    skipped as already seen (``seen_url``: one share for links found on pages, another for
+    the rest), as variants of a known URL (``url_variant``) and as Bloom-filter false
+    positives (``bloom_false_positive``), in that order. Where lookups are lost, the links
+    among them are a hypergeometric draw (the lost are any of the arrivals alike), and the
+    share of those that point to pages already seen are skipped as seen, not failed: losing
+    them loses nothing."""
+
+    name = "seen_set"
+    causes = ("seen_set_overload", "seen_set_unavailable")
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        rate: float,
+        service: ServiceTime,
+        skips: dict[str, float],
+        link_skips: dict[str, float],
+        shards: int = 1,
+        hot_key_share: float = 0.0,
+    ) -> None:
+        super().__init__(env, rng, ledger, rate, service)
+        self.tests = (skips, link_skips)
+        self.skipped = {cause: ledger.zeros() for cause in skips}
+        self.links_in: list[Component] = []  # the inputs that carry links (set on connect)
+        self.seeds_in: list[Component] = []  # and those that carry none (the seeds)
+        # Shards split the lookups by URL hash: the busiest (the hot key's) takes a share
+        # ``busiest`` of them, each other one (1 - hot) / shards. ``rate`` is what the set
+        # holds before its busiest shard is full; a shard answers rate x busiest.
+        self.shards = shards
+        self.busiest = hot_key_share + (1.0 - hot_key_share) / shards
+        self.other = (1.0 - hot_key_share) / shards
+        if shards > 1:
+            per_shard = rate * self.busiest
+            self.hot = _Shard(env, rng, ledger, per_shard, service)
+            self.typical = _Shard(env, rng, ledger, per_shard, service)
+            self.hot.upstream = _Part(env, ledger)
+            self.typical.upstream = _Part(env, ledger)
+            self._lost_carry_rest = 0.0
+
+    def connect(self, upstream: Component) -> None:
+        """Fed by ``upstream``: a junction of the seeds and the links, or one of them."""
+        self.upstream = upstream
+        feeders = getattr(upstream, "inputs", [upstream])
+        self.links_in = [f for f in feeders if _carries_links(f)]
+        self.seeds_in = [f for f in feeders if f not in self.links_in]
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        arriving = self.upstream.out[t0:t1]
+        taken: IntArray = self._look_up(arriving, t0, t1)
+        links = sum((f.out[t0:t1] for f in self.links_in), np.zeros(t1 - t0, dtype=np.int64))
+        lost = arriving - taken
+        if lost.any():
+            lost_links = self.rng.hypergeometric(links, arriving - links, lost)
+            links = links - lost_links
+            # A URL already seen whose lookup was lost loses nothing: skipped as seen (the
+            # set would have said so); only the new ones among them fail.
+            seen = 0
+            for part, tests in zip((lost - lost_links, lost_links), self.tests, strict=True):
+                seen = seen + self.rng.binomial(part, tests.get("seen_url", 0.0))
+            self.skipped["seen_url"][t0:t1] += seen
+            overload, unavailable = self.causes
+            down = self.rates[t0:t1] == 0
+            busy = np.where(down, 0, seen)
+            self.failed[overload][t0:t1] -= busy
+            self.failed[unavailable][t0:t1] -= seen - busy
+        kept = np.zeros(t1 - t0, dtype=np.int64)
+        for part, tests in zip((taken - links, links), self.tests, strict=True):
+            for cause, share in tests.items():
+                if share:
+                    skipped = self.rng.binomial(part, share)
+                    self.skipped[cause][t0:t1] += skipped
+                    part = part - skipped
+            kept += part
+        self.out[t0:t1] = kept
+        # The stream sent on: the seeds and the links each thinned by their own share
+        # (links come in bursts, a page's at once, and far fewer of them are new: thinning
+        # the mixture by its average share would overstate how bursty the new URLs are).
+        mean = np.zeros(t1 - t0)
+        variance = np.zeros(t1 - t0)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            admitted = np.where(arriving > 0, taken / np.maximum(arriving, 1), 1.0)
+        for feeders, tests in zip((self.seeds_in, self.links_in), self.tests, strict=True):
+            share = float(np.prod([1.0 - s for s in tests.values()]))
+            for f in feeders:
+                m = f.expected[t0:t1] * admitted * share
+                mean += m
+                variance += m * thinned(f.dispersion[t0:t1], share)
+        self.expected[t0:t1] = mean
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.dispersion[t0:t1] = np.where(mean > 0, variance / mean, 1.0)
+
+    def faulted(self) -> list[RatedComponent]:
+        """A fault on the set acts on every shard."""
+        return [self, self.hot, self.typical] if self.shards > 1 else [self]
+
+    def _look_up(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
+        """The lookups the shards answer of ``arriving``, recorded as the set's. One shard:
+        the set is that station. More: the busiest shard is simulated with its share of
+        the stream, and every other shard loses what one of them, fed its share, loses
+        (the same chance, applied to all of theirs): independent stations, not one pool."""
+        if self.shards == 1:
+            return self._take(arriving, t0, t1)
+        assert self.upstream is not None
+        up = self.upstream
+        to_hot = self.rng.binomial(arriving, self.busiest)
+        self.hot.upstream.fill(up, to_hot, self.busiest, t0, t1)  # type: ignore[union-attr]
+        self.hot.advance(t1)
+        lost_hot = sum(self.hot.failed[c][t0:t1] for c in self.hot.causes[:2])
+        rest = arriving - to_hot
+        one = self.rng.binomial(rest, 1.0 / (self.shards - 1))
+        self.typical.upstream.fill(up, one, self.other, t0, t1)  # type: ignore[union-attr]
+        self.typical.advance(t1)
+        expected = rest * self.typical.loss_share[t0:t1]
+        cum = np.floor(self._lost_carry_rest + np.cumsum(expected) + 1e-9)
+        lost_rest = np.minimum(rest, np.diff(cum, prepend=0.0).astype(np.int64))
+        if len(cum):
+            carry = self._lost_carry_rest + float(expected.sum()) - float(cum[-1])
+            self._lost_carry_rest = min(max(carry, 0.0), 1.0 - 1e-12)
+        lost = lost_hot + lost_rest
+        taken: IntArray = arriving - lost
+        self.arrived[t0:t1] = arriving
+        self.processed[t0:t1] = taken
+        down = self.rates[t0:t1] == 0
+        overload, unavailable = self.causes
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        self.failed[unavailable][t0:t1] = np.where(down, lost, 0)
+        self.dispersion[t0:t1] = up.dispersion[t0:t1]
+        self.jitter[t0:t1] = up.jitter[t0:t1]
+        return taken
+
+    def tally(self) -> Tally:
+        return Tally.of(self, skipped=self.skipped)
+
+
+def _carries_links(feeder: Component) -> bool:
+    """Whether ``feeder`` sends links found on pages (a links node, or a delay after one)."""
+    return isinstance(feeder, Links) or isinstance(getattr(feeder, "feeder", None), Links)
+
+
+class _Shard(LossStation):
+    """One shard of a seen set: a loss station of its own."""
+
+    name = "seen_set_shard"
+    causes = ("shard_overload", "shard_unavailable")
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        self.out[t0:t1] = self._take(self.upstream.out[t0:t1], t0, t1)
+
+
+class _Part(Component):
+    """A share of a stream, as one shard sees it: the counts drawn for it, the expected
+    counts and the dispersion thinned by its share."""
+
+    name = "seen_set_part"
+
+    def __init__(self, env: simpy.Environment, ledger: Ledger) -> None:
+        super().__init__(env, np.random.default_rng(0), ledger)  # draws nothing
+        self.pace[:] = np.inf
+
+    def fill(self, up: Component, counts: IntArray, share: float, t0: int, t1: int) -> None:
+        self.out[t0:t1] = counts
+        self.expected[t0:t1] = up.expected[t0:t1] * share
+        self.dispersion[t0:t1] = thinned(up.dispersion[t0:t1], share)
+        self.jitter[t0:t1] = up.jitter[t0:t1]
+        self.t = t1
+
+
+def build(b: Build, node: Node) -> Lookup:
+    p = node.params
+    return Lookup(
+        b.env,
+        stream(b.seed, node.name),
+        b.ledger,
+        p.rps,
+        p.service,
+        p.skips(),
+        p.skips(links=True),
+        shards=p.shards,
+        hot_key_share=p.hot_key_share,
+    )
+
+
+def connect(component: Lookup, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
+    component.connect(inputs[0])

@@ -1,0 +1,311 @@
+"""A station with concurrent slots and no waiting room (a cache, a service, a store, a
+seen-set shard): Erlang loss per tick, slots and slowdowns as in the request engine."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import simpy
+
+from gym.models import RetryPolicy, ServiceTime
+from gym.sim import erlang
+from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max
+from gym.sim.flow.retry import Retries
+from gym.sim.record import Tally
+from gym.sim.rounding import paced_most, station_slots
+
+
+class LossStation(RatedComponent):
+    """A station with concurrent slots and no waiting room (cache, resolver, store).
+
+    It has ``slots = round(rate x mean service time)`` (at least one), as in the request
+    engine. Each tick a fraction B(slots, a) of the arrivals find every slot busy and fail
+    (its first cause, ``cache_overload`` say; all of them fail as its second,
+    ``cache_unavailable``, while it is stalled),
+    with B Erlang's loss formula and ``a`` the tick's modified offered load
+    (:mod:`gym.sim.erlang`): the arrivals of this tick and the ones before it still in service,
+    a slowdown stretching the services that start under it. The expected loss is counted in
+    whole URLs, the fraction carried to the next tick. ``capacity`` stays rate x tick: the
+    figure saturation is measured against.
+    """
+
+    #: Whether what reaches it was already admitted by the one sending it (the async writer
+    #: sends the store only what it can take): then it takes every arrival up to capacity.
+    gated = False
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        rate: float,
+        service: ServiceTime,
+    ) -> None:
+        super().__init__(env, rng, ledger, rate)
+        self.service = service
+        self.slots = station_slots(rate, service.mean_ms)
+        self.factors = np.ones(ledger.n_ticks)  # the slowdown in force each tick
+        self.kappa = erlang.peakedness_factor(service)
+        self.fixed_time = service.dist == "deterministic"
+        self.upstream: Component | None = None  # what sends it work, set by the engine
+        self._kernels: dict[float, np.ndarray] = {}
+        self._holding: dict[float, np.ndarray] = {}
+        self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
+        self._memory = 0  # ticks the longest kernel reaches back
+        self._lost_carry = 0.0
+        self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
+        self.retries: Retries | None = None  # a retry policy's machinery (gym.sim.flow.retry)
+        #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
+        self.loss_share = np.zeros(ledger.n_ticks)
+
+    def retry(self, policy: RetryPolicy, rng: np.random.Generator) -> int:
+        """Retry what fails here under ``policy`` (after the upstream is connected): the
+        longest stride, in ticks, the engine may advance it in."""
+        self.retries = Retries(self, policy, rng)
+        self.holds_work = True  # requests waiting to be tried again
+        return self.retries.min_ticks
+
+    def advance(self, t1: int) -> None:
+        if self.retries is None or t1 <= self.t:
+            super().advance(t1)
+            return
+        t0 = self.t
+        self.retries.feed.advance(t1)
+        super().advance(t1)
+        self.retries.settle(t0, t1)
+
+    def tally(self) -> Tally:
+        tally = super().tally()
+        if self.retries is not None:
+            tally.extra.update(self.retries.extra())
+        return tally
+
+    def _quota(self, n: int) -> IntArray:
+        factor = 1.0
+        for f in self._slowdowns:
+            factor *= f
+        self.factors[self._reserved : self._reserved + n] = factor
+        if factor not in self._kernels:
+            longest = self.ledger.n_ticks + 1
+            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms, longest)
+            self._kernels[factor] = kernel
+            holding = erlang.holding_kernel(self.service, factor, self.ledger.tick_ms, longest)
+            self._holding[factor] = holding
+            self._memory = max(self._memory, len(kernel), len(holding))
+        return super()._quota(n)
+
+    def _never_full(self, pace: np.ndarray, depth: np.ndarray, factors: np.ndarray) -> np.ndarray:
+        """Ticks in which a paced stream cannot fill the slots: with fixed service times a
+        slot holds the requests begun in the last service time, at most
+        :func:`~gym.sim.rounding.paced_most` of them at the fastest pace, deepest bucket and
+        longest slowdown in the station's memory. (Erlang's formula cannot know that a
+        stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
+        a write away.)"""
+        n = len(pace)
+        if not self.fixed_time or not np.isfinite(pace).any():
+            return np.zeros(n, dtype=bool)
+        reach = max(1, min(n, self._memory))
+        fastest = running_max(pace, reach)
+        deepest = running_max(depth, reach)
+        longest = running_max(factors, reach)
+        window = self.service.mean_ms / 1000.0 * longest
+        with np.errstate(invalid="ignore"):
+            most = paced_most(fastest, deepest, window)
+        never: np.ndarray = np.isfinite(most) & (self.slots >= most)
+        return never
+
+    def _within_slots(self, admitted: np.ndarray, t0: int, t1: int, lo: int) -> np.ndarray:
+        """The share of each tick's expected admissions ``admitted`` the slots can hold: a
+        station never holds more requests at the end of a tick than it has slots (what
+        earlier ticks' requests still hold plus this tick's). Erlang's formula on a smoothed
+        load does not see a station fill up: 100 slots of 10-minute writes fill in the first
+        seconds of 50/s and take nothing more, where B(100, load) lets a third of the next
+        20 s through. Reckoned on expected counts: at a steady load Erlang's carried load
+        is below the slots, and the cut is for the fill-up alone."""
+        history = self._admitted[lo:t1].copy()
+        history[t0 - lo :] = admitted
+        factors = self.factors[lo:t1]
+        held = erlang.offered_load(history, factors, self._holding)
+        slots = self.slots * (1.0 + 1e-9)
+        share = np.ones(t1 - t0)
+        if not (held[t0 - lo :] > slots).any():
+            return share
+        for i in range(t0 - lo, t1 - lo):
+            if held[i] <= slots or history[i] <= 0:
+                continue
+            kernel = self._holding[float(factors[i])]
+            cut = min(history[i], (held[i] - slots) / max(float(kernel[0]), 1e-12))
+            share[i - (t0 - lo)] = 1.0 - cut / history[i]
+            history[i] -= cut
+            reach = min(len(kernel), len(held) - i)
+            held[i : i + reach] -= cut * kernel[:reach]
+        return share
+
+    def _hold(
+        self, taken: IntArray, lost: IntArray, full: np.ndarray, t0: int, t1: int, lo: int
+    ) -> tuple[IntArray, IntArray]:
+        """The ledger of the requests really taken: the slots they hold at the end of each
+        tick (each tick's takes weighted by the holding kernel) never exceed ``slots``.
+
+        Where the expected load fills the station (``full``: the fill-up
+        :meth:`_within_slots` finds, which Erlang's formula does not see) a tick takes what
+        its arrivals need of the free slots, and the rest are turned away. Elsewhere the
+        loss is Erlang's on the expected load, spread over the ticks in proportion to their
+        arrivals; a tick whose random count overfills the slots has its excess turned away
+        too. That excess is a loss Erlang's average already counts, so it is owed back:
+        later ticks turn away that many fewer where the slots have room for them. The
+        totals stay Erlang's, and the station holds at most its slots (with fixed services
+        longer than a tick, exactly: 100 slots filled by 50 writes/s take exactly 100)."""
+        off = t0 - lo
+        factors = self.factors[lo:t1]
+        history = self.processed[lo:t1].astype(np.float64)
+        # A full tick's takes are decided below, from the room the others leave.
+        history[off:] = np.where(full, 0, taken)
+        held_now = erlang.offered_load(history, factors, self._holding)
+        slots = float(self.slots)
+        over = (held_now[off:] > slots + 1e-9) & (taken > 0)
+        if not over.any() and not full.any() and self._owed == 0:
+            return taken, lost
+        visit = np.flatnonzero(over | full | (taken > 0) | (lost > 0)).tolist()
+        n = len(held_now)
+        kernels = {f: k[: min(len(k), n)] for f, k in self._holding.items()}
+        short = max(len(k) for k in kernels.values()) <= 64
+        # Short kernels (services of a few ticks) are updated in plain Python, which beats
+        # numpy's per-call cost; long ones (a fill-up over minutes) with numpy slices.
+        held: list[float] | np.ndarray = held_now.tolist() if short else held_now
+        lists = {f: k.tolist() for f, k in kernels.items()} if short else {}
+        taken_l, lost_l, full_l, over_l = (
+            taken.tolist(),
+            lost.tolist(),
+            full.tolist(),
+            over.tolist(),
+        )
+        factor_l = factors[off:].tolist()
+        owed, stirred = self._owed, False  # stirred: room given back may overfill later
+        for i in visit:
+            if not (full_l[i] or over_l[i] or stirred or owed):
+                continue
+            j = off + i
+            kernel = kernels[factor_l[i]]
+            first = max(float(kernel[0]), 1e-12)
+            free = math.floor((slots - float(held[j])) / first + 1e-9)  # takes it has room for
+            if full_l[i]:
+                lost_l[i] += taken_l[i]
+                taken_l[i] = 0
+                change = max(0, min(free, lost_l[i]))
+            elif free < 0 and taken_l[i] > 0:
+                change = max(-taken_l[i], free)
+                owed -= change
+            elif owed > 0 and lost_l[i] > 0 and free > 0:
+                change = min(owed, lost_l[i], free)
+                owed -= change
+            else:
+                continue
+            if change:
+                stirred = stirred or change > 0
+                taken_l[i] += change
+                lost_l[i] -= change
+                reach = min(len(kernel), n - j)
+                if short:
+                    row = lists[factor_l[i]]
+                    for d in range(reach):
+                        held[j + d] += change * row[d]
+                else:
+                    held[j : j + reach] += change * kernel[:reach]
+        self._owed = owed
+        return np.array(taken_l, dtype=np.int64), np.array(lost_l, dtype=np.int64)
+
+    def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
+        """Whether the slots exceed any load these arrivals can offer by so much that Erlang
+        loss is below about 1e-12 (a smoother stream only loses less): most ticks of a design
+        with headroom."""
+        if not len(offered):
+            return True
+        most = float(offered.max()) * self.service.mean_ms * float(factors.max())
+        most /= self.ledger.tick_ms
+        return bool(self.slots > most + erlang.WIDTH * (most**0.5 + 1.0) + 1.0)
+
+    def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
+        """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record it."""
+        if self.gated:
+            # Behind a write buffer: it takes all the buffer sends, a stream as it was.
+            assert self.upstream is not None
+            self.pass_on_stream(t0, t1, self.upstream)
+            sent: IntArray = super()._take(arriving, t0, t1)
+            return sent
+        overload, unavailable = self.causes[:2]
+        upstream = self.upstream
+        assert upstream is not None
+        self.arrived[t0:t1] = arriving
+        down = self.rates[t0:t1] == 0
+        lo = max(0, t0 - self._memory)
+        up = self.rates[lo:t1] > 0
+        mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
+        factors = self.factors[lo:t1]
+        self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
+        own = self.service.cv_value * self.service.mean_ms / 1000.0 * self.factors[t0:t1]
+        self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
+        if self.fixed_time:
+            self.pace[t0:t1] = upstream.pace[t0:t1]
+            self.depth[t0:t1] = upstream.depth[t0:t1]
+            self.periodic[t0:t1] = upstream.periodic[t0:t1]
+        never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
+        never = never[t0 - lo :]
+        if never.all() or self._roomy(
+            np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors
+        ):
+            taken: IntArray = np.where(down, 0, arriving)
+            self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
+            self._admitted[t0:t1] = self.expected[t0:t1]
+            self.processed[t0:t1] = taken
+            self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
+            self.loss_share[t0:t1] = np.where(down, 1.0, 0.0)
+            self.failed[overload][t0:t1] = 0
+            return taken
+        load = erlang.offered_load(mean, factors, self._kernels)
+        # The stream's dispersion, weighted as the load is, and the occupancy's peakedness.
+        irregular = erlang.offered_load(mean * upstream.dispersion[lo:t1], factors, self._kernels)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            dispersion = np.where(load > 0, irregular / load, 1.0)[t0 - lo :]
+        # A paced stream scattered by random times on the way looks more Poisson over the
+        # window a slot is held.
+        window = self.service.mean_ms / 1000.0 * self.factors[t0:t1]
+        dispersion += (1.0 - dispersion) * erlang.jittered(window, upstream.jitter[t0:t1])
+        peakedness = 1.0 + (dispersion - 1.0) * self.kappa
+        loss = np.zeros(t1 - t0)
+        # Every tick with traffic expected, not only those with arrivals: the expected
+        # admissions below must carry the loss on an empty tick too.
+        ask = ((arriving > 0) | (upstream.expected[t0:t1] > 0)) & ~down & ~never
+        regular = np.full(t1 - t0, np.nan)
+        periodic = upstream.periodic[lo:t1]
+        if periodic[t0 - lo :].any():
+            # A periodic stream's load from its period, smooth where counts of 0, 1 and 2
+            # per tick scatter it (the same memory of the services begun before).
+            per_tick = upstream.pace[lo:t1] * self.ledger.tick_ms / 1000.0
+            steady = np.where(up & periodic, per_tick, mean)
+            smooth = erlang.offered_load(steady, factors, self._kernels)[t0 - lo :]
+            regular = np.where(periodic[t0 - lo :], smooth, np.nan)
+        loss[ask] = erlang.erlang_b_peaked(
+            self.slots, load[t0 - lo :][ask], peakedness[ask], regular[ask]
+        )
+        expected = arriving * loss
+        cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
+        lost = np.diff(cum, prepend=0.0).astype(np.int64)
+        if len(cum):
+            carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
+            self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
+        admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
+        share = self._within_slots(admitted, t0, t1, lo)
+        self._admitted[t0:t1] = admitted * share
+        taken = np.where(down, 0, arriving - lost)
+        taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
+        self.expected[t0:t1] = self._admitted[t0:t1]
+        self.processed[t0:t1] = taken
+        self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
+        self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.loss_share[t0:t1] = np.where(
+                down, 1.0, np.where(arriving > 0, lost / np.maximum(arriving, 1), loss)
+            )
+        return taken

@@ -1,0 +1,184 @@
+"""The frontier: the URL queue. It holds up to ``buffer`` URLs and hands out at most
+``drain_rps`` per second, never more than the live fetchers can start."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.sim.flow.base import (
+    Build,
+    Component,
+    IntArray,
+    Ledger,
+    RatedComponent,
+    connect_upstream,
+    thinned,
+)
+from gym.sim.record import Tally
+from gym.system.topology import Node
+
+
+class Queue(RatedComponent):
+    """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fetcher quota);
+    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``).
+
+    The hand-out rate is min(drain_rps, active hosts / crawl delay): politeness lets each
+    back queue (one host) release one URL per crawl delay. At the door, the seen set drops
+    URLs crawled before (``seen_url``), URLs recognized by canonicalization as variants of
+    known ones (``url_variant``) and, if it is a Bloom filter, a fraction fp_rate of the
+    new ones by mistake (``bloom_false_positive``: coverage lost); all are skipped, not
+    failed."""
+
+    name = "frontier"
+    causes = ("frontier_overflow",)
+    holds_work = True
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        buffer: int,
+        rate: float,
+        seen_fraction: float = 0.0,
+        false_positive_rate: float = 0.0,
+        variant_fraction: float = 0.0,
+    ) -> None:
+        super().__init__(env, rng, ledger, rate)
+        self.buffer = buffer
+        self.upstream: Component | None = None  # what feeds it, set by the engine
+        # The fleet it hands out to, if it feeds one: it never hands out more than the
+        # live replicas can start (set by the engine).
+        self.fleet: Component | None = None
+        self.seen_fraction = seen_fraction
+        self.false_positive_rate = false_positive_rate
+        self.variant_fraction = variant_fraction
+        self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
+        self.skipped = {
+            "seen_url": ledger.zeros(),
+            "bloom_false_positive": ledger.zeros(),
+            "url_variant": ledger.zeros(),
+        }
+
+    def tally(self) -> Tally:
+        return Tally.of(self, limit=self.buffer, skipped=self.skipped, requeued=self.requeued)
+
+    def requeue(self, tick: int, n: int) -> None:
+        """Put ``n`` URLs back at the head of the queue at ``tick`` (a crash's in-flight)."""
+        self.requeued[tick] += n
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        if self.fleet is not None:
+            self.fleet.reserve(t1)
+            fleet_quota = self.fleet.capacity[t0:t1]
+        else:
+            fleet_quota = self.capacity[t0:t1]
+        offered = self.upstream.out[t0:t1]
+        self.arrived[t0:t1] = offered
+        arrived = offered
+        if self.seen_fraction > 0:
+            seen = self.rng.binomial(arrived, self.seen_fraction)
+            self.skipped["seen_url"][t0:t1] = seen
+            arrived = arrived - seen
+        if self.variant_fraction > 0:  # canonicalized: a variant of a known URL
+            variant = self.rng.binomial(arrived, self.variant_fraction)
+            self.skipped["url_variant"][t0:t1] = variant
+            arrived = arrived - variant
+        if self.false_positive_rate > 0:
+            wrong = self.rng.binomial(arrived, self.false_positive_rate)
+            self.skipped["bloom_false_positive"][t0:t1] = wrong
+            arrived = arrived - wrong
+        kept = (
+            (1.0 - self.seen_fraction)
+            * (1.0 - self.variant_fraction)
+            * (1.0 - self.false_positive_rate)
+        )
+        self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
+        self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
+        self.pace[t0:t1] = self.upstream.pace[t0:t1]
+        self.depth[t0:t1] = self.upstream.depth[t0:t1]
+        self.jitter[t0:t1] = self.upstream.jitter[t0:t1]
+        self.periodic[t0:t1] = self.upstream.periodic[t0:t1] & (kept == 1.0)
+        self.fleet_bound[t0:t1] = False
+        limit = np.minimum(self.capacity[t0:t1], fleet_quota)
+        queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
+        requeued = self.requeued[t0:t1]
+        if queue == 0 and not requeued.any() and bool((arrived <= limit).all()):
+            # Nothing waits and nothing arrives beyond what can be handed out: pass through.
+            self.processed[t0:t1] = arrived
+            self.out[t0:t1] = arrived
+            return
+        dispatched, overflow, held = _queue(
+            queue, self.buffer, (arrived + requeued).tolist(), limit.tolist()
+        )
+        self.processed[t0:t1] = dispatched
+        self.out[t0:t1] = dispatched
+        self.failed[self.causes[0]][t0:t1] = overflow
+        self.backlog[t0:t1] = held
+        # With URLs waiting, hand-outs follow the rate, evenly spaced (both engines pace
+        # them): a regular stream, whose counts are what is expected.
+        paced = held > 0  # as the pass-through above sees it, so chunks change nothing
+        self.dispersion[t0:t1][paced] = 0.0
+        self.jitter[t0:t1][paced] = 0.0  # handed out at the rate: re-paced here
+        waited = np.concatenate(([queue], held[:-1])) > 0
+        known = paced | waited | (requeued > 0)
+        self.expected[t0:t1][known] = dispatched[known]
+        self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
+        self.periodic[t0:t1][waited | (requeued > 0)] = False
+        # URLs left waiting while the fleet's quota was the limit: its bucket spaces them.
+        if self.fleet is not None:
+            self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
+
+
+def _queue(
+    queue: int, buffer: int, arriving: list[int], limit: list[int]
+) -> tuple[IntArray, IntArray, IntArray]:
+    """The frontier's per-tick rule, tick by tick (a queue has memory, so this is a loop)."""
+    n = len(arriving)
+    dispatched = [0] * n
+    overflow = [0] * n
+    held = [0] * n
+    for i in range(n):
+        queue += arriving[i]
+        d = queue if queue < limit[i] else limit[i]
+        queue -= d
+        dispatched[i] = d
+        if queue > buffer:
+            overflow[i] = queue - buffer
+            queue = buffer
+        held[i] = queue
+    as_array = np.asarray
+    return (
+        as_array(dispatched, dtype=np.int64),
+        as_array(overflow, dtype=np.int64),
+        as_array(held, dtype=np.int64),
+    )
+
+
+def build(b: Build, node: Node) -> Queue:
+    p = node.params
+    return Queue(
+        b.env,
+        stream(b.seed, node.name),
+        b.ledger,
+        p.buffer,
+        p.drain_rps,
+        seen_fraction=p.seen_fraction,
+        false_positive_rate=p.false_positive_rate,
+        variant_fraction=p.variant_fraction,
+    )
+
+
+def connect(component: Queue, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
+    """Fed by its upstream; hands out to the fleet it feeds, if any."""
+    from gym.sim.flow.fleet import Fleet
+
+    connect_upstream(component, inputs, outputs)
+    fleets = [c for c in outputs if isinstance(c, Fleet)]
+    if fleets:
+        component.fleet = fleets[0]

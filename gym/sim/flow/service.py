@@ -1,0 +1,69 @@
+"""The external DNS resolver: a concurrency-limited service without a queue."""
+
+from __future__ import annotations
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import ServiceTime
+from gym.sim.flow.base import Build, Ledger, connect_upstream, thinned
+from gym.sim.flow.loss import LossStation
+from gym.sim.record import Tally
+from gym.system.topology import Node
+
+
+class Service(LossStation):
+    """Resolves what finds a free slot (Erlang loss); the rest fail (``resolver_overload``,
+    or ``resolver_unavailable`` while stalled). A slowdown by f stretches lookups f times,
+    dividing capacity by f."""
+
+    name = "resolver"
+    causes = ("resolver_overload", "resolver_unavailable")
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        rate: float,
+        service: ServiceTime,
+        duplicate_bodies: float = 0.0,
+    ) -> None:
+        super().__init__(env, rng, ledger, rate, service)
+        self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
+        self.writes_saved = ledger.zeros()
+
+    def tally(self) -> Tally:
+        tally = Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
+        if self.retries is not None:
+            tally.extra.update(self.retries.extra())
+        return tally
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        resolved = self._take(self.upstream.out[t0:t1], t0, t1)
+        if self.duplicate_bodies > 0:
+            # Content hashing: a body already stored needs no write; the page is done.
+            same = self.rng.binomial(resolved, self.duplicate_bodies)
+            self.served[t0:t1] = same
+            self.writes_saved[t0:t1] = same
+            resolved = resolved - same
+            self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.duplicate_bodies)
+            self.expected[t0:t1] *= 1.0 - self.duplicate_bodies
+        self.out[t0:t1] = resolved
+
+
+def build(b: Build, node: Node) -> Service:
+    p = node.params
+    return Service(
+        b.env,
+        stream(b.seed, node.name),
+        b.ledger,
+        p.rps,
+        p.service,
+        duplicate_bodies=p.finish_share,
+    )
+
+
+connect = connect_upstream

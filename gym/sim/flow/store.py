@@ -1,0 +1,59 @@
+"""The page store: object storage taking at most ``rps`` writes per second."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import PageStoreConfig
+from gym.sim.flow.base import Build, Component, Ledger, connect_upstream
+from gym.sim.flow.loss import LossStation
+from gym.system.topology import Node
+
+
+class Store(LossStation):
+    """Writes what finds a free slot (Erlang loss); the rest fail (``store_overload``, or
+    ``store_unavailable`` while stalled). A written page is served. Behind the async writer
+    it takes every write sent: the writer sends only what it has room for."""
+
+    name = "page_store"
+    causes = ("store_overload", "store_unavailable")
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        config: PageStoreConfig,
+    ) -> None:
+        super().__init__(env, rng, ledger, config.rps, config.service)
+
+    #: Whether what it writes is finished here (served) or passed on along its edge (a
+    #: store in the middle of a graph's chain).
+    finishes = True
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None
+        taken = self._take(self.upstream.out[t0:t1], t0, t1)
+        if self.finishes:
+            self.served[t0:t1] = taken
+        else:
+            self.out[t0:t1] = taken
+
+
+def build(b: Build, node: Node) -> Store:
+    return Store(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+def connect(component: Store, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
+    """Fed by its upstream; behind a write buffer it takes every write sent (the buffer
+    sends only what it has room for); without outputs what it writes is served."""
+    from gym.sim.flow.write_buffer import WriteBuffer
+
+    connect_upstream(component, inputs, outputs)
+    if inputs and isinstance(inputs[0], WriteBuffer):
+        component.gated = True
+    component.finishes = not outputs

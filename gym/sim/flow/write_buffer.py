@@ -1,0 +1,123 @@
+"""The async writer: a write-behind buffer in front of the page store.
+
+Per tick, with c the store's capacity and q the writes held:
+1. new writes go straight to the store while it has room: direct = min(arriving, c);
+2. the rest are held, up to ``buffer``; beyond it they fail (``writer_overflow``);
+3. held writes are flushed into the room left below ``flush_ceiling`` x c:
+   flush = min(q, max(0, floor(flush_ceiling x c) - direct)).
+So the writer never sends the store more than it can take, and a flush after a stall
+never lifts the store above the ceiling. Counts only: the rule does not keep writes in
+arrival order (new writes may overtake held ones).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import simpy
+
+from gym.core.streams import stream
+from gym.models import AsyncWriterConfig
+from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream
+from gym.sim.record import Tally
+from gym.system.topology import Node
+
+
+class WriteBuffer(Component):
+    """Holds the writes the page store cannot take and flushes them into its spare room."""
+
+    name = "async_writer"
+    causes = ("writer_overflow",)
+    holds_work = True
+
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator,
+        ledger: Ledger,
+        config: AsyncWriterConfig,
+    ) -> None:
+        super().__init__(env, rng, ledger)
+        self.buffer = config.buffer
+        self.flush_ceiling = config.flush_ceiling
+        self.upstream: Component | None = None  # what feeds it, set by the engine
+        # The store it writes to (set by the engine): it sends what the store has room for.
+        self.store: Component | None = None
+        self.held_in = ledger.zeros()  # writes that had to be held (or overflowed) this tick
+        self.flushed = ledger.zeros()  # held writes flushed to the store this tick
+
+    def _quota(self, n: int) -> IntArray:
+        return np.full(n, self.buffer, dtype=np.int64)
+
+    def tally(self) -> Tally:
+        return Tally.of(self, limit=self.buffer, held_in=self.held_in, flushed=self.flushed)
+
+    def _advance(self, t0: int, t1: int) -> None:
+        assert self.upstream is not None and self.store is not None
+        self.store.reserve(t1)
+        arriving = self.upstream.out[t0:t1]
+        # What it sends is its input's stream as it was, while it holds nothing; while it
+        # holds or flushes writes, the counts it sends are what it decided (expected = sent,
+        # and flushes are bursts no bucket paces).
+        self.pass_on_stream(t0, t1, self.upstream)
+        room = self.store.capacity[t0:t1]
+        self.arrived[t0:t1] = arriving
+        held = int(self.backlog[t0 - 1]) if t0 > 0 else 0
+        if held == 0 and bool((arriving <= room).all()):
+            self.out[t0:t1] = arriving
+            self.processed[t0:t1] = arriving
+            return
+        # At least one write a tick where the store takes any (else a store taking one or
+        # two a tick would never take a held write back).
+        ceiling = np.floor(self.flush_ceiling * room + 1e-9).astype(np.int64)
+        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling)
+        direct, excess, overflow, flushed, backlog = _write_behind(
+            held, self.buffer, arriving.tolist(), room.tolist(), ceiling.tolist()
+        )
+        self.out[t0:t1] = direct + flushed
+        busy = (excess > 0) | (flushed > 0)
+        self.expected[t0:t1] = np.where(busy, direct + flushed, self.expected[t0:t1])
+        self.pace[t0:t1] = np.where(flushed > 0, np.inf, self.pace[t0:t1])
+        self.periodic[t0:t1] &= ~busy
+        self.processed[t0:t1] = direct + excess - overflow
+        self.held_in[t0:t1] = excess
+        self.flushed[t0:t1] = flushed
+        self.failed[self.causes[0]][t0:t1] = overflow
+        self.backlog[t0:t1] = backlog
+
+
+def _write_behind(
+    held: int, buffer: int, arriving: list[int], room: list[int], ceiling: list[int]
+) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
+    """The writer's per-tick rule (see the module docstring), tick by tick."""
+    n = len(arriving)
+    direct = [0] * n
+    excess = [0] * n
+    overflow = [0] * n
+    flushed = [0] * n
+    backlog = [0] * n
+    for i in range(n):
+        a = arriving[i]
+        d = a if a < room[i] else room[i]
+        x = a - d
+        spare = ceiling[i] - d
+        f = held if held < spare else max(spare, 0)
+        held -= f
+        accept = x if held + x <= buffer else buffer - held
+        held += accept
+        direct[i], excess[i], overflow[i], flushed[i], backlog[i] = d, x, x - accept, f, held
+    arrays = (np.asarray(v, dtype=np.int64) for v in (direct, excess, overflow, flushed, backlog))
+    return tuple(arrays)  # type: ignore[return-value]
+
+
+def build(b: Build, node: Node) -> WriteBuffer:
+    return WriteBuffer(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+def connect(
+    component: WriteBuffer, inputs: Sequence[Component], outputs: Sequence[Component]
+) -> None:
+    """Fed by its upstream; flushes into the store it feeds."""
+    connect_upstream(component, inputs, outputs)
+    component.store = outputs[0]

@@ -1,0 +1,220 @@
+"""The crawler as a topology: the built-in graph today's design files describe.
+
+client -> frontier -> fetchers -> cache -> resolver -> [async_writer] -> page_store
+
+A crawler design names its components by role (``frontier``, ``fetchers``, ...); this
+module maps those keys, with what the scenario and the catalog add (the politeness limit,
+the seen-URL and duplicate-body shares, the cache's lookup capacity, the external
+resolver), onto nodes of the generic kinds. The node names and cause names are the ones
+results have always carried.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+from gym.models import Design, Scenario
+from gym.system.costing import (
+    cache_capacity_rps,
+    fetchers_in_effect,
+    page_store_in_effect,
+    politeness,
+    seen_set_capacity_rps,
+)
+from gym.system.graph import GraphDesign
+from gym.system.kinds.cache import CacheParams
+from gym.system.kinds.links import LinksParams
+from gym.system.kinds.lookup import LookupParams
+from gym.system.kinds.queue import QueueParams
+from gym.system.kinds.service import ServiceParams
+from gym.system.topology import Edge, Node, Topology
+
+
+def seen_skipped(design: Design, scenario: Scenario) -> float:
+    """The share of offered URLs the seen set skips: those crawled before, less the ones a
+    recrawl fetches again (every one with recrawl: full; the changed ones by change rate)."""
+    world = scenario.dedup
+    if design.dedup.recrawl == "full":
+        return 0.0
+    return world.seen_url_fraction * (1.0 - world.changed_fraction)
+
+
+def variants(design: Design, scenario: Scenario) -> float:
+    """The share of new URLs the frontier skips as variants of known ones: the scenario's
+    variants when the design canonicalizes URLs, else none (they are crawled again)."""
+    return scenario.dedup.variant_fraction if design.dedup.canonicalize else 0.0
+
+
+#: Every failure cause of the crawler's pipeline, in its order.
+CAUSES: tuple[str, ...] = (
+    "frontier_overflow",
+    "crash_loss",
+    "cache_overload",
+    "cache_unavailable",
+    "resolver_overload",
+    "resolver_unavailable",
+    "writer_overflow",
+    "store_overload",
+    "store_unavailable",
+)
+
+
+#: The failure causes of the link-discovery loop's seen set (before the pipeline's).
+SEEN_SET_CAUSES: tuple[str, ...] = ("seen_set_overload", "seen_set_unavailable")
+
+
+def causes(design: Design) -> tuple[str, ...]:
+    """Every failure cause the crawler can record with ``design``, in pipeline order."""
+    return (SEEN_SET_CAUSES if design.discovery is not None else ()) + CAUSES
+
+
+def new_links(design: Design, scenario: Scenario) -> float:
+    """The share of the links found on pages that are new URLs: not seen before, and not
+    a variant of a known URL the design canonicalizes away."""
+    return (1.0 - scenario.web.links_seen_fraction) * (1.0 - variants(design, scenario))
+
+
+def topology(design: Design, scenario: Scenario) -> Topology:
+    """The crawler's graph for ``design`` under ``scenario``.
+
+    With ``discovery`` the seen test moves from the frontier's door to its own node, and
+    the fetched pages' links come back to it::
+
+        client -> seen_set -> frontier -> fetchers -> cache -> ...
+                     ^                       | (a copy of each fetched page)
+                     +---- (0.05 s) --- links
+    """
+    polite = politeness(design, scenario)
+    bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
+    duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
+    seen, variant = seen_skipped(design, scenario), variants(design, scenario)
+    nodes = [Node("client", "source")]
+    if design.discovery is not None:
+        lookup = LookupParams.model_construct(
+            rps=seen_set_capacity_rps(design, scenario),
+            service=design.discovery.service,
+            seen_fraction=seen,
+            link_seen_fraction=scenario.web.links_seen_fraction,
+            shards=design.discovery.shards,
+            hot_key_share=scenario.web.hot_key_share,
+            variant_fraction=variant,
+            false_positive_rate=bloom,
+        )
+        nodes.append(Node("seen_set", "lookup", lookup))
+        seen = variant = bloom = 0.0  # the seen set tests them, not the frontier's door
+    nodes += [
+        Node(
+            "frontier",
+            "queue",
+            QueueParams.model_construct(
+                drain_rps=polite.limit_rps,
+                buffer=design.frontier.buffer,
+                seen_fraction=seen,
+                false_positive_rate=bloom,
+                variant_fraction=variant,
+            ),
+        ),
+        Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
+    ]
+    hit = design.cache.hit_ratio
+    if design.discovery is None:
+        # The specification's cache: a hit is finished there; a miss needs DNS and a write.
+        spec = CacheParams.model_construct(
+            hit_ratio=hit,
+            rps=cache_capacity_rps(design, scenario.catalog),
+            service=design.cache.service,
+        )
+        nodes.append(Node("cache", "cache", spec))
+    else:
+        # With the loop's own seen set the cache is the DNS cache alone: every page is
+        # written, a hit without a resolver lookup; content hashing is done on every page
+        # there (a body found stored is finished without a write).
+        cache = ServiceParams.model_construct(
+            rps=cache_capacity_rps(design, scenario.catalog),
+            service=design.cache.service,
+            finish_share=duplicates,
+        )
+        nodes.append(Node("cache", "service", cache))
+        duplicates = 0.0
+    nodes.append(
+        Node(
+            "resolver",
+            "service",
+            ServiceParams.model_construct(
+                rps=scenario.resolver.rps,
+                service=scenario.resolver.service,
+                finish_share=duplicates,
+            ),
+            retry=design.retries,
+        )
+    )
+    if design.async_writer is not None:
+        nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
+    store = page_store_in_effect(design, scenario.catalog)
+    # Retries at the store: of the writes it fails (behind the async writer it fails none).
+    retry = design.retries if design.async_writer is None else None
+    nodes.append(Node("page_store", "store", store, prefix="store", retry=retry))
+    edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
+    if design.discovery is not None:
+        # DNS hits go straight to the writes; misses through the resolver.
+        entry = "async_writer" if design.async_writer is not None else "page_store"
+        split = (Edge("cache", "resolver", 1.0 - hit), Edge("cache", entry, hit))
+        edges = tuple(e for e in edges if e.source != "cache") + tuple(
+            e for e in split if e.share > 0
+        )
+        links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)
+        nodes.append(Node("links", "links", links))
+        edges += (
+            Edge("fetchers", "links", tee=True),
+            # a page's links reach the seen set after its fetch (the loop's delay)
+            Edge("links", "seen_set", delay_s=LINK_DELAY_S),
+        )
+    return Topology(tuple(nodes), edges)
+
+
+#: How long links take from a fetched page to the seen set, on average (parsing the page:
+#: the request engine spreads a page's links evenly over twice this, the flow engine holds
+#: them this long, to the nearest tick, at least one: a feedback loop needs a delay).
+LINK_DELAY_S = 0.05
+
+
+def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None) -> float:
+    """How many URLs a scenario offers on average (what the request engine will simulate);
+    with a crawler design's link-discovery loop, also the links its fetched pages yield: at
+    most links per page x pages fetched, the pages fetched being what the seeds and the new
+    links sustain (seeds x seeds kept / (1 - links x links kept)), capped by the fleet's
+    rate."""
+    total = 0.0
+    stages = scenario.load
+    links = scenario.web.links_per_page
+    fleet = math.inf
+    kept = new = 1.0
+    follows = isinstance(design, Design) and design.discovery is not None
+    if follows:
+        assert isinstance(design, Design)
+        fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
+        kept = (1.0 - seen_skipped(design, scenario)) * (1.0 - variants(design, scenario))
+        new = new_links(design, scenario)
+    else:
+        links = 0.0
+    for i, stage in enumerate(stages):
+        end = stages[i + 1].at_s if i + 1 < len(stages) else scenario.duration_s
+        seeds = scenario.base_rps * stage.multiplier
+        if stage.links_per_page is not None and follows:
+            links = stage.links_per_page
+        loop = links * new
+        pages = min(fleet, seeds * kept / (1.0 - loop)) if loop < 1.0 else fleet
+        total += (seeds + links * pages) * (end - stage.at_s)
+    return total
+
+
+def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topology:
+    """The topology a design runs under a scenario, built once when a run starts: the
+    crawler's built-in graph (its nodes' parameters in effect under the scenario), or a
+    graph design's own."""
+    if isinstance(design, Design):
+        return topology(design, scenario)
+    from gym.system.graph import topology as graph_topology
+
+    return graph_topology(design)

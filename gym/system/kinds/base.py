@@ -1,0 +1,65 @@
+"""What a node kind declares: its parameters, its cost, the causes it records, the faults
+it suffers and its rules on what may feed it. Each engine owns the kind's behaviour, in a
+module named after it (:mod:`gym.sim.flow`, :mod:`gym.sim.request`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gym.engines.request_graph import Run, Stage
+    from gym.models import Catalog
+    from gym.system.topology import Node, Topology
+
+
+@dataclass(frozen=True)
+class Kind:
+    """One kind of node."""
+
+    name: str
+    summary: str  # one line for the docs
+    node: type[Any]  # the node as a graph design writes it: its parameters and ``kind``
+    #: Units a node provisions under a catalog (0 for what the design does not pay for).
+    units: Callable[[Any, Catalog], int]
+    #: Cause names its nodes can record, by the suffix the kind uses for them.
+    causes: tuple[str, ...]
+    #: Builds the node's request-engine stage (:mod:`gym.engines.request_graph`) from the
+    #: run, the node and its cause names; None for a source (the engine offers the load).
+    request: Callable[[Run, Node, tuple[str, ...]], Stage] | None = None
+    #: The parameters ``units`` units buy under a catalog (the optimizer's unit-aligned
+    #: node, the rest of its parameters kept); None for what a design does not buy.
+    scale: Callable[[int, Catalog], dict[str, Any]] | None = None
+    #: Whether its nodes offer the scenario's load (and take no input).
+    source: bool = False
+    #: Whether it holds work between ticks (a queue, a fleet, a buffer).
+    holds_work: bool = False
+    #: Whether what it passes on is new URLs it makes (links found on pages), added to the
+    #: run's offered load; such a node is fed by a tee edge and keeps no tally of its own.
+    creates: bool = False
+    #: Whether it is built by the crawler alone (no graph design may name it).
+    internal: bool = False
+    #: Whether what it skips is dropped at its door, before it takes any of its capacity
+    #: (a queue's seen set); a lookup's skips come out of the work it did.
+    skips_at_door: bool = False
+    #: The kinds of node it backs up behind: when one it feeds slows down, stalls or
+    #: crashes, it holds more (a queue in front of its fleet, a write buffer in front of
+    #: its store), so their faults explain what happens at it too.
+    backs_up_behind: tuple[str, ...] = ()
+    #: The share of what it takes that it passes on (a cache: its misses); the demand a
+    #: node sends on is min(its demand, its capacity) x this (docs/model.md, saturation).
+    passes: Callable[[Any], float] = lambda _params: 1.0
+    #: Whether the share it passes on is the one it passed in each window, as counted
+    #: (a seen set testing seeds and links with different shares), not ``passes``.
+    passes_as_counted: bool = False
+    #: Whether the demand it sends on is capped at its capacity; a write buffer's is not
+    #: (it holds the excess and flushes it later: its flushes add to the demand).
+    capped: bool = True
+    #: Whether its saturation is how full it got (a write buffer) rather than demand over
+    #: capacity.
+    fill_saturation: bool = False
+    #: The scenario faults its nodes can suffer ("crash"; "stall", "slowdown").
+    faults: tuple[str, ...] = ()
+    #: Its rules on what may feed it and what it may feed: (field, message) per problem.
+    check: Callable[[Node, Topology], list[tuple[str, str]]] = lambda _node, _graph: []

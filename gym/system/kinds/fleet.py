@@ -1,0 +1,92 @@
+"""A fleet: replicas x rps_per_replica starts per second, each taking the service time;
+fed by a queue. A crashed replica's work in flight fails (``<node>_crash_loss``) or goes
+back to the head of the queue."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.models import FetchersConfig
+from gym.models.common import Rate, ServiceTime
+from gym.system.kinds.base import Kind
+
+if TYPE_CHECKING:
+    from gym.engines.request_graph import Run, Stage
+    from gym.models import Catalog
+    from gym.system.topology import Node, Topology
+
+
+class FleetNode(FetchersConfig):
+    """A fleet node in a graph design (the crawler's fetchers, in general words)."""
+
+    kind: Literal["fleet"] = Field(description="Node kind.")
+    replicas: int = Field(description="Number of replicas (workers).", gt=0, le=100_000)
+    rps_per_replica: Rate = Field(description="Jobs per second one replica can start.")
+    service: ServiceTime = Field(
+        default_factory=lambda: ServiceTime(mean_ms=250.0),
+        description=(
+            "How long one job takes (default 250 ms). A replica holds rps_per_replica x "
+            "mean service time jobs in flight."
+        ),
+    )
+    on_crash: Literal["fail", "requeue"] = Field(
+        "fail",
+        description=(
+            "What happens to the jobs in flight on a replica when it crashes: they fail "
+            "(cause <node>_crash_loss) or go back to the head of the queue feeding it."
+        ),
+    )
+
+
+def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
+    """A fleet takes its work from exactly one queue, which hands out to it alone."""
+    where = f"graph.nodes.{node.name}"
+    inputs = graph.inputs(node.name)
+    if len(inputs) != 1:
+        return [(where, f"a fleet takes its work from exactly one queue (it has {len(inputs)})")]
+    feeder = graph.node(inputs[0].source)
+    if inputs[0].delay_s:
+        return [
+            (
+                where,
+                f"the edge from {feeder.name} has a delay; a queue hands out to its fleet at once",
+            )
+        ]
+    if feeder.kind != "queue":
+        return [(where, "a fleet takes its work from one queue: put one in front of it")]
+    if len(graph.outputs(feeder.name)) > 1:
+        return [
+            (
+                where,
+                f"the queue {feeder.name} in front of it feeds other nodes too; a queue "
+                "hands out to one fleet",
+            )
+        ]
+    return []
+
+
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import FleetStage
+
+    return FleetStage(run, node, causes)
+
+
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` fleet units give: one replica each, at the catalog's fastest."""
+    return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
+
+
+KIND = Kind(
+    name="fleet",
+    summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
+    node=FleetNode,
+    units=lambda p, _c: p.replicas,
+    scale=_scale,
+    causes=("crash_loss",),
+    request=_request,
+    holds_work=True,
+    faults=("crash",),
+    check=_check,
+)

@@ -1,0 +1,90 @@
+"""A queue: holds up to ``buffer`` URLs and hands out at most ``drain_rps`` per second,
+never more than the fleet it feeds can start; what arrives beyond a full buffer is
+dropped (``<node>_overflow``)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.models.common import InputModel, Rate
+from gym.system.kinds.base import Kind
+
+if TYPE_CHECKING:
+    from gym.engines.request_graph import Run, Stage
+    from gym.models import Catalog
+    from gym.system.topology import Node
+
+
+class QueueParams(InputModel):
+    """A queue's parameters."""
+
+    drain_rps: Rate = Field(description="Most URLs per second it hands out.")
+    buffer: int = Field(
+        description="URLs it can hold; arrivals beyond it are dropped (overflow).",
+        gt=0,
+        le=10**12,
+    )
+    seen_fraction: float = Field(
+        0.0,
+        description="Share of arrivals dropped at the door as seen before (skipped, not failed).",
+        ge=0,
+        lt=1,
+    )
+    false_positive_rate: float = Field(
+        0.0,
+        description="Share of the new arrivals a Bloom filter drops by mistake (skipped).",
+        ge=0,
+        lt=1,
+    )
+    variant_fraction: float = Field(
+        0.0,
+        description=(
+            "Share of the new arrivals recognized at the door as variants of a known URL "
+            "(canonicalization; skipped, url_variant)."
+        ),
+        ge=0,
+        lt=1,
+    )
+
+
+class QueueNode(QueueParams):
+    """A queue node in a graph design."""
+
+    kind: Literal["queue"] = Field(description="Node kind.")
+
+
+def _units(p: Any, c: Catalog) -> int:
+    """Units a node provisions under the catalog."""
+    from gym.system.units import units_for
+
+    return int(
+        max(units_for(p.drain_rps, c.frontier.drain_rps), units_for(p.buffer, c.frontier.buffer))
+    )
+
+
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import QueueStage
+
+    return QueueStage(run, node, causes)
+
+
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` queue units give: each drains and holds one catalog frontier unit."""
+    return {"drain_rps": units * c.frontier.drain_rps, "buffer": units * c.frontier.buffer}
+
+
+KIND = Kind(
+    name="queue",
+    summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
+    node=QueueNode,
+    units=_units,
+    scale=_scale,
+    causes=("overflow",),
+    request=_request,
+    holds_work=True,
+    skips_at_door=True,
+    backs_up_behind=("fleet",),
+    faults=("stall", "slowdown"),
+)

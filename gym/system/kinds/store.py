@@ -1,0 +1,53 @@
+"""A store: takes writes that find a free slot (Erlang loss) and serves them; the rest
+fail (``<node>_overload``; ``<node>_unavailable`` while stalled). Behind a write buffer it
+takes every write sent: the buffer sends only what it has room for."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import Field
+
+from gym.models import PageStoreConfig
+from gym.system.kinds.base import Kind
+
+if TYPE_CHECKING:
+    from gym.engines.request_graph import Run, Stage
+    from gym.models import Catalog
+    from gym.system.topology import Node
+
+
+class StoreNode(PageStoreConfig):
+    """A store node in a graph design."""
+
+    kind: Literal["store"] = Field(description="Node kind.")
+
+
+def _units(p: Any, c: Catalog) -> int:
+    """Units a node provisions under the catalog."""
+    from gym.system.units import units_for
+
+    return int(units_for(p.rps, c.page_store.rps))
+
+
+def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
+    from gym.engines.request_graph import LossStage
+
+    return LossStage(run, node, causes, rate=node.params.rps, service=node.params.service)
+
+
+def _scale(units: int, c: Catalog) -> dict[str, Any]:
+    """What ``units`` store units give: their writes per second."""
+    return {"rps": units * c.page_store.rps}
+
+
+KIND = Kind(
+    name="store",
+    summary="Takes writes into concurrent slots (Erlang loss) and serves them.",
+    node=StoreNode,
+    units=_units,
+    scale=_scale,
+    causes=("overload", "unavailable"),
+    request=_request,
+    faults=("stall", "slowdown"),
+)
