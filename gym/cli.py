@@ -634,12 +634,12 @@ def _run_many(
     from rich.table import Table
     from rich.text import Text
 
+    from gym.analysis import rounding
     from gym.analysis.scoring import format_measured as _fmt_measured
     from gym.api import default_scenario, url_budget, validate
     from gym.explore.montecarlo import run_many, runs_needed
     from gym.explore.parallel import make_executor
     from gym.inputs.loading import load_design, load_scenario
-    from gym.sim import rounding
 
     d = load_design(design, sets)
     s = load_scenario(scenario or default_scenario())
@@ -884,7 +884,7 @@ def _results(
 
 
 def _warn(warnings: Sequence[str], design: str | None = None) -> None:
-    """Print each rounding the engine's grid made (:mod:`gym.sim.rounding`) to stderr."""
+    """Print each rounding the engine's grid made (:mod:`gym.analysis.rounding`) to stderr."""
     if not warnings:
         return
     console = _console(stderr=True)

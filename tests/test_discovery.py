@@ -12,11 +12,11 @@ import pytest
 from typer.testing import CliRunner
 
 import gym
+from gym.analysis.rounding import warnings
 from gym.api import url_budget
 from gym.cli import app
 from gym.explore import unit_space
 from gym.models import Design, Scenario
-from gym.sim.rounding import warnings
 from gym.system import costing
 from tests.conftest import ROOT
 

@@ -132,7 +132,7 @@ def test_a_store_behind_the_async_writer_gets_no_retries() -> None:
 def test_a_wait_shorter_than_a_tick_is_named() -> None:
     """The flow engine waits whole ticks, at least one: a 5 ms wait on 10 ms ticks runs as
     10 ms, and the run says so; the request engine waits the 5 ms."""
-    from gym.sim.rounding import warnings
+    from gym.analysis.rounding import warnings
 
     sc = gym.load_scenario(BROWNOUT)
     short = _design(attempts=3, backoff_s=0.005, jitter=0)

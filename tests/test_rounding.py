@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import gym
+from gym.analysis.rounding import warnings
 from gym.models import AsyncWriterConfig
-from gym.sim.rounding import warnings
 from tests.conftest import REFERENCE, ROOT, design, scenario, variant
 
 

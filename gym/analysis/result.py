@@ -61,7 +61,7 @@ class Result:
     @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
         """Where the engine's grid changed a figure of the inputs by more than 5%
-        (:mod:`gym.sim.rounding`): a coarse tick, a station of very few slots."""
+        (:mod:`gym.analysis.rounding`): a coarse tick, a station of very few slots."""
         from gym.sim import rounding
 
         return tuple(

@@ -51,8 +51,8 @@ from gym.engines.stations import (
 )
 from gym.models import CrashFault, Design, Scenario, StallFault
 from gym.sim.flow.source import arrival_counts
+from gym.sim.grid import flush_slots
 from gym.sim.record import RunRecord
-from gym.sim.rounding import flush_slots
 from gym.sim.timeline import Timeline
 from gym.system import crawler
 from gym.system.costing import (

@@ -46,8 +46,8 @@ from gym.engines.stations import (
 )
 from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
 from gym.sim.flow.source import arrival_counts
+from gym.sim.grid import flush_slots
 from gym.sim.record import RunRecord, Tally
-from gym.sim.rounding import flush_slots
 from gym.sim.timeline import Timeline
 from gym.system import kinds
 from gym.system.topology import Node, Topology

@@ -28,9 +28,9 @@ from gym.engines.kernel import Kernel
 from gym.engines.sampling import Sampler
 from gym.models import CrashFault, ServiceTime
 from gym.sim.flow.base import tick_quota
+from gym.sim.grid import PACED_BELOW_CV, start_depth, station_slots
 from gym.sim.latency import Samples
 from gym.sim.record import Tally
-from gym.sim.rounding import PACED_BELOW_CV, start_depth, station_slots
 
 
 class Log:

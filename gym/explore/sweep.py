@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gym.analysis import rounding
 from gym.api import url_budget
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS
@@ -26,7 +27,6 @@ from gym.explore.parallel import Executor, Interrupted, Progress, Serial
 from gym.inputs.loading import load_design, parse_override, whole_number
 from gym.inputs.strict_yaml import read_yaml
 from gym.models import Design, Scenario
-from gym.sim import rounding
 from gym.system.graph import GraphDesign
 
 MAX_POINTS = 100_000

@@ -66,7 +66,7 @@ def load_design(
     path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
 ) -> Design | GraphDesign:
     """Read and validate a design file (designs/*.yaml): the crawler's sections, or a
-    ``graph`` of nodes and edges (:class:`~gym.models.GraphDesign`).
+    ``graph`` of nodes and edges (:class:`~gym.system.graph.GraphDesign`).
 
     ``overrides`` are ``PATH=VALUE`` what-ifs (``cache.hit_ratio=0.6``), applied to the
     file's contents before validation, so they are checked like the file itself.

@@ -201,7 +201,7 @@ def estimate_flow(
     out: dict[str, Samples] = {}
     out["frontier"] = _since(start, f_in, f_wait, f_w)
     ticks = np.arange(n)
-    # The fetch as the engine held it: whole ticks (gym.sim.rounding warns when that is not
+    # The fetch as the engine held it: whole ticks (gym.analysis.rounding warns when that is not
     # the design's figure).
     lag = fetch_ticks(design.fetchers.service.mean_ms, tl.tick_ms)
     fetch = float(lag * tl.tick_ms)

@@ -120,7 +120,7 @@ class Component:
         self.expected = np.zeros(ledger.n_ticks)
         # The rate of the token bucket that paced this stream, if one did (inf if none): no
         # window of w seconds holds more than about pace x w of its URLs, so a station with
-        # more slots than that never turns one away (gym.sim.rounding.paced_most).
+        # more slots than that never turns one away (gym.sim.grid.paced_most).
         self.pace = np.full(ledger.n_ticks, np.inf)
         self.depth = np.ones(ledger.n_ticks)  # the bucket's tokens: a burst it allows
         # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,

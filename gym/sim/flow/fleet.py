@@ -18,8 +18,8 @@ import simpy
 from gym.core.streams import stream
 from gym.models import CrashFault, FetchersConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
+from gym.sim.grid import start_depth
 from gym.sim.record import Tally
-from gym.sim.rounding import start_depth
 from gym.sim.timeline import fetch_ticks
 from gym.system.topology import Node
 

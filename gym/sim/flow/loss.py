@@ -12,8 +12,8 @@ from gym.models import RetryPolicy, ServiceTime
 from gym.sim import erlang
 from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max
 from gym.sim.flow.retry import Retries
+from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import Tally
-from gym.sim.rounding import paced_most, station_slots
 
 
 class LossStation(RatedComponent):
@@ -98,7 +98,7 @@ class LossStation(RatedComponent):
     def _never_full(self, pace: np.ndarray, depth: np.ndarray, factors: np.ndarray) -> np.ndarray:
         """Ticks in which a paced stream cannot fill the slots: with fixed service times a
         slot holds the requests begun in the last service time, at most
-        :func:`~gym.sim.rounding.paced_most` of them at the fastest pace, deepest bucket and
+        :func:`~gym.sim.grid.paced_most` of them at the fastest pace, deepest bucket and
         longest slowdown in the station's memory. (Erlang's formula cannot know that a
         stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
         a write away.)"""

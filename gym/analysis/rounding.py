@@ -11,13 +11,9 @@ with the figure, so a result is never silently about a different design.
 
 from __future__ import annotations
 
-import math
-from typing import Any
-
-import numpy as np
-
 from gym.models import Design, Scenario
 from gym.sim.erlang import mean_held
+from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 from gym.system.costing import (
     cache_capacity_rps,
@@ -152,42 +148,6 @@ def _links_unused(design: Design, scenario: Scenario) -> list[str]:
 def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
     """The roundings of the scenario's times: its duration, its stages and faults."""
     return _event_times(scenario, tick_ms)
-
-
-#: Fetch times less variable than this (coefficient of variation) have their starts paced
-#: in the request engine: nearly fixed times stay in step and would start in bursts.
-PACED_BELOW_CV = 0.5
-
-#: The request engine's fetch-start bucket (paced fetch starts), as a share of one
-#: tick's starts, at least one token: no window of w seconds starts more than
-#: rate x w + that depth fetches (:func:`paced_most`).
-PACING_DEPTH = 0.05
-
-
-def start_depth(rate_per_s: Any, tick_ms: int) -> Any:
-    """The request engine's fetch-start bucket depth at ``rate_per_s``: PACING_DEPTH of a
-    tick's starts, at least one token (numbers or numpy arrays)."""
-    return np.maximum(1.0, PACING_DEPTH * rate_per_s * tick_ms / 1000.0)
-
-
-def paced_most(rate_per_s: Any, depth: Any, window_s: Any) -> Any:
-    """The most URLs a paced stream can bring in any window of ``window_s`` (open at its
-    start: a service that ends as another begins has freed its slot): a token bucket at
-    ``rate_per_s`` holding ``depth`` tokens starts at most floor(depth + rate x window) in
-    it; evenly spaced arrivals are a bucket one token deep (numbers or numpy arrays)."""
-    return np.floor(depth + rate_per_s * window_s - 1e-9)
-
-
-def flush_slots(flush_ceiling: float, slots: int) -> int:
-    """The store slots the request engine's writer may fill: floor(ceiling x slots), at
-    least one (else a store of one or two slots would never take a held write back)."""
-    return max(1, math.floor(flush_ceiling * slots + 1e-9))
-
-
-def station_slots(rate: float, mean_ms: float) -> int:
-    """The request engine's concurrent slots for a station: round(rate x mean service
-    time), at least one, so its capacity stays near what the design says."""
-    return max(1, round(rate * mean_ms / 1000.0))
 
 
 def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
