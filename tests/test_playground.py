@@ -1,5 +1,6 @@
-"""The playground's logic without a browser (gym/playground.py): the fields it offers, the
-checks on a value (the command line's own messages), and what it shows of a run."""
+"""The playground's logic without a browser (gym/playground/state.py): the fields it
+offers, the checks on a value (the command line's own messages), and what it shows of a
+run."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from gym.playground.texts import esc, shown
+
 if TYPE_CHECKING:
     from gym.playground.state import FieldSpec, Session
 
@@ -139,18 +141,3 @@ class Fields:
 def css(what: str, path: str) -> str:
     """A CSS class naming a field's widget (for tests and user styles)."""
     return f"gym-{what}-" + "".join(c if c.isalnum() else "-" for c in path)
-
-
-def esc(text: str) -> str:
-    """User text for the page, as the HTML report writes it (markup escaped, control
-    characters shown); imported on use, so that refusing bad options stays quick."""
-    from gym.report.html import escape
-
-    return escape(text)
-
-
-def shown(value: Any) -> str:
-    """A choice's value as a design file writes it (``true``, ``global_fifo``)."""
-    from gym.compare import shown
-
-    return shown(value)

@@ -29,9 +29,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
-from gym.playground.fields import Fields, esc
+from gym.playground.fields import Fields
 from gym.playground.figures import Figures
 from gym.playground.state import Session, View, messages
+from gym.playground.texts import (
+    cost_html,
+    esc,
+    fix_html,
+    progress_html,
+    title_html,
+    verdict_html,
+    yaml_name,
+)
 
 if TYPE_CHECKING:
     from bokeh.document import Document
@@ -44,11 +53,6 @@ log = logging.getLogger(__name__)
 UPDATE_EVERY_S = 0.15
 #: The fix is searched once no field has changed for this long (ms).
 FIX_AFTER_MS = 600
-
-_VERDICT_STYLE = {
-    "PASS": "background:#1a7f37;color:white",
-    "FAIL": "background:#b42318;color:white",
-}
 
 
 class Page:
@@ -228,22 +232,9 @@ document.body.appendChild(a); a.click(); a.remove();
         self.doc.title = f"gym playground: {s.design.name}"
         if list(view.saturation) != self.figures.sat_components:
             self.figures.draw_saturation(view)
-        self.title.text = (
-            f"<h2 style='margin:4px 0'>{esc(str(s.design.name))} "
-            f"<small>under {esc(str(s.scenario.name))}, seed {s.seed}</small></h2>"
-        )
-        self.verdict.text = (
-            f"<div style='{_VERDICT_STYLE.get(view.verdict, '')};font-size:28px;"
-            f"padding:6px 18px;border-radius:6px;text-align:center' "
-            f"data-verdict='{view.verdict}'>{view.verdict}</div>"
-        )
-        slo = s.scenario.slos.cost_units
-        limit = f" (SLO: at most {slo.max:g})" if slo is not None else ""
-        parts = ", ".join(f"{esc(k)} {v}" for k, v in view.units.items() if v)
-        self.cost.text = (
-            f"<div style='padding:8px' data-cost='{view.cost_units}'>{view.engine} engine &middot; "
-            f"<b>{view.cost_units} units</b>{limit}: {parts}</div>"
-        )
+        self.title.text = title_html(s)
+        self.verdict.text = verdict_html(view.verdict)
+        self.cost.text = cost_html(s, view)
         self.fields.show_units(view.units)
         self.slos.text = view.slo_html
         self.why.text = (
@@ -254,9 +245,8 @@ document.body.appendChild(a); a.click(); a.remove();
         self._show_yaml()
 
     def _show_yaml(self) -> None:
-        name = self.session.design.name or "design"
-        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "design"
-        self.yaml_source.data = {"text": [self.session.yaml()], "file": [f"{safe}.yaml"]}
+        name = yaml_name(self.session.design.name)
+        self.yaml_source.data = {"text": [self.session.yaml()], "file": [name]}
 
     # -- the fix ----------------------------------------------------------------------------
     def _schedule_fix(self) -> None:
@@ -278,7 +268,7 @@ document.body.appendChild(a); a.click(); a.remove();
 
         def work() -> None:
             try:
-                text = _fix_html(session.fix(result))
+                text = fix_html(session.fix(result))
             except Exception as exc:  # shown on the page, not raised
                 text = f"<p>internal error: {esc(type(exc).__name__)}: {esc(str(exc))}</p>"
             self._later(partial(self._fix_found, generation, text))
@@ -333,13 +323,7 @@ document.body.appendChild(a); a.click(); a.remove();
 
     def _progress(self, now: float, duration: float) -> None:
         if self.busy and self.engine.active == 1:
-            share = min(1.0, now / duration) if duration else 1.0
-            self.status.text = (
-                f"request engine: {share:.0%} ({now:,.0f} of {duration:,.0f} simulated s)"
-                f"<div style='background:#ddd;width:300px;height:8px'>"
-                f"<div style='background:#1f77b4;width:{300 * share:.0f}px;height:8px'></div>"
-                "</div>"
-            )
+            self.status.text = progress_html(now, duration)
 
     def _request_done(self, version: int, view: View | str) -> None:
         self.busy = False
@@ -436,11 +420,3 @@ def _unset_or(model: Any, attr: str, default: Any) -> Any:
         return getattr(model, attr)
     except UnsetValueError:
         return default
-
-
-def _fix_html(fix: Any) -> str:
-    from gym.report import html
-
-    if fix is None:
-        return "<p>The design passes: nothing to fix.</p>"
-    return html.fix_section(fix)
