@@ -17,20 +17,18 @@ second is updated as often as a browser can draw it and always ends on the last 
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import logging
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gym.errors import GymError
 from gym.playground.fields import Fields
 from gym.playground.figures import Figures
+from gym.playground.files import DesignFiles
 from gym.playground.state import Session, View, messages
 from gym.playground.texts import (
     cost_html,
@@ -39,7 +37,6 @@ from gym.playground.texts import (
     progress_html,
     title_html,
     verdict_html,
-    yaml_name,
 )
 
 if TYPE_CHECKING:
@@ -83,15 +80,7 @@ class Page:
     # -- layout -----------------------------------------------------------------------------
     def _build(self) -> None:
         from bokeh.layouts import column, row
-        from bokeh.models import (
-            Button,
-            CheckboxGroup,
-            ColumnDataSource,
-            CustomJS,
-            Div,
-            FileInput,
-            RadioButtonGroup,
-        )
+        from bokeh.models import Button, CheckboxGroup, Div, RadioButtonGroup
 
         s = self.session
         self.title = Div(name="title")
@@ -103,30 +92,7 @@ class Page:
         self.why = Div(name="why")
         self.budget = Div(name="budget")
         self.fix = Div(name="fix")
-        self.yaml_source = ColumnDataSource(data={"text": [""], "file": [""]}, name="yaml_source")
-        download = Button(
-            label="Download design (YAML)", name="download", css_classes=["gym-download"]
-        )
-        download.js_on_click(
-            CustomJS(
-                args={"src": self.yaml_source},
-                code="""
-const blob = new Blob([src.data.text[0]], {type: 'application/x-yaml'});
-const a = document.createElement('a');
-a.href = URL.createObjectURL(blob);
-a.download = src.data.file[0];
-document.body.appendChild(a); a.click(); a.remove();
-""",
-            )
-        )
-        self.upload = FileInput(
-            accept=".yaml,.yml", name="open", title="Open a design file", css_classes=["gym-open"]
-        )
-        # The browser sends a file's contents and its name as two changes: read both
-        # once the two have arrived (a file of the same name sends only the first).
-        self.upload.on_change("value", self._upload_changed)
-        self.upload.on_change("filename", self._upload_changed)
-        self.upload_queued = False
+        self.files = DesignFiles(self.doc, self._opened)
         self.engine = RadioButtonGroup(
             labels=["flow (live)", "request"], active=0, name="engine", css_classes=["gym-engine"]
         )
@@ -142,8 +108,8 @@ document.body.appendChild(a); a.click(); a.remove();
         self.sections.on_change("active", self._sections_changed)
         self.fields = Fields(s, self._change)
         controls = column(
-            self.upload,
-            download,
+            self.files.upload,
+            self.files.download,
             self.engine,
             self.run_button,
             self.status,
@@ -245,8 +211,7 @@ document.body.appendChild(a); a.click(); a.remove();
         self._show_yaml()
 
     def _show_yaml(self) -> None:
-        name = yaml_name(self.session.design.name)
-        self.yaml_source.data = {"text": [self.session.yaml()], "file": [name]}
+        self.files.show(self.session)
 
     # -- the fix ----------------------------------------------------------------------------
     def _schedule_fix(self) -> None:
@@ -361,24 +326,12 @@ document.body.appendChild(a); a.click(); a.remove();
         self.error.text = "<br>".join(esc(line) for line in lines)
 
     # -- opening a file ---------------------------------------------------------------------
-    def _upload_changed(self, attr: str, old: Any, new: Any) -> None:
-        if not self.upload_queued:
-            self.upload_queued = True
-            self.doc.add_next_tick_callback(self._opened)
-
     def _opened(self) -> None:
-        self.upload_queued = False
-        name = _unset_or(self.upload, "filename", "") or "uploaded.yaml"
-        if isinstance(name, list):
-            name = name[0] if name else "uploaded.yaml"
-        name = Path(str(name)).name
-        value = _unset_or(self.upload, "value", "")
-        value = value[0] if isinstance(value, list) and value else value
-        if not value:
+        sent = self.files.read()
+        if sent is None:
             return  # the box was cleared (after the last file was read)
-        try:
-            raw = base64.b64decode(value, validate=True)
-        except (binascii.Error, ValueError):
+        name, raw = sent
+        if raw is None:
             self.error.text = esc(f"error: {name}: not a file the page could read")
             return
         try:
@@ -390,7 +343,7 @@ document.body.appendChild(a); a.click(); a.remove();
         self.pending = {}
         self.version += 1
         # Cleared, so that opening the same file again (to go back to it) reads it again.
-        self.upload.clear()
+        self.files.upload.clear()
         self._sync_sections()
         self.fields.fill()
         self.update()
@@ -410,13 +363,3 @@ document.body.appendChild(a); a.click(); a.remove();
         """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
         with contextlib.suppress(Exception):  # the tab was closed meanwhile
             self.doc.add_next_tick_callback(callback)
-
-
-def _unset_or(model: Any, attr: str, default: Any) -> Any:
-    """A Bokeh property's value, or ``default`` while the browser has not set it."""
-    from bokeh.core.property.descriptors import UnsetValueError
-
-    try:
-        return getattr(model, attr)
-    except UnsetValueError:
-        return default
