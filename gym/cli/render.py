@@ -21,7 +21,7 @@ def print_result(r: Result, console: Console) -> None:
     from rich.text import Text
 
     from gym.models import Design
-    from gym.scoring import format_measured as _fmt_measured
+    from gym.scoring import format_measured
 
     m = r.metrics
     console.print(
@@ -39,7 +39,7 @@ def print_result(r: Result, console: Console) -> None:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     _peak, peak_component, peak_at = m.peak_saturation()
     for chk in r.checks:
-        measured = _fmt_measured(chk.name, chk.measured)
+        measured = format_measured(chk.name, chk.measured)
         if chk.name == "peak_saturation" and peak_component is not None:
             measured += f" ({peak_component}, t={peak_at:g}s)"
         mark = verdict(chk.passed, bold=not chk.passed)

@@ -33,21 +33,12 @@ GRAPH = [
     ("designs/systems/url-shortener.yaml", "scenarios/systems/url-shortener.yaml"),
     ("designs/systems/url-shortener-undersized.yaml", "scenarios/systems/url-shortener.yaml"),
 ]
-RETRY = [
-    "designs/levers/retry-backoff.yaml",
-    "designs/levers/retry-none.yaml",
-    "designs/levers/retry-storm.yaml",
-]
-DISCOVERY = [
-    "designs/levers/seen-set-1.yaml",
-    "designs/levers/seen-set-4.yaml",
-    "designs/levers/seen-set-8.yaml",
-]
-CRAWLER_SCENARIOS = [
-    "scenarios/crawler-chaos.yaml",
-    "scenarios/levers/store-brownout.yaml",
-    "scenarios/levers/deep-crawl.yaml",
-]
+RETRY = ["designs/levers/retry-backoff.yaml", "designs/levers/retry-none.yaml",
+         "designs/levers/retry-storm.yaml"]
+DISCOVERY = ["designs/levers/seen-set-1.yaml", "designs/levers/seen-set-4.yaml",
+             "designs/levers/seen-set-8.yaml"]
+CRAWLER_SCENARIOS = ["scenarios/crawler-chaos.yaml", "scenarios/levers/store-brownout.yaml",
+                     "scenarios/levers/deep-crawl.yaml"]
 
 
 def cases(wide: bool) -> list[tuple[str, str, int, int]]:
@@ -56,10 +47,8 @@ def cases(wide: bool) -> list[tuple[str, str, int, int]]:
     ticks = (10, 5, 50) if wide else (10,)
     out = [(d, s, seed, 10) for d, s in GRAPH for seed in seeds]
     crawler = [(d, "scenarios/crawler-chaos.yaml") for d in RETRY + DISCOVERY]
-    crawler += [
-        (RETRY[0], "scenarios/levers/store-brownout.yaml"),
-        (DISCOVERY[1], "scenarios/levers/deep-crawl.yaml"),
-    ]
+    crawler += [(RETRY[0], "scenarios/levers/store-brownout.yaml"),
+                (DISCOVERY[1], "scenarios/levers/deep-crawl.yaml")]
     if wide:
         crawler = [(d, s) for d in RETRY + DISCOVERY for s in CRAWLER_SCENARIOS]
         out += [(d, s, 0, t) for d, s in GRAPH[:1] + GRAPH[2:3] for t in ticks[1:]]
@@ -72,35 +61,24 @@ def cases(wide: bool) -> list[tuple[str, str, int, int]]:
 def _array(h: Any, a: Any) -> None:
     a = np.asarray(a)
     h.update(str(a.dtype.kind).encode())
-    h.update(
-        np.ascontiguousarray(a.astype(np.float64 if a.dtype.kind == "f" else np.int64)).tobytes()
-    )
+    h.update(np.ascontiguousarray(a.astype(np.float64 if a.dtype.kind == "f" else np.int64)).tobytes())
 
 
 def digest(design: str, scenario: str, seed: int, tick_ms: int) -> dict[str, Any]:
-    result = gym.simulate(
-        ROOT / design,
-        ROOT / scenario,
-        seed=seed,
-        engine="request",
-        tick_ms=tick_ms,
-        max_urls=10_000_000,
-    )
+    result = gym.simulate(ROOT / design, ROOT / scenario, seed=seed, engine="request",
+                          tick_ms=tick_ms, max_urls=10_000_000)
     rec = result.metrics.record
     h = hashlib.sha256()
     _array(h, rec.offered)
     for name in sorted(rec.created):
-        h.update(name.encode())
-        _array(h, rec.created[name])
+        h.update(name.encode()); _array(h, rec.created[name])
     for name, t in rec.components.items():
         h.update(f"{name}|{t.limit}".encode())
         for f in ("capacity", "arrived", "processed", "out", "served", "backlog"):
-            h.update(f.encode())
-            _array(h, getattr(t, f))
+            h.update(f.encode()); _array(h, getattr(t, f))
         for group in ("failed", "extra", "skipped"):
             for k in sorted(getattr(t, group)):
-                h.update(f"{group}:{k}".encode())
-                _array(h, getattr(t, group)[k])
+                h.update(f"{group}:{k}".encode()); _array(h, getattr(t, group)[k])
     h.update(json.dumps(sorted(rec.in_flight_end.items())).encode())
     h.update(json.dumps(list(rec.causes)).encode())
     lat = {}
@@ -110,19 +88,14 @@ def digest(design: str, scenario: str, seed: int, tick_ms: int) -> dict[str, Any
         vals = np.asarray(s.values_ms, dtype=np.float64)
         order = np.lexsort((vals, ticks))
         lh = hashlib.sha256()
-        _array(lh, ticks[order])
-        _array(lh, vals[order])
+        _array(lh, ticks[order]); _array(lh, vals[order])
         if s.weights is not None:
             _array(lh, np.asarray(s.weights, dtype=np.float64)[order])
         lat[name] = lh.hexdigest()
     out = json.loads(json.dumps(result.to_json(), allow_nan=False))
-    out.pop("design_file", None)
-    out.pop("scenario_file", None)
-    return {
-        "record_sha256": h.hexdigest(),
-        "latency_sha256": lat,
-        "json_sha256": hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest(),
-    }
+    out.pop("design_file", None); out.pop("scenario_file", None)
+    return {"record_sha256": h.hexdigest(), "latency_sha256": lat,
+            "json_sha256": hashlib.sha256(json.dumps(out, sort_keys=True).encode()).hexdigest()}
 
 
 def key(case: tuple[str, str, int, int]) -> str:
