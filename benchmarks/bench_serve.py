@@ -26,8 +26,8 @@ import time
 from pathlib import Path
 
 import gym
-from gym.playground import Session
-from gym.serve import free_port
+from gym.playground.app import free_port
+from gym.playground.state import Session
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent

@@ -13,8 +13,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-import gym.cli as cli
-from gym.cli import app
+from gym.cli import app, guard, render
 from gym.explore import optimize, parallel, sweep, unit_space
 from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER, forbid_work, stop
 
@@ -612,8 +611,8 @@ def test_a_closed_pipe_is_not_a_verdict(monkeypatch: Any) -> None:
     def closed(*a: Any, **k: Any) -> Any:
         raise BrokenPipeError
 
-    monkeypatch.setattr(cli, "_print_result", closed)
-    monkeypatch.setattr(cli, "_discard_stdout", lambda: None)
+    monkeypatch.setattr(render, "print_result", closed)
+    monkeypatch.setattr(guard, "discard_stdout", lambda: None)
     res = runner.invoke(app, ["run", str(REFERENCE)])
     assert res.exit_code == 141 and "Traceback" not in res.output
 

@@ -1,5 +1,6 @@
-"""The playground's logic without a browser (gym/playground.py): the fields it offers, the
-checks on a value (the command line's own messages), and what it shows of a run."""
+"""The playground's logic without a browser (gym/playground/state.py): the fields it
+offers, the checks on a value (the command line's own messages), and what it shows of a
+run."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import yaml
 
 import gym
 from gym.core.errors import GymError
-from gym.playground import Session, fields, messages
+from gym.playground.state import Session, fields, messages
 from tests.conftest import ROOT
 
 REFERENCE = ROOT / "designs" / "reference.yaml"
@@ -231,7 +232,7 @@ def test_a_design_that_cannot_run_under_the_scenario_is_not_opened(session: Sess
 def test_timeline_rows_are_unique_when_events_share_a_label() -> None:
     """Two stalls of the page store have one label; the timeline's rows must differ (a
     repeated row name left the page blank)."""
-    from gym.serve import _events
+    from gym.playground.figures import events
 
     scenario = gym.load_scenario(CHAOS).model_copy(deep=True)
     data = scenario.model_dump(mode="json")
@@ -239,7 +240,7 @@ def test_timeline_rows_are_unique_when_events_share_a_label() -> None:
     data["faults"].append({"kind": "stall", "at_s": 20, "for_s": 4, "target": "page_store"})
     twice = gym.models.Scenario.model_validate(data)
     view = Session(gym.load_design(REFERENCE), twice, "reference.yaml").run()
-    labels = _events(view)["label"]
+    labels = events(view)["label"]
     assert len(set(e[2] for e in view.events)) < len(view.events)  # a repeated label
     assert len(set(labels)) == len(labels)
 

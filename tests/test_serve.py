@@ -21,7 +21,7 @@ import pytest
 
 import gym
 from benchmarks.bench_serve import CHROMIUM_ARGS  # headless, as root, offline
-from gym.serve import free_port
+from gym.playground.app import free_port
 from tests.conftest import ROOT
 
 ARTIFACTS = ROOT / "test-artifacts"

@@ -62,7 +62,7 @@ class Result:
     def warnings(self) -> tuple[str, ...]:
         """Where the engine's grid changed a figure of the inputs by more than 5%
         (:mod:`gym.analysis.rounding`): a coarse tick, a station of very few slots."""
-        from gym.sim import rounding
+        from gym.analysis import rounding
 
         return tuple(
             rounding.warnings(self.design, self.scenario, engine=self.engine, tick_ms=self.tick_ms)

@@ -114,6 +114,24 @@ class Optimum:
             )
         return lines
 
+    def design_file(self, scenario: str | None, seed: int, runs: int) -> str | None:
+        """The cheapest passing design as a file ``gym run`` loads, headed by a comment on
+        how it was found (``scenario``'s name, the seeds from ``seed``); None if none."""
+        if self.best is None:
+            return None
+        from gym.core.text import printable
+        from gym.inputs.strict_yaml import dump_yaml
+
+        best = self.best
+        low, high = best.result.ci
+        header = (
+            f"# The cheapest design found by `gym optimize` for scenario "
+            f"{printable(str(scenario))}: {best.cost} units.\n# Passes every SLO in "
+            f"{best.result.passes}/{best.result.n} runs (seeds {seed}..{seed + runs - 1}); "
+            f"pass probability 95% interval [{low:.2f}, {high:.2f}].\n"
+        )
+        return header + dump_yaml(design_mapping(best.design))
+
     def to_json(self) -> dict[str, Any]:
         def cand(c: Candidate) -> dict[str, Any]:
             low, high = c.result.ci

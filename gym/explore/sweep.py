@@ -367,6 +367,11 @@ class SweepInterrupted(KeyboardInterrupt):
 SUFFIXES = (".csv", ".parquet", ".pq")
 
 
+def warnings(rows: list[dict[str, Any]]) -> list[str]:
+    """The roundings the points' runs were warned about, each once, in order."""
+    return sorted({w for r in rows for w in str(r.get("warnings", "")).split(" | ") if w})
+
+
 def check_output(path: Path, force: bool) -> Path:
     """Check ``-o`` before the sweep runs: a new (or, with ``force``, replaceable) .csv or
     .parquet file in a writable directory; Parquet needs pyarrow."""

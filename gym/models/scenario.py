@@ -264,6 +264,10 @@ class SLOs(InputModel):
     )
     cost_units: MaxSLO | None = Field(None, description="Provisioned units, at most.")
 
+    def count(self) -> int:
+        """How many SLOs the scenario sets."""
+        return sum(1 for v in self.model_dump().values() if v is not None)
+
 
 class Scenario(InputModel):
     """Duration, load, faults, SLOs, prices and the outside world."""

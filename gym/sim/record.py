@@ -98,6 +98,14 @@ class RunRecord:
         """URLs the run made (links found on fetched pages), part of ``offered``."""
         return sum(int(a.sum()) for a in self.created.values())
 
+    def retries(self) -> dict[str, int]:
+        """Later tries of what failed, per component that retries (0 when none came)."""
+        return {
+            n: int(t.extra["retries"].sum())
+            for n, t in self.components.items()
+            if "retries" in t.extra
+        }
+
     def writes_saved(self) -> int:
         """Store writes content hashing saved (at the resolver, or with the link-discovery
         loop at the DNS cache)."""

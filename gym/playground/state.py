@@ -1,9 +1,9 @@
 """The playground's state, without a web page: a design being edited field by field, its
 runs, and what the page shows of them.
 
-:mod:`gym.serve` draws this in a browser (one :class:`Session` per browser tab). Everything
-here is plain Python over the gym's own API, so the page says exactly what ``gym run``
-says: a value is checked by the same models (the same one-line messages), a run is
+:mod:`gym.playground.page` draws this in a browser (one :class:`Session` per browser
+tab). Everything here is plain Python over the gym's own API, so the page says exactly
+what ``gym run`` says: a value is checked by the same models (the same one-line messages), a run is
 ``gym.simulate``, the tables and texts are the HTML report's, the fix is ``gym.explore.fix``.
 """
 

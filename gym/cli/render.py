@@ -1,0 +1,227 @@
+"""The result of one run as the command line prints it: the SLO table and verdict, the
+URLs' outcomes, the components, latency, the error budget, why it fails, the fix."""
+
+from __future__ import annotations
+
+import textwrap
+from typing import TYPE_CHECKING
+
+from gym.cli.console import one_line, verdict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from gym.analysis.explain import Explanation
+    from gym.analysis.result import Result
+    from gym.explore.fix import Fix, NoFix
+
+
+def print_result(r: Result, console: Console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym.analysis.scoring import format_measured
+    from gym.models import Design
+
+    m = r.metrics
+    console.print(
+        Text.assemble(
+            "design ",
+            (one_line(r.design.name), "bold"),
+            f" ({one_line(r.design._source)}), scenario ",
+            (one_line(r.scenario.name), "bold"),
+            f" ({one_line(r.scenario._source)}), engine {r.engine}, seed {r.seed}",
+        ),
+        soft_wrap=True,
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
+        table.add_column(col, justify=justify)  # type: ignore[arg-type]
+    _peak, peak_component, peak_at = m.peak_saturation()
+    for chk in r.checks:
+        measured = format_measured(chk.name, chk.measured)
+        if chk.name == "peak_saturation" and peak_component is not None:
+            measured += f" ({peak_component}, t={peak_at:g}s)"
+        mark = verdict(chk.passed, bold=not chk.passed)
+        table.add_row(chk.name, f"{chk.op} {chk.target:g}", measured, mark)
+    if not r.checks:
+        table.add_row("(the scenario lists no SLOs)", "", "", "")
+    console.print(table)
+    console.print(Text.assemble("\nVerdict: ", verdict(r.passed)))
+    skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
+    console.print(
+        f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed{skipped} + "
+        f"{m.in_flight_end:,} in flight at the end",
+        soft_wrap=True,
+    )
+    tries = m.record.retries()
+    if any(tries.values()):
+        said = ", ".join(f"{n:,} at the {c.replace('_', ' ')}" for c, n in tries.items() if n)
+        console.print(f"Retries: {said} (later tries of what failed)", soft_wrap=True)
+    if links := m.record.links_found():
+        console.print(
+            f"Links: {m.offered - links:,} seeds offered, {links:,} links found on fetched "
+            "pages (each looked up in the seen set)",
+            soft_wrap=True,
+        )
+    if isinstance(r.design, Design):
+        policy = (
+            "fail (cause crash_loss)"
+            if r.design.fetchers.on_crash == "fail"
+            else "go back to the frontier"
+        )
+        console.print(f"Fetches in flight on a crashed replica: {policy}")
+    dd = r.dedup()
+    if dd and (m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]):
+        parts = [
+            f"{dd['seen_set']} seen set for {dd['seen_set_urls']:,.0f} URLs: "
+            f"{dd['seen_set_memory_GB']:,.1f} GB"
+        ]
+        if dd["seen_urls_skipped"]:
+            parts.append(f"{dd['seen_urls_skipped']:,} seen URLs skipped")
+        if dd["url_variants_skipped"]:
+            parts.append(f"{dd['url_variants_skipped']:,} variants of known URLs skipped")
+        if dd["seen_set"] == "bloom":
+            parts.append(
+                f"{dd['coverage_lost']:,} new URLs skipped by false positives "
+                f"(coverage lost, fp rate {dd['fp_rate']:g})"
+            )
+        if dd["content_hash"]:
+            parts.append(
+                f"content hashing saved {dd['writes_saved']:,} store writes "
+                f"({dd['bytes_saved_GB']:,.1f} GB)"
+            )
+        console.print("Dedup: " + "; ".join(parts), soft_wrap=True)
+
+    comp = Table(show_edge=False, pad_edge=False, title=None)
+    for col in ("component", "units", "peak saturation", "failed"):
+        comp.add_column(col, justify="left" if col == "component" else "right")
+    for name, cw in m.components.items():
+        value, w = cw.peak()
+        sat = "-" if value is None or w is None else f"{value:.2f} at t={m.window_s[w]:g}s"
+        if cw.outage.any():
+            sat += f", down {int(cw.outage.sum())} s"
+        comp.add_row(name, str(m.units.get(name, 0)), sat, f"{int(cw.failed_total.sum()):,}")
+    console.print()
+    console.print(comp)
+
+    if r.latency:
+        _print_latency(r, console)
+    _print_budget(r, console)
+
+    headlines = [e for e in r.explanations if e.kind == "slo"]
+    details = [e for e in r.explanations if e.kind != "slo"]
+    if headlines:
+        console.print(Text("\nWhy it fails", style="bold"))
+        _print_explanations(headlines, console)
+    if details:
+        console.print(Text("\nWhere URLs were lost" if m.failed else "\nNotes", style="bold"))
+        _print_explanations(details, console)
+
+
+def print_fix(fix: Fix | NoFix, console: Console) -> None:
+    """The suggested fix (gym.explore.fix): what to change and how the changed design does."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from gym.explore.fix import Fix
+
+    if not isinstance(fix, Fix):
+        console.print(Text("\nNo fix found", style="bold"))
+        console.print(f"  {one_line(fix.summary())}")
+        return
+    r = fix.result
+    console.print(
+        Text.assemble(
+            ("\nSuggested fix", "bold"),
+            f" (the cheapest change found; flow engine, seed {r.seed}): ",
+            verdict(r.passed),
+            f" at {fix.cost_units} units",
+        )
+    )
+    table = Table(show_edge=False, pad_edge=False, show_header=False, box=None)
+    for c in fix.changes:
+        table.add_row("  " + one_line(c.path), one_line(c.shown_old), "->", one_line(c.shown_new))
+    console.print(table)
+    m = r.metrics
+    console.print(
+        f"  then: throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
+        f"peak saturation {m.peak_saturation()[0]:.2f}"
+    )
+    how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
+    console.print(f"  {how}: " + " ".join(f"--set {one_line(s)}" for s in fix.sets()))
+
+
+def _print_budget(r: Result, console: Console) -> None:
+    from rich.table import Table
+
+    from gym.analysis.budget import format_fraction
+
+    b = r.budget
+    if b.target is None or not b.spent:
+        return
+    share = format_fraction(b.fraction_spent) if b.allowed > 0 else "over: none allowed"
+    console.print(
+        f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.1%} of the "
+        f"{r.metrics.finished:,} that finished); {b.spent:,} spent ({share}).",
+        soft_wrap=True,
+    )
+    table = Table(show_edge=False, pad_edge=False)
+    for col in ("spent by", "URLs", "of budget", "causes"):
+        table.add_column(col, justify="right" if col in ("URLs", "of budget") else "left")
+    for e in b.by_event:
+        causes = ", ".join(
+            f"{c} {n:,}" for c, n in sorted(e.by_cause.items(), key=lambda x: -x[1]) if n
+        )
+        frac = f"{e.urls / b.allowed:.0%}" if b.allowed else "-"
+        table.add_row(
+            f"{one_line(e.name)} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes
+        )
+    console.print(table)
+
+
+def _print_latency(r: Result, console: Console) -> None:
+    from rich.table import Table
+
+    from gym.models import Design
+
+    how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
+    warm = f", URLs arriving after t={r.warmup_s:g}s" if r.warmup_s else ""
+    table = Table(show_edge=False, pad_edge=False, title=None)
+    for col in ("latency (ms)", "mean", "p50", "p95", "p99", "URLs"):
+        table.add_column(col, justify="left" if col.startswith("latency") else "right")
+    for name, st in r.latency.items():
+        table.add_row(
+            name.replace("_", " ") if name == "end_to_end" else name,
+            f"{st.mean:,.1f}",
+            f"{st.p50:,.1f}",
+            f"{st.p95:,.1f}",
+            f"{st.p99:,.1f}",
+            f"{st.count:,}",
+        )
+    console.print(f"\nLatency, {how}{warm}:")
+    console.print(table)
+    if r.engine == "flow" and isinstance(r.design, Design) and r.design.retries is not None:
+        console.print(
+            "(the flow engine's estimate leaves out the waits between retries; the request "
+            "engine measures them)",
+            soft_wrap=True,
+        )
+
+
+def _print_explanations(explanations: list[Explanation], console: Console) -> None:
+    width = max(console.width, 40)
+    for e in explanations:
+        console.print(
+            textwrap.fill(one_line(e.text), width, initial_indent="- ", subsequent_indent="  "),
+            markup=False,
+            soft_wrap=True,
+        )
+        for line in e.details:
+            console.print(
+                textwrap.fill(
+                    one_line(line), width, initial_indent="    * ", subsequent_indent="      "
+                ),
+                markup=False,
+                soft_wrap=True,
+            )

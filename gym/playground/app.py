@@ -1,0 +1,104 @@
+"""The playground's server: checks of the address before any work, the Bokeh application
+(a fresh :class:`~gym.playground.state.Session` and page per browser tab), and serving it
+on loopback until interrupted. BokehJS is served by this server: the page needs no
+internet."""
+
+from __future__ import annotations
+
+import errno
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from gym.core.errors import GymError
+from gym.core.limits import DEFAULT_MAX_URLS
+from gym.models import Design, Scenario
+from gym.playground.page import Page
+from gym.playground.state import Session
+from gym.system.graph import GraphDesign
+
+if TYPE_CHECKING:
+    from bokeh.document import Document
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on now (for tests and ``--port 0``)."""
+    with socket.socket() as s:
+        s.bind((host, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def check_port(host: str, port: int) -> None:
+    """Refuse, before any work, an address the server could not listen on: the port when
+    it is taken or not allowed, the host otherwise."""
+    if not host.strip():
+        raise GymError.single(None, "--host", "an address is needed, e.g. 127.0.0.1")
+    if ":" in host:  # Bokeh's check of the page's origin takes no IPv6 address
+        raise GymError.single(
+            None,
+            "--host",
+            f"{host}: an IPv6 address; the playground listens on IPv4 addresses and host "
+            "names (127.0.0.1, 0.0.0.0 for every interface, localhost)",
+        )
+    try:
+        with socket.socket(socket.AF_INET) as s:
+            s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            s.bind((host, port))
+    except (OSError, UnicodeError) as exc:
+        option = "--port" if getattr(exc, "errno", None) in _PORT_ERRORS else "--host"
+        reason = getattr(exc, "strerror", None) or str(exc)
+        raise GymError.single(None, option, f"cannot listen on {host}:{port}: {reason}") from None
+
+
+#: Why a bind fails because of the port (taken, or reserved for root) and not the host.
+_PORT_ERRORS = (errno.EADDRINUSE, errno.EACCES)
+
+
+def app(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    design_file: str,
+    seed: int = 0,
+    max_urls: int = DEFAULT_MAX_URLS,
+) -> Any:
+    """The Bokeh application: every document (browser tab) gets a fresh session."""
+    from bokeh.application import Application
+    from bokeh.application.handlers.function import FunctionHandler
+
+    def make(doc: Document) -> None:
+        Page(doc, Session(design, scenario, design_file, seed, max_urls))
+
+    return Application(FunctionHandler(make))
+
+
+def serve(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    design_file: str,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 5006,
+    seed: int = 0,
+    max_urls: int = DEFAULT_MAX_URLS,
+    ready: Callable[[str], None] | None = None,
+) -> None:
+    """Serve the playground until interrupted; ``ready`` gets the address once the server
+    listens."""
+    from bokeh.server.server import Server
+
+    origins = [f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
+    server = Server(
+        {"/": app(design, scenario, design_file, seed, max_urls)},
+        address=host,
+        port=port,
+        allow_websocket_origin=origins,
+        num_procs=1,
+    )
+    server.start()
+    if ready is not None:
+        ready(f"http://{host}:{port}/")
+    try:
+        server.io_loop.start()
+    finally:
+        server.stop()

@@ -1,0 +1,365 @@
+"""The playground's page: one Bokeh document per browser tab, drawing its session.
+
+Each browser tab gets its own Bokeh document and its own :class:`~gym.playground.state.Session`
+(concurrent users never see each other's state). A field's slider or number box sets the
+field, the design is checked as a file would be (a bad value shows the same one-line
+message as the command line and changes nothing), and the flow engine runs again: the
+verdict, the SLO table, the plots, "why it fails" and the error budget follow within a
+run's time. The suggested fix is searched once the fields have been still for
+``FIX_AFTER_MS``, in a worker thread; the request engine runs on demand, in a worker
+thread, with its progress shown. BokehJS is served by this server: the page needs no
+internet.
+
+Bursts of changes are folded: a change only records the newest value of its field and
+asks for one update, at most every ``UPDATE_EVERY_S``, so a page sending 20 changes a
+second is updated as often as a browser can draw it and always ends on the last value.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from gym.core.errors import GymError
+from gym.playground.fields import Fields
+from gym.playground.figures import Figures
+from gym.playground.files import DesignFiles
+from gym.playground.state import Session, View, messages
+from gym.playground.texts import (
+    cost_html,
+    esc,
+    fix_html,
+    progress_html,
+    title_html,
+    verdict_html,
+)
+
+if TYPE_CHECKING:
+    from bokeh.document import Document
+
+log = logging.getLogger(__name__)
+
+#: The page is updated at most this often (s): changes that come meanwhile are folded
+#: into the next update, so a slider dragged fast never queues work in the browser, whose
+#: redraw of four plots is the slowest step (about 0.1 s in headless Chromium on 2 cores).
+UPDATE_EVERY_S = 0.15
+#: The fix is searched once no field has changed for this long (ms).
+FIX_AFTER_MS = 600
+
+
+class Page:
+    """One browser tab: its session, widgets and plots."""
+
+    def __init__(self, doc: Document, session: Session) -> None:
+        self.doc = doc
+        self.session = session
+        self.pending: dict[str, Any] = {}
+        self.update_queued = False
+        self.shown_at = 0.0  # when the page was last updated (time.monotonic)
+        self.generation = 0  # bumped by every run shown: stale fixes are dropped
+        self.version = 0  # bumped by every change of the design: stale runs are dropped
+        self.fix_timer: Any = None
+        self.busy = False  # a request-engine run in progress
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gym-page")
+        self.view: View | None = None
+        self._build()  # runs the design once, for the plots' first figures
+        assert self.view is not None
+        self._show(self.view)
+        self._schedule_fix()
+        doc.on_session_destroyed(self._closed)
+
+    def _closed(self, _context: Any) -> None:
+        """The tab is gone: drop the fix or run it waits for, free its worker thread."""
+        self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- layout -----------------------------------------------------------------------------
+    def _build(self) -> None:
+        from bokeh.layouts import column, row
+        from bokeh.models import Button, CheckboxGroup, Div, RadioButtonGroup
+
+        s = self.session
+        self.title = Div(name="title")
+        self.verdict = Div(name="verdict", width=180)
+        self.cost = Div(name="cost")
+        self.error = Div(name="error", styles={"color": "#b42318"}, text="")
+        self.status = Div(name="status", text="")
+        self.slos = Div(name="slos")
+        self.why = Div(name="why")
+        self.budget = Div(name="budget")
+        self.fix = Div(name="fix")
+        self.files = DesignFiles(self.doc, self._opened)
+        self.engine = RadioButtonGroup(
+            labels=["flow (live)", "request"], active=0, name="engine", css_classes=["gym-engine"]
+        )
+        self.engine.on_change("active", lambda attr, old, new: self._engine_changed())
+        self.run_button = Button(
+            label="Run the request engine", name="run", disabled=True, css_classes=["gym-run"]
+        )
+        self.run_button.on_click(self._run_request)
+        self.sections = CheckboxGroup(name="sections", css_classes=["gym-sections"])
+        self.sections_title = Div(text="<b>Optional sections</b>")
+        self.syncing = False
+        self._sync_sections()
+        self.sections.on_change("active", self._sections_changed)
+        self.fields = Fields(s, self._change)
+        controls = column(
+            self.files.upload,
+            self.files.download,
+            self.engine,
+            self.run_button,
+            self.status,
+            self.error,
+            self.sections_title,
+            self.sections,
+            self.fields.box,
+            width=430,
+            name="controls",
+        )
+        view = self.session.run()
+        self.view = view
+        self.figures = Figures(view)
+        results = column(
+            row(self.verdict, self.cost),
+            self.slos,
+            *self.figures.plots,
+            self.why,
+            self.budget,
+            self.fix,
+            sizing_mode="stretch_width",
+        )
+        self.doc.add_root(column(self.title, row(controls, results), name="page"))
+        self.doc.title = f"gym playground: {s.design.name}"
+
+    def _change(self, path: str, value: Any) -> None:
+        if self.session.value(path) == value and path not in self.pending:
+            return
+        self.pending[path] = value
+        if not self.update_queued:
+            self.update_queued = True
+            wait_ms = (self.shown_at + UPDATE_EVERY_S - time.monotonic()) * 1000
+            if wait_ms <= 0:
+                self.doc.add_next_tick_callback(self._apply)
+            else:  # the page showed an update a moment ago: fold what comes meanwhile
+                self.doc.add_timeout_callback(self._apply, wait_ms)
+
+    def _apply(self) -> None:
+        """Set every pending field (the newest value of each), then run once. The message
+        shown is the whole draft's: it stays until every field holds again."""
+        self.update_queued = False
+        self.shown_at = time.monotonic()
+        if self._take_pending():
+            self.update()
+
+    def _take_pending(self) -> bool:
+        """Put the pending values in the draft; whether the design changed."""
+        pending, self.pending = self.pending, {}
+        before = self.session.design
+        problems: list[str] = []
+        for path, value in pending.items():
+            try:
+                self.session.set(path, value)
+                problems = []
+            except GymError as err:
+                problems = messages(err)
+        self._problems(problems)
+        if self.session.design is not before:
+            self.fields.follow_all()
+            self.version += 1
+        return self.session.design is not before
+
+    def update(self) -> None:
+        """Run the design (flow engine) and show it."""
+        self.generation += 1
+        self.fix.text = ""
+        if self.engine.active == 1:
+            self._show_yaml()
+            self.status.text = "The design changed: <i>Run the request engine</i> to see it."
+            return
+        try:
+            view = self.session.run()
+        except GymError as err:
+            self._problems(messages(err))
+            return
+        except Exception as exc:  # the page stays up; the message says what broke
+            self.error.text = esc(f"internal error: {type(exc).__name__}: {exc}")
+            log.exception("the playground's run failed")
+            return
+        self._show(view)
+        self._schedule_fix()
+
+    def _show(self, view: View) -> None:
+        s = self.session
+        self.view = view
+        self.doc.title = f"gym playground: {s.design.name}"
+        if list(view.saturation) != self.figures.sat_components:
+            self.figures.draw_saturation(view)
+        self.title.text = title_html(s)
+        self.verdict.text = verdict_html(view.verdict)
+        self.cost.text = cost_html(s, view)
+        self.fields.show_units(view.units)
+        self.slos.text = view.slo_html
+        self.why.text = (
+            "<h3>Why it fails</h3>" + view.explanations_html if view.verdict != "PASS" else ""
+        )
+        self.budget.text = "<h3>Error budget</h3>" + view.budget_html
+        self.figures.show(view)
+        self._show_yaml()
+
+    def _show_yaml(self) -> None:
+        self.files.show(self.session)
+
+    # -- the fix ----------------------------------------------------------------------------
+    def _schedule_fix(self) -> None:
+        if self.fix_timer is not None:
+            with contextlib.suppress(ValueError):  # it ran already
+                self.doc.remove_timeout_callback(self.fix_timer)
+        self.fix_timer = None
+        if self.view is None or self.view.verdict == "PASS":
+            return
+        self.fix.text = "<h3>Suggested fix</h3><p><i>searching once the fields are still...</i></p>"
+        self.fix_timer = self.doc.add_timeout_callback(self._search_fix, FIX_AFTER_MS)
+
+    def _search_fix(self) -> None:
+        self.fix_timer = None
+        if self.view is None:
+            return
+        generation, result = self.generation, self.view.result
+        session = self.session
+
+        def work() -> None:
+            try:
+                text = fix_html(session.fix(result))
+            except Exception as exc:  # shown on the page, not raised
+                text = f"<p>internal error: {esc(type(exc).__name__)}: {esc(str(exc))}</p>"
+            self._later(partial(self._fix_found, generation, text))
+
+        self.pool.submit(work)
+
+    def _fix_found(self, generation: int, text: str) -> None:
+        if generation == self.generation:
+            self.fix.text = "<h3>Suggested fix</h3>" + text
+
+    # -- the request engine -----------------------------------------------------------------
+    def _engine_changed(self) -> None:
+        request = self.engine.active == 1
+        self.run_button.disabled = not request or self.busy
+        if not request:
+            self.status.text = ""
+            self.update()
+        else:
+            self.status.text = (
+                "Press <i>Run the request engine</i> (every URL, one event at a time)."
+            )
+
+    def _run_request(self) -> None:
+        if self.busy:
+            return
+        self.busy = True
+        self.run_button.disabled = True
+        version = self.version
+        session = Session(
+            self.session.design,
+            self.session.scenario,
+            self.session.design_file,
+            self.session.seed,
+            self.session.max_urls,
+        )
+        duration = self.session.scenario.duration_s
+        self.status.text = "request engine: starting..."
+
+        def progress(now: float) -> None:
+            self._later(partial(self._progress, now, duration))
+
+        def work() -> None:
+            try:
+                view: View | str = session.run("request", progress=progress)
+            except GymError as err:
+                view = "\n".join(messages(err))
+            except Exception as exc:  # shown on the page
+                view = f"internal error: {type(exc).__name__}: {exc}"
+            self._later(partial(self._request_done, version, view))
+
+        self.pool.submit(work)
+
+    def _progress(self, now: float, duration: float) -> None:
+        if self.busy and self.engine.active == 1:
+            self.status.text = progress_html(now, duration)
+
+    def _request_done(self, version: int, view: View | str) -> None:
+        self.busy = False
+        self.run_button.disabled = self.engine.active != 1
+        if isinstance(view, str):
+            self.status.text = ""
+            self._problems(view.splitlines())
+            return
+        if self.engine.active != 1:
+            return  # back on the flow engine meanwhile: its figures stay
+        if version != self.version:
+            self.status.text = "request engine: done, but the design changed since; run again."
+            return
+        self.status.text = "request engine: done."
+        self._show(view)
+
+    def _sections_changed(self, attr: str, old: list[int], new: list[int]) -> None:
+        if self.syncing:
+            return
+        self._take_pending()  # a slider moved just before is not lost
+        labels = self.sections.labels
+        for i in set(old) ^ set(new):
+            try:
+                self.session.toggle(labels[i], i in new)
+            except GymError as err:
+                self._problems(messages(err))
+                return
+        self.error.text = ""
+        self.version += 1
+        self.fields.fill()
+        self.update()
+
+    def _problems(self, lines: list[str]) -> None:
+        """Show ``lines`` (the command line's messages) where the page shows errors."""
+        self.error.text = "<br>".join(esc(line) for line in lines)
+
+    # -- opening a file ---------------------------------------------------------------------
+    def _opened(self) -> None:
+        sent = self.files.read()
+        if sent is None:
+            return  # the box was cleared (after the last file was read)
+        name, raw = sent
+        if raw is None:
+            self.error.text = esc(f"error: {name}: not a file the page could read")
+            return
+        try:
+            self.session.open(raw, name)  # the size limit, UTF-8, YAML: as gym run reads
+        except GymError as err:
+            self._problems(messages(err))
+            return
+        self.error.text = ""
+        self.pending = {}
+        self.version += 1
+        # Cleared, so that opening the same file again (to go back to it) reads it again.
+        self.files.upload.clear()
+        self._sync_sections()
+        self.fields.fill()
+        self.update()
+
+    def _sync_sections(self) -> None:
+        """The optional sections' boxes as the design has them (none for a graph)."""
+        sections = self.session.sections()
+        self.syncing = True  # set here, not by the user: no toggle
+        try:
+            self.sections.labels = list(sections)
+            self.sections.active = [i for i, on in enumerate(sections.values()) if on]
+        finally:
+            self.syncing = False
+        self.sections.visible = self.sections_title.visible = bool(sections)
+
+    def _later(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
+        with contextlib.suppress(Exception):  # the tab was closed meanwhile
+            self.doc.add_next_tick_callback(callback)

@@ -1,0 +1,80 @@
+"""The playground page's texts: user text escaped as the HTML report escapes it, and the
+HTML of the title, the verdict, the cost, a run's progress and the suggested fix."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gym.playground.state import Session, View
+
+_VERDICT_STYLE = {
+    "PASS": "background:#1a7f37;color:white",
+    "FAIL": "background:#b42318;color:white",
+}
+
+
+def esc(text: str) -> str:
+    """User text for the page, as the HTML report writes it (markup escaped, control
+    characters shown); imported on use, so that refusing bad options stays quick."""
+    from gym.report.html import escape
+
+    return escape(text)
+
+
+def shown(value: Any) -> str:
+    """A choice's value as a design file writes it (``true``, ``global_fifo``)."""
+    from gym.explore.compare import shown
+
+    return shown(value)
+
+
+def title_html(s: Session) -> str:
+    return (
+        f"<h2 style='margin:4px 0'>{esc(str(s.design.name))} "
+        f"<small>under {esc(str(s.scenario.name))}, seed {s.seed}</small></h2>"
+    )
+
+
+def verdict_html(verdict: str) -> str:
+    return (
+        f"<div style='{_VERDICT_STYLE.get(verdict, '')};font-size:28px;"
+        f"padding:6px 18px;border-radius:6px;text-align:center' "
+        f"data-verdict='{verdict}'>{verdict}</div>"
+    )
+
+
+def cost_html(s: Session, view: View) -> str:
+    slo = s.scenario.slos.cost_units
+    limit = f" (SLO: at most {slo.max:g})" if slo is not None else ""
+    parts = ", ".join(f"{esc(k)} {v}" for k, v in view.units.items() if v)
+    return (
+        f"<div style='padding:8px' data-cost='{view.cost_units}'>{view.engine} engine &middot; "
+        f"<b>{view.cost_units} units</b>{limit}: {parts}</div>"
+    )
+
+
+def progress_html(now: float, duration: float) -> str:
+    """The request engine's progress: the share of the scenario simulated, and a bar."""
+    share = min(1.0, now / duration) if duration else 1.0
+    return (
+        f"request engine: {share:.0%} ({now:,.0f} of {duration:,.0f} simulated s)"
+        f"<div style='background:#ddd;width:300px;height:8px'>"
+        f"<div style='background:#1f77b4;width:{300 * share:.0f}px;height:8px'></div>"
+        "</div>"
+    )
+
+
+def fix_html(fix: Any) -> str:
+    from gym.report import html
+
+    if fix is None:
+        return "<p>The design passes: nothing to fix.</p>"
+    return html.fix_section(fix)
+
+
+def yaml_name(design_name: str | None) -> str:
+    """The file name the page's download of the design gets."""
+    name = design_name or "design"
+    safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name) or "design"
+    return f"{safe}.yaml"
