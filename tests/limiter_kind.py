@@ -3,13 +3,13 @@ limiter that lets through at most ``rps`` per second and turns the rest away.
 
 Its node model, its cost, its causes, its flow rule (per-tick counts) and its request
 rule (what one URL meets there) are all here; registering it is one line in
-``gym.kinds.REGISTRY``. ``tests/test_topology.py`` registers it for one test and runs a
-graph through both engines.
+``gym.kinds.REGISTRY`` and one ``gym.sim.request.register("limiter", LimiterRule)``.
+``tests/test_topology.py`` registers it for one test and runs a graph through both
+engines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any, Literal
 
 import numpy as np
@@ -17,10 +17,10 @@ import simpy
 from pydantic import Field
 
 from gym.components.base import RatedComponent
-from gym.engines.request_graph import Run, Stage, Url
 from gym.kinds import Build, Kind, connect_upstream
 from gym.models.common import InputModel, Rate
 from gym.record import Tally
+from gym.sim.request.base import Rule, Run, Url
 from gym.streams import stream
 from gym.topology import Node
 
@@ -50,7 +50,7 @@ class Limiter(RatedComponent):
         self.expected[t0:t1] = np.minimum(self.expected[t0:t1], self.capacity[t0:t1])
 
 
-class LimiterStage(Stage):
+class LimiterRule(Rule):
     """Request: a token bucket one tick deep refilled at ``rps``; a URL that finds no token
     is turned away (``<node>_rejected``; ``<node>_unavailable`` while stalled)."""
 
@@ -67,9 +67,9 @@ class LimiterStage(Stage):
     def _now_rate(self) -> float:
         return 0.0 if self.stalls else self.rate / self.factor
 
-    def visit(self, url: Url, me: Any) -> Generator[simpy.Event, Any, bool]:
+    def visit(self, url: Url) -> None:
         run, log = self.run, self.log
-        now = run.env.now
+        now = run.kernel.now
         k = run.k(now)
         self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
         self.at = now
@@ -77,15 +77,14 @@ class LimiterStage(Stage):
         rejected, unavailable = log.failed
         if self.stalls or self.tokens < 1.0:
             log.failed[unavailable if self.stalls else rejected][k] += 1
-            return False
+            return  # failed here
         self.tokens -= 1.0
         log.processed[k] += 1
         log.out[k] += 1
-        return True
-        yield  # a generator, though a URL never waits here
+        self.passed(url)  # on its way, at once
 
     def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
-        now = self.run.env.now
+        now = self.run.kernel.now
         self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
         self.at = now
         self.stalls += stall
@@ -101,10 +100,6 @@ def _flow(build: Build, node: Node) -> Limiter:
     return Limiter(build.env, stream(build.seed, node.name), build.ledger, node.params.rps)
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    return LimiterStage(run, node, causes)
-
-
 KIND = Kind(
     name="limiter",
     summary="Lets through at most rps per second; turns the rest away.",
@@ -112,7 +107,6 @@ KIND = Kind(
     units=lambda _p, _c: 0,
     causes=("rejected", "unavailable"),
     flow=_flow,
-    request=_request,
     connect=connect_upstream,
     faults=("stall", "slowdown"),
 )

@@ -904,12 +904,15 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     turned away while stalled (the request engine's bucket starts one tick full: 5 more
     may pass)."""
     from gym import kinds
-    from gym.engines import flow, request_graph
+    from gym.engines import flow
+    from gym.sim import request
+    from gym.sim.request import engine
     from gym.kinds.store import StoreNode
     from gym.timeline import Timeline
     from tests import limiter_kind
 
     monkeypatch.setitem(kinds.REGISTRY, "limiter", limiter_kind.KIND)
+    monkeypatch.setitem(request.RULES, "limiter", limiter_kind.LimiterRule)
     graph_ = Topology(
         (
             Node("src", "source"),
@@ -930,7 +933,7 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     )
     tl = Timeline(sc, 10)
     a = flow.run_graph(graph_, sc, 0, tl)
-    b = request_graph.run(graph_, sc, seed=0, timeline=tl)
+    b = engine.run(graph_, sc, seed=0, timeline=tl)
     assert a.failed_by_cause() == {"lim_rejected": 4_500, "lim_unavailable": 1_000, **_none(a)}
     assert b.failed_by_cause()["lim_unavailable"] == 1_000
     assert 4_490 <= b.failed_by_cause()["lim_rejected"] <= 4_500

@@ -2,8 +2,8 @@
 
 A kind declares the parameters of its nodes (a pydantic model), the failure causes its
 nodes record, how the flow engine builds and connects one (a :class:`Component` per
-node, advanced tick by tick in the topology's order) and its stage in the request engine
-(what one URL meets there, in SimPy). Adding a kind is one module that
+node, advanced tick by tick in the topology's order); the request engine finds a kind's
+rule by its name (:mod:`gym.sim.request`). Adding a kind is one module that
 defines a :class:`Kind` and one line in :data:`REGISTRY` below.
 
 The rules themselves stay in :mod:`gym.components`; a kind's module imports them only when
@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     import simpy
 
     from gym.components.base import Component, Ledger
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog, Scenario
     from gym.timeline import Timeline
     from gym.topology import Node, Topology
@@ -52,9 +51,6 @@ class Kind:
     flow: Callable[[Build, Node], Component]
     #: Connects a built component to the components feeding it and fed by it.
     connect: Callable[[Component, Sequence[Component], Sequence[Component]], None]
-    #: Builds the node's request-engine stage (:mod:`gym.engines.request_graph`) from the
-    #: run, the node and its cause names; None for a source (the engine offers the load).
-    request: Callable[[Run, Node, tuple[str, ...]], Stage] | None = None
     #: The parameters ``units`` units buy under a catalog (the optimizer's unit-aligned
     #: node, the rest of its parameters kept); None for what a design does not buy.
     scale: Callable[[int, Catalog], dict[str, Any]] | None = None

@@ -13,7 +13,6 @@ from gym.models.common import InputModel, Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -52,13 +51,6 @@ def _units(p: Any, c: Catalog) -> int:
     return int(max(cache_units(p.hit_ratio, c) or 60, units_for(p.rps, c.cache.lookups_rps)))
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    p: CacheParams = node.params
-    return LossStage(run, node, causes, rate=p.rps, service=p.service, finish=p.hit_ratio)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` cache units give: the hit ratio they reach and their lookups."""
     from gym.costing import cache_hit_ratio, cache_units
@@ -77,7 +69,6 @@ KIND = Kind(
     scale=_scale,
     causes=("overload", "unavailable"),
     flow=_flow,
-    request=_request,
     connect=connect_upstream,
     passes=lambda p: 1.0 - p.hit_ratio,
     faults=("stall", "slowdown"),

@@ -15,7 +15,6 @@ from gym.models.common import Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node, Topology
 
@@ -82,12 +81,6 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import FleetStage
-
-    return FleetStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` fleet units give: one replica each, at the catalog's fastest."""
     return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
@@ -101,7 +94,6 @@ KIND = Kind(
     scale=_scale,
     causes=("crash_loss",),
     flow=_flow,
-    request=_request,
     connect=_connect,
     holds_work=True,
     faults=("crash",),

@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     import numpy as np
 
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Scenario
     from gym.timeline import Timeline
     from gym.topology import Node
@@ -63,12 +62,6 @@ def _connect(component: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> N
     component.upstream = inputs[0]
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LinksStage
-
-    return LinksStage(run, node, causes)
-
-
 KIND = Kind(
     name="links",
     summary="Yields Poisson(links_per_page) new URLs per page a tee edge copies to it.",
@@ -76,7 +69,6 @@ KIND = Kind(
     units=lambda _p, _c: 0,
     causes=(),
     flow=_flow,
-    request=_request,
     connect=_connect,
     creates=True,
     internal=True,

@@ -15,7 +15,6 @@ from gym.models.common import InputModel, Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.topology import Node
 
 
@@ -89,12 +88,6 @@ def _connect(component: Any, inputs: Sequence[Any], outputs: Sequence[Any]) -> N
     component.connect(inputs[0])
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LookupStage
-
-    return LookupStage(run, node, causes)
-
-
 KIND = Kind(
     name="lookup",
     summary="A seen-URL set: skips what it has seen, passes the new on. No queue: Erlang loss.",
@@ -102,7 +95,6 @@ KIND = Kind(
     units=lambda _p, _c: 0,  # the crawler prices its shards (gym.costing.units)
     causes=("overload", "unavailable"),
     flow=_flow,
-    request=_request,
     connect=_connect,
     passes_as_counted=True,
     faults=("stall", "slowdown"),

@@ -14,7 +14,6 @@ from gym.models.common import InputModel, Rate
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -94,12 +93,6 @@ def _units(p: Any, c: Catalog) -> int:
     )
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import QueueStage
-
-    return QueueStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` queue units give: each drains and holds one catalog frontier unit."""
     return {"drain_rps": units * c.frontier.drain_rps, "buffer": units * c.frontier.buffer}
@@ -113,7 +106,6 @@ KIND = Kind(
     scale=_scale,
     causes=("overflow",),
     flow=_flow,
-    request=_request,
     connect=_connect,
     holds_work=True,
     skips_at_door=True,

@@ -14,7 +14,6 @@ from gym.models.common import InputModel, Rate, ServiceTime
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.topology import Node
 
 
@@ -55,21 +54,6 @@ def _flow(build: Build, node: Node) -> Component:
     )
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    p: ServiceParams = node.params
-    return LossStage(
-        run,
-        node,
-        causes,
-        rate=p.rps,
-        service=p.service,
-        finish=p.finish_share,
-        saved="writes_saved",
-    )
-
-
 KIND = Kind(
     name="service",
     summary="An external service with concurrent slots and no queue (Erlang loss).",
@@ -77,7 +61,6 @@ KIND = Kind(
     units=lambda _p, _c: 0,
     causes=("overload", "unavailable"),
     flow=_flow,
-    request=_request,
     connect=connect_upstream,
     passes=lambda p: 1.0 - p.finish_share,
     faults=("stall", "slowdown"),

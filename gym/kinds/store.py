@@ -14,7 +14,6 @@ from gym.models import PageStoreConfig
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node
 
@@ -50,12 +49,6 @@ def _units(p: Any, c: Catalog) -> int:
     return int(units_for(p.rps, c.page_store.rps))
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    return LossStage(run, node, causes, rate=node.params.rps, service=node.params.service)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` store units give: their writes per second."""
     return {"rps": units * c.page_store.rps}
@@ -69,7 +62,6 @@ KIND = Kind(
     scale=_scale,
     causes=("overload", "unavailable"),
     flow=_flow,
-    request=_request,
     connect=_connect,
     faults=("stall", "slowdown"),
 )

@@ -14,7 +14,6 @@ from gym.models import AsyncWriterConfig
 
 if TYPE_CHECKING:
     from gym.components.base import Component
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.topology import Node, Topology
 
@@ -66,12 +65,6 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import WriteBufferStage
-
-    return WriteBufferStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` write-buffer units give: the writes they hold."""
     return {"buffer": units * c.async_writer.buffer}
@@ -85,7 +78,6 @@ KIND = Kind(
     scale=_scale,
     causes=("overflow",),
     flow=_flow,
-    request=_request,
     connect=_connect,
     holds_work=True,
     backs_up_behind=("store",),
