@@ -905,9 +905,9 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     may pass)."""
     from gym import kinds
     from gym.engines import flow
+    from gym.kinds.store import StoreNode
     from gym.sim import request
     from gym.sim.request import engine
-    from gym.kinds.store import StoreNode
     from gym.timeline import Timeline
     from tests import limiter_kind
 

@@ -4,13 +4,13 @@ seen set, each at its own instant; it fails and holds nothing."""
 
 from __future__ import annotations
 
+import numpy as np
+
 from gym.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.lookup import LookupRule
 from gym.streams import stream
 from gym.topology import Node
-
-import numpy as np
 
 
 class LinksRule(Rule):

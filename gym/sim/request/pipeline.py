@@ -49,6 +49,9 @@ from gym.costing import (
     page_store_in_effect,
     politeness,
 )
+from gym.models import CrashFault, Design, Scenario, StallFault
+from gym.record import RunRecord
+from gym.rounding import flush_slots
 from gym.sim.request.base import (
     Log,
     LossStation,
@@ -60,9 +63,6 @@ from gym.sim.request.base import (
     rates_of,
 )
 from gym.sim.request.kernel import Kernel
-from gym.models import CrashFault, Design, Scenario, StallFault
-from gym.record import RunRecord
-from gym.rounding import flush_slots
 from gym.streams import stream
 from gym.timeline import Timeline
 
@@ -491,4 +491,3 @@ class Engine:
         record.latency = latency_of(self.samples, self.sample_ticks)
         record.check_conservation()
         return record
-

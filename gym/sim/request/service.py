@@ -11,7 +11,13 @@ from gym.topology import Node
 def rule(run: Run, node: Node, causes: tuple[str, ...]) -> LossRule:
     p = node.params
     return LossRule(
-        run, node, causes, rate=p.rps, service=p.service, finish=p.finish_share, saved="writes_saved"
+        run,
+        node,
+        causes,
+        rate=p.rps,
+        service=p.service,
+        finish=p.finish_share,
+        saved="writes_saved",
     )
 
 
