@@ -6,7 +6,10 @@ of it (``baseline_topology.run``), side by side.
 Rows: a retry crawler (``designs/levers/retry-backoff.yaml`` under
 ``scenarios/crawler-chaos.yaml``), a discovery crawler (``designs/levers/seen-set-4.yaml``
 under ``scenarios/levers/deep-crawl.yaml``, whose pages yield links), each shipped graph
-system under its scenario, and the plain reference crawler (its own pipeline) for scale.
+system under its scenario, and the plain reference crawler (its own pipeline), with the
+time the walk of its built-in graph takes beside it (``walk_us_per_url``: the engine of
+the other rows on the same design; the pipeline is kept for the designs whose draws it
+orders differently, docs/architecture.md).
 The baseline walks the same graph the engine walks (:func:`gym.crawler.topology` for a
 crawler). Each round runs the engine (``gym.simulate``, engine + scoring) and the
 baseline one after the other, in this process, timed as CPU time; the ratio is of the
@@ -60,6 +63,8 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "topologies.json"))
     args = parser.parse_args()
     from benchmarks import baseline_topology
+    from gym.sim.request import engine
+    from gym.timeline import Timeline
 
     rows: list[dict[str, Any]] = []
     for name, d, s in ROWS:
@@ -78,6 +83,8 @@ def main() -> None:
         base_urls: list[int] = []
         avail: list[float] = []
         base_avail: list[float] = []
+        walk: list[float] = []
+        plain = not isinstance(design, GraphDesign) and not (design.retries or design.discovery)
         for r in range(args.rounds):
             t = time.process_time()
             res = gym.simulate(design, scenario, seed=r, engine="request", max_urls=10**8)
@@ -91,6 +98,10 @@ def main() -> None:
             base.append(time.process_time() - t)
             base_urls.append(tot.offered)
             base_avail.append(tot.served / max(1, tot.served + tot.failed))
+            if plain:
+                t = time.process_time()
+                engine.run(graph, scenario, seed=r, timeline=Timeline(scenario, 10))
+                walk.append(time.process_time() - t)
         a, b = statistics.median(ours), statistics.median(base)
         u, bu = statistics.median(urls), statistics.median(base_urls)
         row = {
@@ -107,6 +118,8 @@ def main() -> None:
             "availability": statistics.fmean(avail),
             "baseline_availability": statistics.fmean(base_avail),
         }
+        if walk:
+            row["walk_us_per_url"] = statistics.median(walk) / u * 1e6
         rows.append(row)
         print(json.dumps(row), flush=True)
     print(f"{platform.python_version()}, {os.cpu_count()} cores, {args.rounds} rounds")
