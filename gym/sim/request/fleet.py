@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from gym.models import CrashFault
 from gym.record import Tally
-from gym.sim.request.base import Rule, Run, Url, WaitingRoom
+from gym.sim.request.base import Rule, Run, Url
+from gym.sim.request.stations import WaitingRoom
 from gym.topology import Node
 
 

@@ -4,8 +4,9 @@ lookup ends. Links reach it in batches (:meth:`LookupRule.batch`)."""
 
 from __future__ import annotations
 
-from gym.sim.request.base import LossStation, Run, Url
+from gym.sim.request.base import Run, Url
 from gym.sim.request.loss import LossRule
+from gym.sim.request.stations import LossStation
 from gym.streams import stream
 from gym.topology import Node
 

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from gym.record import Tally
-from gym.sim.request.base import LossStation, Rule, Run, Url
+from gym.sim.request.base import Rule, Run, Url
+from gym.sim.request.stations import LossStation
 from gym.streams import stream
 from gym.topology import Node
 

@@ -54,15 +54,14 @@ from gym.record import RunRecord
 from gym.rounding import flush_slots
 from gym.sim.request.base import (
     Log,
-    LossStation,
     Url,
-    WaitingRoom,
     arrival_delays,
     capacity_of,
     latency_of,
     rates_of,
 )
 from gym.sim.request.kernel import Kernel
+from gym.sim.request.stations import LossStation, WaitingRoom
 from gym.streams import stream
 from gym.timeline import Timeline
 

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gym.record import Tally
-from gym.sim.request.base import Rule, Run, Url, WaitingRoom
+from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.fleet import FleetRule
+from gym.sim.request.stations import WaitingRoom
 from gym.streams import stream
 from gym.topology import Node
 

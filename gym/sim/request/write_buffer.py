@@ -11,7 +11,8 @@ import numpy as np
 
 from gym.record import Tally
 from gym.rounding import flush_slots
-from gym.sim.request.base import LossStation, Rule, Run, Url
+from gym.sim.request.base import Rule, Run, Url
+from gym.sim.request.stations import LossStation
 from gym.topology import Node
 
 # The flusher: flushing on the tick grid, waiting for a held write, or woken by one.
