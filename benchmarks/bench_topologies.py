@@ -5,7 +5,9 @@ of it (``baseline_topology.run``), side by side.
 
 Rows: a retry crawler (``designs/levers/retry-backoff.yaml`` under
 ``scenarios/crawler-chaos.yaml``), a discovery crawler (``designs/levers/seen-set-4.yaml``
-under ``scenarios/levers/deep-crawl.yaml``, whose pages yield links), each shipped graph
+under the same scenario: every URL looked up in the sharded seen set; ``--deep`` adds it
+under ``scenarios/levers/deep-crawl.yaml``, whose pages yield links, about 4 million
+lookups a run), each shipped graph
 system under its scenario, and the plain reference crawler (its own pipeline), with the
 time the walk of its built-in graph takes beside it (``walk_us_per_url``: the engine of
 the other rows on the same design; the pipeline is kept for the designs whose draws it
@@ -37,9 +39,10 @@ from gym.models.graph import topology
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
+DISCOVERY = "designs/levers/seen-set-4.yaml"
 ROWS = [
     ("retry crawler", "designs/levers/retry-backoff.yaml", "scenarios/crawler-chaos.yaml"),
-    ("discovery crawler", "designs/levers/seen-set-4.yaml", "scenarios/levers/deep-crawl.yaml"),
+    ("discovery crawler", DISCOVERY, "scenarios/crawler-chaos.yaml"),
     ("ingestion", "designs/systems/ingestion.yaml", "scenarios/systems/ingestion.yaml"),
     (
         "ingestion-no-headroom",
@@ -60,6 +63,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--only", default=None, help="rows whose name contains this")
+    parser.add_argument("--deep", action="store_true", help="add the deep crawl (minutes)")
     parser.add_argument("--out", default=str(HERE / "results" / "topologies.json"))
     args = parser.parse_args()
     from benchmarks import baseline_topology
@@ -67,7 +71,12 @@ def main() -> None:
     from gym.timeline import Timeline
 
     rows: list[dict[str, Any]] = []
-    for name, d, s in ROWS:
+    todo = list(ROWS)
+    if args.deep:
+        todo.insert(
+            2, ("discovery crawler, deep crawl", DISCOVERY, "scenarios/levers/deep-crawl.yaml")
+        )
+    for name, d, s in todo:
         if args.only and args.only not in name:
             continue
         design = gym.load_design(ROOT / d)

@@ -25,6 +25,7 @@ from gym.models import CrashFault, Scenario, StallFault
 from gym.record import RunRecord
 from gym.sim.request import rule_for
 from gym.sim.request.base import Rule, Run, Url, latency_of, run_kernel
+from gym.sim.request.kernel import Kernel
 from gym.sim.request.links import LinksRule
 from gym.sim.request.lookup import LookupRule
 from gym.sim.request.source import Progress, Source
@@ -170,13 +171,10 @@ class Engine:
         return record
 
 
-def _leg(kernel: object, target: Rule, delay: float) -> Hand:
+def _leg(kernel: Kernel, target: Rule, delay: float) -> Hand:
     """Along one edge to ``target``: at once, or after ``delay`` seconds in flight."""
     if not delay:
         return target.visit
-    from gym.sim.request.kernel import Kernel
-
-    assert isinstance(kernel, Kernel)
 
     def arrive(url: Url) -> None:
         target.transit -= 1
