@@ -41,3 +41,22 @@ def test_the_run_is_as_recorded(key: str) -> None:
     assert got["record_sha256"] == want["record_sha256"], "a per-tick count moved"
     assert got["latency_sha256"] == want["latency_sha256"], "a latency sample moved"
     assert got["json_sha256"] == want["json_sha256"], "a figure of the --json object moved"
+
+
+def test_every_kind_has_a_request_rule_found_by_its_name() -> None:
+    """The request engine maps a kind's name to its rule (a module per shipped kind); a
+    kind with none is refused by name, and one registered from outside is found."""
+    from gym import kinds
+    from gym.sim import request
+
+    for name in kinds.REGISTRY:
+        assert callable(request.rule_for(name))
+    with pytest.raises(KeyError, match="limiter"):
+        request.rule_for("limiter")
+    from tests import limiter_kind
+
+    request.register("limiter", limiter_kind.LimiterRule)
+    try:
+        assert request.rule_for("limiter") is limiter_kind.LimiterRule
+    finally:
+        del request.RULES["limiter"]
