@@ -3,13 +3,14 @@ limiter that lets through at most ``rps`` per second and turns the rest away.
 
 Its node model, its cost, its causes, its flow rule (per-tick counts) and its request
 rule (what one URL meets there) are all here; registering it is one line in
-``gym.system.kinds.REGISTRY``. ``tests/test_topology.py`` registers it for one test and runs a
-graph through both engines.
+``gym.system.kinds.REGISTRY``, its flow rule one in ``gym.sim.flow.rules.RULES`` and its
+request rule one ``gym.sim.request.register("limiter", LimiterRule)``.
+``tests/test_topology.py`` registers it for one test and runs a graph through both
+engines.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
 from typing import Any, Literal
 
 import numpy as np
@@ -17,11 +18,11 @@ import simpy
 from pydantic import Field
 
 from gym.core.streams import stream
-from gym.engines.request_graph import Run, Stage, Url
 from gym.models.common import InputModel, Rate
 from gym.sim.flow.base import Build, RatedComponent
 from gym.sim.flow.rules import FlowRule
 from gym.sim.record import Tally
+from gym.sim.request.base import Rule, Run, Url
 from gym.system.kinds.base import Kind
 from gym.system.topology import Node
 
@@ -51,7 +52,7 @@ class Limiter(RatedComponent):
         self.expected[t0:t1] = np.minimum(self.expected[t0:t1], self.capacity[t0:t1])
 
 
-class LimiterStage(Stage):
+class LimiterRule(Rule):
     """Request: a token bucket one tick deep refilled at ``rps``; a URL that finds no token
     is turned away (``<node>_rejected``; ``<node>_unavailable`` while stalled)."""
 
@@ -68,9 +69,9 @@ class LimiterStage(Stage):
     def _now_rate(self) -> float:
         return 0.0 if self.stalls else self.rate / self.factor
 
-    def visit(self, url: Url, me: Any) -> Generator[simpy.Event, Any, bool]:
+    def visit(self, url: Url) -> None:
         run, log = self.run, self.log
-        now = run.env.now
+        now = run.kernel.now
         k = run.k(now)
         self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
         self.at = now
@@ -78,15 +79,14 @@ class LimiterStage(Stage):
         rejected, unavailable = log.failed
         if self.stalls or self.tokens < 1.0:
             log.failed[unavailable if self.stalls else rejected][k] += 1
-            return False
+            return  # failed here
         self.tokens -= 1.0
         log.processed[k] += 1
         log.out[k] += 1
-        return True
-        yield  # a generator, though a URL never waits here
+        self.passed(url)  # on its way, at once
 
     def change(self, tick: int, stall: int = 0, factor: float = 1.0) -> None:
-        now = self.run.env.now
+        now = self.run.kernel.now
         self.tokens = min(self.depth, self.tokens + (now - self.at) * self._now_rate())
         self.at = now
         self.stalls += stall
@@ -102,10 +102,6 @@ def _flow(build: Build, node: Node) -> Limiter:
     return Limiter(build.env, stream(build.seed, node.name), build.ledger, node.params.rps)
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    return LimiterStage(run, node, causes)
-
-
 #: Its flow rule (connected as most kinds are: to the one node feeding it).
 FLOW = FlowRule(_flow)
 
@@ -115,6 +111,5 @@ KIND = Kind(
     node=LimiterNode,
     units=lambda _p, _c: 0,
     causes=("rejected", "unavailable"),
-    request=_request,
     faults=("stall", "slowdown"),
 )

@@ -1,4 +1,4 @@
-"""The request engine's event loop (gym/engines/kernel.py) steps through events in the
+"""The request engine's event loop (gym/sim/request/kernel.py) steps through events in the
 order SimPy does: by time, then urgent before normal, then in the order they were
 scheduled; and a run stops where SimPy's ``run(until=...)`` stops. That order is what
 makes the callback engine give the numbers the SimPy-process engine gave (the golden
@@ -22,7 +22,7 @@ import pytest
 import simpy
 from simpy.events import URGENT
 
-from gym.engines.kernel import Kernel
+from gym.sim.request.kernel import Kernel
 
 DELAYS = (0.0, 0.25, 0.5, 1.0)
 FIFO_DELAY = 0.5

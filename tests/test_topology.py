@@ -905,9 +905,10 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     stalled for t = 5-6 s: 9 s x 500 = 4,500 let through, 4,500 rejected, 1,000
     turned away while stalled (the request engine's bucket starts one tick full: 5 more
     may pass)."""
-    from gym.engines import request_graph
+    from gym.sim import request
     from gym.sim.flow import engine as flow
     from gym.sim.flow.rules import RULES
+    from gym.sim.request import engine
     from gym.sim.timeline import Timeline
     from gym.system import kinds
     from gym.system.kinds.store import StoreNode
@@ -915,6 +916,7 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
 
     monkeypatch.setitem(kinds.REGISTRY, "limiter", limiter_kind.KIND)
     monkeypatch.setitem(RULES, "limiter", limiter_kind.FLOW)
+    monkeypatch.setitem(request.RULES, "limiter", limiter_kind.LimiterRule)
     graph_ = Topology(
         (
             Node("src", "source"),
@@ -935,7 +937,7 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     )
     tl = Timeline(sc, 10)
     a = flow.run_graph(graph_, sc, 0, tl)
-    b = request_graph.run(graph_, sc, seed=0, timeline=tl)
+    b = engine.run_graph(graph_, sc, seed=0, timeline=tl)
     assert a.failed_by_cause() == {"lim_rejected": 4_500, "lim_unavailable": 1_000, **_none(a)}
     assert b.failed_by_cause()["lim_unavailable"] == 1_000
     assert 4_490 <= b.failed_by_cause()["lim_rejected"] <= 4_500

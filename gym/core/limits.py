@@ -6,7 +6,7 @@ from __future__ import annotations
 #: The engines, by the name ``--engine`` takes, and the module whose ``run`` each is.
 ENGINE_MODULES: dict[str, str] = {
     "flow": "gym.sim.flow.engine",
-    "request": "gym.engines.request",
+    "request": "gym.sim.request.engine",
 }
 ENGINES: tuple[str, ...] = tuple(ENGINE_MODULES)
 

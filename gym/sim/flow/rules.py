@@ -51,3 +51,8 @@ RULES: dict[str, FlowRule] = {
     "lookup": _rule(lookup),
     "links": _rule(links),
 }
+
+
+def register(kind: str, rule: FlowRule) -> None:
+    """Make ``rule`` the flow engine's rule for nodes of ``kind`` (a kind of your own)."""
+    RULES[kind] = rule

@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.system.topology import Node, Topology
 
@@ -25,9 +24,6 @@ class Kind:
     units: Callable[[Any, Catalog], int]
     #: Cause names its nodes can record, by the suffix the kind uses for them.
     causes: tuple[str, ...]
-    #: Builds the node's request-engine stage (:mod:`gym.engines.request_graph`) from the
-    #: run, the node and its cause names; None for a source (the engine offers the load).
-    request: Callable[[Run, Node, tuple[str, ...]], Stage] | None = None
     #: The parameters ``units`` units buy under a catalog (the optimizer's unit-aligned
     #: node, the rest of its parameters kept); None for what a design does not buy.
     scale: Callable[[int, Catalog], dict[str, Any]] | None = None

@@ -12,9 +12,7 @@ from gym.models.common import InputModel, Rate, ServiceTime
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
-    from gym.system.topology import Node
 
 
 class CacheParams(InputModel):
@@ -41,13 +39,6 @@ def _units(p: Any, c: Catalog) -> int:
     return int(max(cache_units(p.hit_ratio, c) or 60, units_for(p.rps, c.cache.lookups_rps)))
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    p: CacheParams = node.params
-    return LossStage(run, node, causes, rate=p.rps, service=p.service, finish=p.hit_ratio)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` cache units give: the hit ratio they reach and their lookups."""
     from gym.system.units import cache_hit_ratio, cache_units
@@ -65,7 +56,6 @@ KIND = Kind(
     units=_units,
     scale=_scale,
     causes=("overload", "unavailable"),
-    request=_request,
     passes=lambda p: 1.0 - p.hit_ratio,
     faults=("stall", "slowdown"),
 )

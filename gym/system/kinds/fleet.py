@@ -13,7 +13,6 @@ from gym.models.common import Rate, ServiceTime
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.system.topology import Node, Topology
 
@@ -67,12 +66,6 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import FleetStage
-
-    return FleetStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` fleet units give: one replica each, at the catalog's fastest."""
     return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
@@ -85,7 +78,6 @@ KIND = Kind(
     units=lambda p, _c: p.replicas,
     scale=_scale,
     causes=("crash_loss",),
-    request=_request,
     holds_work=True,
     faults=("crash",),
     check=_check,

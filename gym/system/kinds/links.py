@@ -13,8 +13,7 @@ from gym.models.common import InputModel
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
-    from gym.system.topology import Node
+    pass
 
 
 class LinksParams(InputModel):
@@ -29,19 +28,12 @@ class LinksNode(LinksParams):
     kind: Literal["links"] = Field(description="Node kind.")
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LinksStage
-
-    return LinksStage(run, node, causes)
-
-
 KIND = Kind(
     name="links",
     summary="Yields Poisson(links_per_page) new URLs per page a tee edge copies to it.",
     node=LinksNode,
     units=lambda _p, _c: 0,
     causes=(),
-    request=_request,
     creates=True,
     internal=True,
 )

@@ -13,8 +13,7 @@ from gym.models.common import InputModel, Rate, ServiceTime
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
-    from gym.system.topology import Node
+    pass
 
 
 class LookupParams(InputModel):
@@ -65,19 +64,12 @@ class LookupNode(LookupParams):
     kind: Literal["lookup"] = Field(description="Node kind.")
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LookupStage
-
-    return LookupStage(run, node, causes)
-
-
 KIND = Kind(
     name="lookup",
     summary="A seen-URL set: skips what it has seen, passes the new on. No queue: Erlang loss.",
     node=LookupNode,
     units=lambda _p, _c: 0,  # the crawler prices its shards (gym.system.costing.units)
     causes=("overload", "unavailable"),
-    request=_request,
     passes_as_counted=True,
     faults=("stall", "slowdown"),
     internal=True,

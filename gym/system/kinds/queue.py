@@ -12,9 +12,7 @@ from gym.models.common import InputModel, Rate
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
-    from gym.system.topology import Node
 
 
 class QueueParams(InputModel):
@@ -64,12 +62,6 @@ def _units(p: Any, c: Catalog) -> int:
     )
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import QueueStage
-
-    return QueueStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` queue units give: each drains and holds one catalog frontier unit."""
     return {"drain_rps": units * c.frontier.drain_rps, "buffer": units * c.frontier.buffer}
@@ -82,7 +74,6 @@ KIND = Kind(
     units=_units,
     scale=_scale,
     causes=("overflow",),
-    request=_request,
     holds_work=True,
     skips_at_door=True,
     backs_up_behind=("fleet",),

@@ -13,8 +13,7 @@ from gym.models.common import InputModel, Rate, ServiceTime
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
-    from gym.system.topology import Node
+    pass
 
 
 class ServiceParams(InputModel):
@@ -39,28 +38,12 @@ class ServiceNode(ServiceParams):
     kind: Literal["service"] = Field(description="Node kind.")
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    p: ServiceParams = node.params
-    return LossStage(
-        run,
-        node,
-        causes,
-        rate=p.rps,
-        service=p.service,
-        finish=p.finish_share,
-        saved="writes_saved",
-    )
-
-
 KIND = Kind(
     name="service",
     summary="An external service with concurrent slots and no queue (Erlang loss).",
     node=ServiceNode,
     units=lambda _p, _c: 0,
     causes=("overload", "unavailable"),
-    request=_request,
     passes=lambda p: 1.0 - p.finish_share,
     faults=("stall", "slowdown"),
 )

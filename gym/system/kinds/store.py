@@ -12,9 +12,7 @@ from gym.models import PageStoreConfig
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
-    from gym.system.topology import Node
 
 
 class StoreNode(PageStoreConfig):
@@ -30,12 +28,6 @@ def _units(p: Any, c: Catalog) -> int:
     return int(units_for(p.rps, c.page_store.rps))
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import LossStage
-
-    return LossStage(run, node, causes, rate=node.params.rps, service=node.params.service)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` store units give: their writes per second."""
     return {"rps": units * c.page_store.rps}
@@ -48,6 +40,5 @@ KIND = Kind(
     units=_units,
     scale=_scale,
     causes=("overload", "unavailable"),
-    request=_request,
     faults=("stall", "slowdown"),
 )

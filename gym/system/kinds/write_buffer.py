@@ -12,7 +12,6 @@ from gym.models import AsyncWriterConfig
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    from gym.engines.request_graph import Run, Stage
     from gym.models import Catalog
     from gym.system.topology import Node, Topology
 
@@ -50,12 +49,6 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
-def _request(run: Run, node: Node, causes: tuple[str, ...]) -> Stage:
-    from gym.engines.request_graph import WriteBufferStage
-
-    return WriteBufferStage(run, node, causes)
-
-
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` write-buffer units give: the writes they hold."""
     return {"buffer": units * c.async_writer.buffer}
@@ -68,7 +61,6 @@ KIND = Kind(
     units=_units,
     scale=_scale,
     causes=("overflow",),
-    request=_request,
     holds_work=True,
     backs_up_behind=("store",),
     capped=False,

@@ -1,4 +1,6 @@
-"""The request engine: every URL through the same pipeline, one event at a time.
+"""The plain crawler's request pipeline: every URL through the same stages, one event at
+a time (a crawler without retries or the link-discovery loop; every other topology is
+walked by :mod:`gym.sim.request.engine`).
 
 Every component has concurrent slots = capacity x mean service time (at least one), so
 its capacity stays what the design says, and service times are drawn from the design's
@@ -19,13 +21,15 @@ Poisson process). Faults act on the same tick boundaries. Counts are kept per ti
 the run ends in the same :class:`~gym.sim.record.RunRecord` as the flow engine and is
 scored by the same code; per-URL times give the latency statistics.
 
-A URL is a small state (:class:`~gym.engines.stations.UrlState`) moved along by callbacks on
-the event loop of :mod:`gym.engines.kernel`: its arrival, the end of its fetch, of its
+A URL is a small state (:class:`~gym.sim.request.base.Url`) moved along by callbacks on
+the event loop of :mod:`gym.sim.request.kernel`: its arrival, the end of its fetch, of its
 cache lookup on a miss, of its name lookup, of its wait in the writer. That loop orders
-events as SimPy does, so this engine steps through the same events, in the same order,
+events as SimPy does, so this pipeline steps through the same events, in the same order,
 with the same random draws, as the same model written as one SimPy process per URL
-(which it was until 2026-12; the graph engine, :mod:`gym.engines.request_graph`, still
-is), at less than half the cost.
+(which it was until 2026-12), at less than half the cost. It shares the kernel, the
+waiting room and the loss stations with the walk of any topology; it keeps its own
+stream names (``cache_service``, ``resolver``, ``page_store``) and its own order of
+draws, which its golden results pin.
 """
 
 from __future__ import annotations
@@ -38,21 +42,20 @@ from collections.abc import Callable
 import numpy as np
 
 from gym.core.streams import stream
-from gym.engines.kernel import Kernel
-from gym.engines.stations import (
-    CallbackFetchStage,
+from gym.models import CrashFault, Design, Scenario, StallFault
+from gym.sim.flow.source import arrival_counts
+from gym.sim.grid import flush_slots
+from gym.sim.record import RunRecord
+from gym.sim.request.base import (
     Log,
-    LossStation,
-    UrlState,
+    Url,
     arrival_delays,
     capacity_of,
     latency_of,
     rates_of,
 )
-from gym.models import CrashFault, Design, Scenario, StallFault
-from gym.sim.flow.source import arrival_counts
-from gym.sim.grid import flush_slots
-from gym.sim.record import RunRecord
+from gym.sim.request.kernel import Kernel
+from gym.sim.request.stations import LossStation, WaitingRoom
 from gym.sim.timeline import Timeline
 from gym.system import crawler
 from gym.system.costing import (
@@ -61,8 +64,6 @@ from gym.system.costing import (
     page_store_in_effect,
     politeness,
 )
-from gym.system.graph import GraphDesign
-from gym.system.topology import Topology
 
 # The flusher: flushing on the tick grid, waiting for a held write, or woken by one.
 _BUSY, _WAITING, _WOKEN = 0, 1, 2
@@ -130,7 +131,7 @@ class Engine:
         self.dedup_at_door = bool(self.seen_fraction or self.bloom_fp or self.variant_fraction)
         self.rng_dedup = stream(seed, "frontier")
         self.front = self.logs["frontier"]
-        self.fs = CallbackFetchStage(
+        self.fs = WaitingRoom(
             self.kernel,
             self._fetched,
             tick_ms=timeline.tick_ms,
@@ -165,7 +166,7 @@ class Engine:
         self.cache_log = self.logs["cache"]
         self.resolver_log = self.logs["resolver"]
         self.store_log = self.logs["page_store"]
-        self.held: deque[UrlState] = deque()  # writes the async writer holds
+        self.held: deque[Url] = deque()  # writes the async writer holds
         self.flusher_idle = _BUSY
         self.flush_ceiling = (
             flush_slots(design.async_writer.flush_ceiling, self.store.slots)
@@ -231,9 +232,9 @@ class Engine:
         if len(fs.waiting) >= fs.buffer:  # a full waiting room: tail drop
             front.failed["frontier_overflow"][k] += 1
             return
-        fs.enter(UrlState(t, k, t >= self.warmup_s))
+        fs.enter(Url(t, k, t >= self.warmup_s))
 
-    def _fetched(self, url: UrlState) -> None:
+    def _fetched(self, url: Url) -> None:
         """The fetch is done: the cache looks the URL up. A hit is served when its lookup
         ends; a miss goes on to the resolver."""
         now = self.kernel.now
@@ -270,7 +271,7 @@ class Engine:
             return
         self.kernel.schedule(end - now, self._looked_up, url)
 
-    def _looked_up(self, url: UrlState) -> None:
+    def _looked_up(self, url: Url) -> None:
         """A cache miss's lookup ends: the resolver (no queue) takes it or turns it away."""
         now = self.kernel.now
         k = int(now * self.per_s + 1e-9)
@@ -286,7 +287,7 @@ class Engine:
         end = res.occupy(now)
         self.kernel.schedule(end - now, self._resolved, url)
 
-    def _resolved(self, url: UrlState) -> None:
+    def _resolved(self, url: Url) -> None:
         """The name is resolved: a duplicate body is done (content hashing); the rest go to
         the page store, through the async writer if there is one."""
         now = self.kernel.now
@@ -337,7 +338,7 @@ class Engine:
             return
         self._write(url, now, k, store.occupy(now))
 
-    def _flushed(self, url: UrlState) -> None:
+    def _flushed(self, url: Url) -> None:
         """The flusher gave a held write a store slot (ending at ``url.end``)."""
         now = self.kernel.now
         if url.measured:
@@ -347,7 +348,7 @@ class Engine:
         self.store_log.arrived[k] += 1
         self._write(url, now, k, url.end)
 
-    def _write(self, url: UrlState, now: float, k: int, end: float) -> None:
+    def _write(self, url: Url, now: float, k: int, end: float) -> None:
         """The page store writes the page from ``now`` to ``end``."""
         slog = self.store_log
         slog.processed[k] += 1
@@ -489,37 +490,3 @@ class Engine:
         record.latency = latency_of(self.samples, self.sample_ticks)
         record.check_conservation()
         return record
-
-
-def run(
-    design: Design | GraphDesign,
-    scenario: Scenario,
-    *,
-    seed: int,
-    timeline: Timeline,
-    topology: Topology,
-    warmup_s: float = 0.0,
-    progress: Progress | None = None,
-) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, every URL through the pipeline (a graph design,
-    and a crawler with the link-discovery loop or retries, through
-    :mod:`gym.engines.request_graph`)."""
-    if isinstance(design, GraphDesign) or design.discovery or design.retries:
-        # A graph, or a crawler with the link-discovery loop or retries (its built-in graph
-        # walked).
-        from gym.engines import request_graph
-
-        record = request_graph.run(
-            topology,
-            scenario,
-            seed=seed,
-            timeline=timeline,
-            warmup_s=warmup_s,
-            progress=progress,
-        )
-        if isinstance(design, Design):
-            record.causes = crawler.causes(design)
-        return record
-    record = Engine(design, scenario, seed, timeline, warmup_s, progress).run()
-    record.seed = seed
-    return record

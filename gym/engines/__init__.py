@@ -1,1 +1,0 @@
-"""Engines: turn a design and a scenario into a per-tick RunRecord."""

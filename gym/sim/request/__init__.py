@@ -1,0 +1,52 @@
+"""The request engine: every URL through the topology, one event at a time, on an event
+loop ordered as SimPy orders its events.
+
+Each node's behaviour is its kind's *rule*, found here by the kind's name (as a queueing
+library maps a node's type to its behaviour): a module per shipped kind
+(``source``, ``queue``, ``fleet``, ``cache``, ``service``, ``store``, ``write_buffer``,
+``lookup``, ``links``), imported on first use; a kind of your own registers its rule with
+:func:`register`. A rule is a :class:`~gym.sim.request.base.Rule` (or, for a source,
+:class:`~gym.sim.request.source.Source`) built from the run, the node and its cause
+names. :mod:`gym.sim.request.engine` walks any topology;
+:mod:`gym.sim.request.pipeline` is the plain crawler's hand-written pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from importlib import import_module
+from typing import Any
+
+#: The shipped kinds' rules, by kind: the module of :mod:`gym.sim.request` holding each
+#: (its ``RULE``).
+SHIPPED = {
+    name: name
+    for name in (
+        "source",
+        "queue",
+        "fleet",
+        "cache",
+        "service",
+        "store",
+        "write_buffer",
+        "lookup",
+        "links",
+    )
+}
+
+#: Rules by kind name: ``rule(run, node, causes)`` builds a node's rule.
+RULES: dict[str, Callable[..., Any]] = {}
+
+
+def register(kind: str, rule: Callable[..., Any]) -> None:
+    """Make ``rule(run, node, causes)`` the request engine's rule for nodes of ``kind``."""
+    RULES[kind] = rule
+
+
+def rule_for(kind: str) -> Callable[..., Any]:
+    """The rule of ``kind`` (a shipped kind's module is imported on first use)."""
+    if kind not in RULES:
+        if kind not in SHIPPED:
+            raise KeyError(f"no request-engine rule for the kind {kind!r}: register() one")
+        RULES[kind] = import_module(f"gym.sim.request.{SHIPPED[kind]}").RULE
+    return RULES[kind]
