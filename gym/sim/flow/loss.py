@@ -10,7 +10,7 @@ import simpy
 
 from gym.models import RetryPolicy, ServiceTime
 from gym.sim import erlang
-from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max
+from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max, steps
 from gym.sim.flow.retry import Retries
 from gym.sim.record import Tally
 from gym.sim.rounding import paced_most, station_slots
@@ -88,9 +88,10 @@ class LossStation(RatedComponent):
         self.factors[self._reserved : self._reserved + n] = factor
         if factor not in self._kernels:
             longest = self.ledger.n_ticks + 1
-            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms, longest)
+            kernel, holding = erlang.station_kernels(
+                self.service, factor, self.ledger.tick_ms, longest
+            )
             self._kernels[factor] = kernel
-            holding = erlang.holding_kernel(self.service, factor, self.ledger.tick_ms, longest)
             self._holding[factor] = holding
             self._memory = max(self._memory, len(kernel), len(holding))
         return super()._quota(n)
@@ -103,8 +104,17 @@ class LossStation(RatedComponent):
         stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
         a write away.)"""
         n = len(pace)
-        if not self.fixed_time or not np.isfinite(pace).any():
+        finite = np.isfinite(pace)
+        if not self.fixed_time or not finite.any():
             return np.zeros(n, dtype=bool)
+        if finite.all() and float(pace.min()) >= 0.0:
+            # Every tick paced: if the slots hold what the fastest pace, the deepest bucket
+            # and the longest slowdown of the whole stretch bring in, they hold each tick's
+            # (the figure below only grows with each of them).
+            window_all = self.service.mean_ms / 1000.0 * float(factors.max())
+            most_all = paced_most(float(pace.max()), float(depth.max()), window_all)
+            if math.isfinite(most_all) and self.slots >= most_all:
+                return np.ones(n, dtype=bool)
         reach = max(1, min(n, self._memory))
         fastest = running_max(pace, reach)
         deepest = running_max(depth, reach)
@@ -291,7 +301,7 @@ class LossStation(RatedComponent):
         )
         expected = arriving * loss
         cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
-        lost = np.diff(cum, prepend=0.0).astype(np.int64)
+        lost = steps(cum)
         if len(cum):
             carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
             self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
