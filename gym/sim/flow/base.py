@@ -169,7 +169,8 @@ class Component:
         assert self.t == 0 and len(causes) == len(self.causes)
         self.name = name
         self.causes = causes
-        self.failed = {cause: self.ledger.zeros() for cause in causes}
+        # The same (still zero) arrays, under the node's names.
+        self.failed = dict(zip(causes, self.failed.values(), strict=True))
         return self
 
     def pass_on_stream(self, t0: int, t1: int, source: Component, lag: int = 0) -> None:

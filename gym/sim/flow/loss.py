@@ -47,6 +47,7 @@ class LossStation(RatedComponent):
         self.slots = station_slots(rate, service.mean_ms)
         self.factors = np.ones(ledger.n_ticks)  # the slowdown in force each tick
         self.kappa = erlang.peakedness_factor(service)
+        self._spread = service.cv_value * service.mean_ms / 1000.0  # s, std of a service
         self.fixed_time = service.dist == "deterministic"
         self.upstream: Component | None = None  # what sends it work, set by the engine
         self._kernels: dict[float, np.ndarray] = {}
@@ -248,24 +249,39 @@ class LossStation(RatedComponent):
         upstream = self.upstream
         assert upstream is not None
         self.arrived[t0:t1] = arriving
-        down = self.rates[t0:t1] == 0
+        rates = self.rates[t0:t1]
+        stalled = not rates.all()  # a tick of rate 0 among them
         lo = max(0, t0 - self._memory)
-        up = self.rates[lo:t1] > 0
-        mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
         factors = self.factors[lo:t1]
         self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
-        own = self.service.cv_value * self.service.mean_ms / 1000.0 * self.factors[t0:t1]
-        self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
+        if self._spread:
+            own = self._spread * self.factors[t0:t1]
+            self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
+        else:  # hypot(x, 0) is |x|
+            np.abs(upstream.jitter[t0:t1], out=self.jitter[t0:t1])
         if self.fixed_time:
             self.pace[t0:t1] = upstream.pace[t0:t1]
             self.depth[t0:t1] = upstream.depth[t0:t1]
             self.periodic[t0:t1] = upstream.periodic[t0:t1]
         never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
         never = never[t0 - lo :]
-        if never.all() or self._roomy(
-            np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors
-        ):
-            taken: IntArray = np.where(down, 0, arriving)
+        roomy = bool(never.all())
+        if not roomy:
+            up = self.rates[lo:t1] > 0
+            mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
+            roomy = self._roomy(np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors)
+        if roomy and not stalled:  # takes every arrival
+            taken: IntArray = arriving.copy()
+            self.expected[t0:t1] = upstream.expected[t0:t1]
+            self._admitted[t0:t1] = upstream.expected[t0:t1]
+            self.processed[t0:t1] = arriving
+            self.failed[unavailable][t0:t1] = 0
+            self.loss_share[t0:t1] = 0.0
+            self.failed[overload][t0:t1] = 0
+            return taken
+        down = rates == 0
+        if roomy:
+            taken = np.where(down, 0, arriving)
             self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
             self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
