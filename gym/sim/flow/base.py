@@ -79,6 +79,11 @@ def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[I
     per_tick = rate_per_s * tick_ms / 1000.0
     if n <= 0:
         return np.zeros(0, dtype=np.int64), carry
+    if carry == 0.0 and per_tick.is_integer() and 0.0 <= per_tick * n < 2.0**52:
+        # A whole number per tick and nothing carried: floor(per_tick x k + 1e-9) is
+        # per_tick x k exactly (every figure below 2^52 is a float), so every tick gets
+        # per_tick and nothing is carried on.
+        return np.full(n, int(per_tick), dtype=np.int64), 0.0
     # floor(carry + per_tick x k + 1e-9) for k = 1..n, in one buffer.
     cum = counting(n) * per_tick
     cum += carry

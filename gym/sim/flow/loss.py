@@ -108,14 +108,20 @@ class LossStation(RatedComponent):
         finite = np.isfinite(pace)
         if not self.fixed_time or not finite.any():
             return np.zeros(n, dtype=bool)
-        if finite.all() and float(pace.min()) >= 0.0:
-            # Every tick paced: if the slots hold what the fastest pace, the deepest bucket
-            # and the longest slowdown of the whole stretch bring in, they hold each tick's
-            # (the figure below only grows with each of them).
-            window_all = self.service.mean_ms / 1000.0 * float(factors.max())
-            most_all = paced_most(float(pace.max()), float(depth.max()), window_all)
-            if math.isfinite(most_all) and self.slots >= most_all:
+        slowest = float(pace.min())
+        if finite.all() and slowest >= 0.0:
+            # Every tick paced. The figure below only grows with the pace, the bucket and
+            # the slowdown: if the slots hold what the fastest pace, the deepest bucket and
+            # the longest slowdown of the whole stretch bring in, they hold each tick's;
+            # if they do not hold what the slowest, shallowest and shortest bring, they
+            # hold no tick's (a tick's maxima over its reach are at least those).
+            per_s = self.service.mean_ms / 1000.0
+            most = paced_most(float(pace.max()), float(depth.max()), per_s * float(factors.max()))
+            if math.isfinite(most) and self.slots >= most:
                 return np.ones(n, dtype=bool)
+            least = paced_most(slowest, float(depth.min()), per_s * float(factors.min()))
+            if math.isfinite(least) and self.slots < least:
+                return np.zeros(n, dtype=bool)
         reach = max(1, min(n, self._memory))
         fastest = running_max(pace, reach)
         deepest = running_max(depth, reach)
