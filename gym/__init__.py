@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 #: Where each lazily loaded name of the API lives.
 _LAZY = {
     "Design": "gym.models",
-    "GraphDesign": "gym.models",
+    "GraphDesign": "gym.system.graph",
     "Scenario": "gym.models",
     "load_design": "gym.inputs.loading",
     "load_scenario": "gym.inputs.loading",
