@@ -58,6 +58,9 @@ def erlang_b_peaked(
     b_lo, b_hi = _erlang_b_pair(lo, a / z)
     frac = x - lo
     b = (1.0 - frac) * b_lo + frac * b_hi
+    smooth = given < Z_MIN
+    if not smooth.any():
+        return b
     # Smoother than Z_MIN: toward the loss of a perfectly regular stream (z = 0) at fixed
     # service times, D/D/c: the c slots free in turn, each taking the next arrival, so c of
     # every ceil(a) arrivals get in: nothing is lost up to capacity exactly, 1 - c/a (the
@@ -65,7 +68,6 @@ def erlang_b_peaked(
     lattice = a if regular is None else np.where(np.isnan(regular), a, regular)
     with np.errstate(divide="ignore", invalid="ignore"):
         ddc = np.where(lattice > 0, np.maximum(1.0 - slots / np.ceil(lattice - 1e-9), 0.0), 0.0)
-    smooth = given < Z_MIN
     share = np.clip(given, 0.0, None) / Z_MIN
     with np.errstate(invalid="ignore"):  # the branch not taken may hold inf - inf
         blended = ddc + share * (b - ddc)

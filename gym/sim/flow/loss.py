@@ -105,23 +105,28 @@ class LossStation(RatedComponent):
         stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
         a write away.)"""
         n = len(pace)
-        finite = np.isfinite(pace)
-        if not self.fixed_time or not finite.any():
+        if not self.fixed_time or not n:
             return np.zeros(n, dtype=bool)
-        slowest = float(pace.min())
-        if finite.all() and slowest >= 0.0:
+        top, bottom = float(pace.max()), float(pace.min())
+        if math.isfinite(top) and bottom >= 0.0:
             # Every tick paced. The figure below only grows with the pace, the bucket and
             # the slowdown: if the slots hold what the fastest pace, the deepest bucket and
             # the longest slowdown of the whole stretch bring in, they hold each tick's;
             # if they do not hold what the slowest, shallowest and shortest bring, they
-            # hold no tick's (a tick's maxima over its reach are at least those).
+            # hold no tick's (a tick's maxima over its reach are at least those). On
+            # floats as :func:`~gym.sim.rounding.paced_most` works them out.
             per_s = self.service.mean_ms / 1000.0
-            most = paced_most(float(pace.max()), float(depth.max()), per_s * float(factors.max()))
-            if math.isfinite(most) and self.slots >= most:
-                return np.ones(n, dtype=bool)
-            least = paced_most(slowest, float(depth.min()), per_s * float(factors.min()))
-            if math.isfinite(least) and self.slots < least:
-                return np.zeros(n, dtype=bool)
+            deep, shallow = float(depth.max()), float(depth.min())
+            long, short = float(factors.max()), float(factors.min())
+            if all(map(math.isfinite, (deep, shallow, long, short))):
+                most = deep + top * (per_s * long) - 1e-9
+                if math.isfinite(most) and self.slots >= math.floor(most):
+                    return np.ones(n, dtype=bool)
+                least = shallow + bottom * (per_s * short) - 1e-9
+                if math.isfinite(least) and self.slots < math.floor(least):
+                    return np.zeros(n, dtype=bool)
+        elif not np.isfinite(pace).any():
+            return np.zeros(n, dtype=bool)
         reach = max(1, min(n, self._memory))
         fastest = running_max(pace, reach)
         deepest = running_max(depth, reach)
