@@ -109,10 +109,13 @@ def _inverse_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     if len(c) > 1:
         # A steady stretch asks about the same load tick after tick: work out each
         # distinct (slots, load) once (every one is worked out on its own either way).
-        pairs, where = np.unique(np.stack((c, a), axis=1), axis=0, return_inverse=True)
-        if len(pairs) < len(c):
-            distinct = _inverse_b_each(pairs[:, 0].copy(), pairs[:, 1].copy())
-            out: np.ndarray = distinct[where.reshape(-1)]
+        # Each pair as one complex number (the same bits, viewed): np.unique sorts those
+        # far faster than rows.
+        pairs = np.stack((c, a), axis=1).view(np.complex128).ravel()
+        distinct, where = np.unique(pairs, return_inverse=True)
+        if len(distinct) < len(c):
+            inv = _inverse_b_each(distinct.real.copy(), distinct.imag.copy())
+            out: np.ndarray = inv[where.reshape(-1)]
             return out
     return _inverse_b_each(c, a)
 

@@ -204,13 +204,14 @@ class LossStation(RatedComponent):
             over.tolist(),
         )
         factor_l = factors[off:].tolist()
+        firsts = {f: max(float(k[0]), 1e-12) for f, k in kernels.items()}
         owed, stirred = self._owed, False  # stirred: room given back may overfill later
         for i in visit:
             if not (full_l[i] or over_l[i] or stirred or owed):
                 continue
             j = off + i
             kernel = kernels[factor_l[i]]
-            first = max(float(kernel[0]), 1e-12)
+            first = firsts[factor_l[i]]
             free = math.floor((slots - float(held[j])) / first + 1e-9)  # takes it has room for
             if full_l[i]:
                 lost_l[i] += taken_l[i]
