@@ -60,7 +60,8 @@ def erlang_b_peaked(
     b = (1.0 - frac) * b_lo + frac * b_hi
     smooth = given < Z_MIN
     if not smooth.any():
-        return b
+        plain: np.ndarray = b
+        return plain
     # Smoother than Z_MIN: toward the loss of a perfectly regular stream (z = 0) at fixed
     # service times, D/D/c: the c slots free in turn, each taking the next arrival, so c of
     # every ceil(a) arrivals get in: nothing is lost up to capacity exactly, 1 - c/a (the
