@@ -192,8 +192,8 @@ def station_kernels(
     service: ServiceTime, factor: float, tick_ms: int, max_ticks: int
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`occupancy_kernel` and :func:`holding_kernel` of a station, remembered across
-    runs: they depend on the service time, the slowdown and the grid alone, and a run of a
-    few milliseconds would otherwise spend a tenth of its time on them. Read-only."""
+    runs: they depend on the service time, the slowdown and the grid alone (a few percent
+    of a reference run's time when worked out again each run). Read-only."""
     key = (service.dist, service.mean_ms, service.cv_value, factor, tick_ms, max_ticks)
     pair = _KERNELS.get(key)
     if pair is None:
