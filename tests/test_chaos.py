@@ -305,7 +305,9 @@ def _flow_arrays(
         return collect(**kwargs)
 
     monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
-    flow.run(d, sc, seed=3, timeline=Timeline(sc, 10), topology=crawler.topology(d, sc), step=step)
+    flow.run(
+        d, sc, seed=3, timeline=Timeline(sc, 10), topology=crawler.system_topology(d, sc), step=step
+    )
     monkeypatch.undo()
     arrays = {}
     for c in seen:

@@ -17,6 +17,7 @@ memory, a service time, rather than jumping at once.
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -57,6 +58,10 @@ def erlang_b_peaked(
     b_lo, b_hi = _erlang_b_pair(lo, a / z)
     frac = x - lo
     b = (1.0 - frac) * b_lo + frac * b_hi
+    smooth = given < Z_MIN
+    if not smooth.any():
+        plain: np.ndarray = b
+        return plain
     # Smoother than Z_MIN: toward the loss of a perfectly regular stream (z = 0) at fixed
     # service times, D/D/c: the c slots free in turn, each taking the next arrival, so c of
     # every ceil(a) arrivals get in: nothing is lost up to capacity exactly, 1 - c/a (the
@@ -64,7 +69,6 @@ def erlang_b_peaked(
     lattice = a if regular is None else np.where(np.isnan(regular), a, regular)
     with np.errstate(divide="ignore", invalid="ignore"):
         ddc = np.where(lattice > 0, np.maximum(1.0 - slots / np.ceil(lattice - 1e-9), 0.0), 0.0)
-    smooth = given < Z_MIN
     share = np.clip(given, 0.0, None) / Z_MIN
     with np.errstate(invalid="ignore"):  # the branch not taken may hold inf - inf
         blended = ddc + share * (b - ddc)
@@ -103,9 +107,41 @@ def _inverse_b(c: np.ndarray, a: np.ndarray) -> np.ndarray:
     2 W sqrt(a) + 2 W steps, whatever its size: 2,200 at 25,000 Erlangs. Loads are taken
     longest first, so each step works on the prefix still running.
     """
+    if len(c) > 1:
+        # A steady stretch asks about the same load tick after tick: work out each
+        # distinct (slots, load) once (every one is worked out on its own either way).
+        # Each pair as one complex number (the same bits, viewed): np.unique sorts those
+        # far faster than rows.
+        pairs = np.stack((c, a), axis=1).view(np.complex128).ravel()
+        distinct, where = np.unique(pairs, return_inverse=True)
+        if len(distinct) < len(c):
+            inv = _inverse_b_each(distinct.real.copy(), distinct.imag.copy())
+            out: np.ndarray = inv[where.reshape(-1)]
+            return out
+    return _inverse_b_each(c, a)
+
+
+#: Up to this many loads the recursion runs on Python floats, one load after another (the
+#: same operations in the same order, so the same bits): cheaper than a numpy call a step.
+_FEW = 16
+
+
+def _inverse_b_each(c: np.ndarray, a: np.ndarray) -> np.ndarray:
+    """:func:`_inverse_b` of each (slots, load)."""
     spread = WIDTH * np.sqrt(a) + WIDTH
     k0 = np.maximum(np.floor(np.minimum(c, a) - spread), 0.0)
     steps = (c - k0).astype(np.int64)
+    if len(c) <= _FEW:
+        start = np.where(k0 > 0, a / np.maximum(a - k0, 1e-300), 1.0)  # 1/B(k0)
+        values = []
+        for inv, k, load, n in zip(
+            start.tolist(), k0.tolist(), a.tolist(), steps.tolist(), strict=True
+        ):
+            for _ in range(n):
+                k += 1.0
+                inv = inv * k / load + 1.0
+            values.append(inv)
+        return np.array(values, dtype=np.float64)
     order = np.argsort(-steps, kind="stable")
     k = k0[order]
     load = a[order]
@@ -146,18 +182,52 @@ def jittered(window_s: np.ndarray, jitter_s: np.ndarray) -> np.ndarray:
     return out
 
 
+#: Kernels worked out before, by what they depend on (read-only: every run shares them).
+_KERNELS: dict[tuple[object, ...], tuple[np.ndarray, np.ndarray]] = {}
+_KERNELS_HELD = 256  # entries kept at most; a kernel longer than _KERNEL_KEPT is not kept
+_KERNEL_KEPT = 65_536
+
+
+def station_kernels(
+    service: ServiceTime, factor: float, tick_ms: int, max_ticks: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`occupancy_kernel` and :func:`holding_kernel` of a station, remembered across
+    runs: they depend on the service time, the slowdown and the grid alone (a few percent
+    of a reference run's time when worked out again each run). Read-only."""
+    key = (service.dist, service.mean_ms, service.cv_value, factor, tick_ms, max_ticks)
+    pair = _KERNELS.get(key)
+    if pair is None:
+        occupancy = occupancy_kernel(service, factor, tick_ms, max_ticks)
+        holding = holding_kernel(service, factor, tick_ms, max_ticks)
+        occupancy.flags.writeable = False
+        holding.flags.writeable = False
+        pair = (occupancy, holding)
+        if len(occupancy) + len(holding) <= _KERNEL_KEPT:
+            if len(_KERNELS) >= _KERNELS_HELD:
+                _KERNELS.clear()
+            _KERNELS[key] = pair
+    return pair
+
+
 def peakedness_factor(service: ServiceTime) -> float:
     """kappa = integral of P(S > t)^2 dt / E[S]: how much of an arrival stream's
     irregularity a station's occupancy keeps. A stream whose counts have variance I x mean
     gives occupancy peakedness z = 1 + (I - 1) kappa (deterministic service: kappa = 1;
     exponential: 1/2)."""
-    if service.dist == "deterministic":
+    return _kappa(service.dist, service.cv_value)
+
+
+@functools.lru_cache(maxsize=256)
+def _kappa(dist: str, cv: float) -> float:
+    """:func:`peakedness_factor` by the service time's shape alone (remembered: a
+    lognormal's is an integral)."""
+    if dist == "deterministic":
         return 1.0
-    if service.dist == "exponential":
+    if dist == "exponential":
         return 0.5
     # E[min(S1, S2)] / E[S] for two independent draws: integrate P(S > t)^2 numerically.
     mean = 1.0
-    sigma = math.sqrt(math.log1p(service.cv_value**2))
+    sigma = math.sqrt(math.log1p(cv**2))
     mu = math.log(mean) - sigma * sigma / 2
     t = np.exp(np.linspace(mu - 9 * sigma, mu + 9 * sigma, 4001))
     tail = 1.0 - _std_normal_cdf((np.log(t) - mu) / sigma)

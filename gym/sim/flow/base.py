@@ -79,10 +79,44 @@ def tick_quota(rate_per_s: float, tick_ms: int, n: int, carry: float) -> tuple[I
     per_tick = rate_per_s * tick_ms / 1000.0
     if n <= 0:
         return np.zeros(0, dtype=np.int64), carry
-    cum = np.floor(carry + per_tick * np.arange(1, n + 1, dtype=np.float64) + 1e-9)
-    quota = np.diff(cum, prepend=0.0).astype(np.int64)
+    if carry == 0.0 and per_tick.is_integer() and 0.0 <= per_tick * n < 2.0**52:
+        # A whole number per tick and nothing carried: floor(per_tick x k + 1e-9) is
+        # per_tick x k exactly (every figure below 2^52 is a float), so every tick gets
+        # per_tick and nothing is carried on.
+        return np.full(n, int(per_tick), dtype=np.int64), 0.0
+    # floor(carry + per_tick x k + 1e-9) for k = 1..n, in one buffer.
+    cum = counting(n) * per_tick
+    cum += carry
+    cum += 1e-9
+    np.floor(cum, out=cum)
+    quota = steps(cum)
     new_carry = carry + per_tick * n - float(cum[-1])
     return quota, min(max(new_carry, 0.0), 1.0 - 1e-12)
+
+
+_COUNTING = np.arange(1, 4097, dtype=np.float64)
+
+
+def counting(n: int) -> np.ndarray:
+    """1.0, 2.0, ..., n (a shared read-only array: slice it, do not write to it)."""
+    global _COUNTING
+    if len(_COUNTING) < n:
+        _COUNTING = np.arange(1, max(n, 2 * len(_COUNTING)) + 1, dtype=np.float64)
+        _COUNTING.flags.writeable = False
+    return _COUNTING[:n]
+
+
+_COUNTING.flags.writeable = False
+
+
+def steps(cum: np.ndarray) -> IntArray:
+    """The whole steps of a non-decreasing cumulative count of whole numbers (floats):
+    ``np.diff(cum, prepend=0.0).astype(np.int64)`` without the concatenation."""
+    out = np.empty(len(cum), dtype=np.int64)
+    if len(cum):
+        out[0] = cum[0]
+        np.subtract(cum[1:], cum[:-1], out=out[1:], casting="unsafe")
+    return out
 
 
 class Component:
@@ -140,7 +174,8 @@ class Component:
         assert self.t == 0 and len(causes) == len(self.causes)
         self.name = name
         self.causes = causes
-        self.failed = {cause: self.ledger.zeros() for cause in causes}
+        # The same (still zero) arrays, under the node's names.
+        self.failed = dict(zip(causes, self.failed.values(), strict=True))
         return self
 
     def pass_on_stream(self, t0: int, t1: int, source: Component, lag: int = 0) -> None:

@@ -78,8 +78,12 @@ class Fleet(Component):
         if t1 > first:
             lag = self.fetch_ticks
             began = self.processed[first - lag : t1 - lag]
-            survived = np.where(began > 0, done[first - t0 :] / np.maximum(began, 1), 1.0)
-            self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
+            finished = done[first - t0 :]
+            if (finished == began).all():  # no crash took any: the share that survived is 1
+                self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag]
+            else:
+                survived = np.where(began > 0, finished / np.maximum(began, 1), 1.0)
+                self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
             self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
             self.jitter[first:t1] = self.spread
             if self.fixed_time:
@@ -89,14 +93,19 @@ class Fleet(Component):
                 began_at = slice(first - lag, t1 - lag)
                 bucket = self.live[began_at] * self.rps_per_replica
                 slower = self.upstream.pace[began_at] <= bucket
-                self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
                 tokens = start_depth(bucket, self.ledger.tick_ms)
-                self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
                 # Strictly periodic: a periodic stream passed unchanged, or the bucket's own
                 # rate where URLs waited for it all tick.
                 by_bucket = self.upstream.fleet_bound[began_at]
-                passed = slower & self.upstream.periodic[began_at]
-                self.periodic[first:t1] = passed | (by_bucket & ~slower)
+                if not slower.any():  # the bucket paces every tick (a Poisson source's)
+                    self.pace[first:t1] = bucket
+                    self.depth[first:t1] = tokens
+                    self.periodic[first:t1] = by_bucket
+                else:
+                    self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
+                    self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
+                    passed = slower & self.upstream.periodic[began_at]
+                    self.periodic[first:t1] = passed | (by_bucket & ~slower)
         before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         change = starts - done - self.failed[self.causes[0]][t0:t1] - self.requeued[t0:t1]
         self.backlog[t0:t1] = before + np.cumsum(change)

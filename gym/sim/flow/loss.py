@@ -10,7 +10,7 @@ import simpy
 
 from gym.models import RetryPolicy, ServiceTime
 from gym.sim import erlang
-from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max
+from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max, steps
 from gym.sim.flow.retry import Retries
 from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import Tally
@@ -47,6 +47,7 @@ class LossStation(RatedComponent):
         self.slots = station_slots(rate, service.mean_ms)
         self.factors = np.ones(ledger.n_ticks)  # the slowdown in force each tick
         self.kappa = erlang.peakedness_factor(service)
+        self._spread = service.cv_value * service.mean_ms / 1000.0  # s, std of a service
         self.fixed_time = service.dist == "deterministic"
         self.upstream: Component | None = None  # what sends it work, set by the engine
         self._kernels: dict[float, np.ndarray] = {}
@@ -88,9 +89,10 @@ class LossStation(RatedComponent):
         self.factors[self._reserved : self._reserved + n] = factor
         if factor not in self._kernels:
             longest = self.ledger.n_ticks + 1
-            kernel = erlang.occupancy_kernel(self.service, factor, self.ledger.tick_ms, longest)
+            kernel, holding = erlang.station_kernels(
+                self.service, factor, self.ledger.tick_ms, longest
+            )
             self._kernels[factor] = kernel
-            holding = erlang.holding_kernel(self.service, factor, self.ledger.tick_ms, longest)
             self._holding[factor] = holding
             self._memory = max(self._memory, len(kernel), len(holding))
         return super()._quota(n)
@@ -103,7 +105,27 @@ class LossStation(RatedComponent):
         stream has a minimum spacing: 2 slots of 20 ms behind one 100/s fetcher never turn
         a write away.)"""
         n = len(pace)
-        if not self.fixed_time or not np.isfinite(pace).any():
+        if not self.fixed_time or not n:
+            return np.zeros(n, dtype=bool)
+        top, bottom = float(pace.max()), float(pace.min())
+        if math.isfinite(top) and bottom >= 0.0:
+            # Every tick paced. The figure below only grows with the pace, the bucket and
+            # the slowdown: if the slots hold what the fastest pace, the deepest bucket and
+            # the longest slowdown of the whole stretch bring in, they hold each tick's;
+            # if they do not hold what the slowest, shallowest and shortest bring, they
+            # hold no tick's (a tick's maxima over its reach are at least those). On
+            # floats as :func:`~gym.sim.rounding.paced_most` works them out.
+            per_s = self.service.mean_ms / 1000.0
+            deep, shallow = float(depth.max()), float(depth.min())
+            long, short = float(factors.max()), float(factors.min())
+            if all(map(math.isfinite, (deep, shallow, long, short))):
+                most = deep + top * (per_s * long) - 1e-9
+                if math.isfinite(most) and self.slots >= math.floor(most):
+                    return np.ones(n, dtype=bool)
+                least = shallow + bottom * (per_s * short) - 1e-9
+                if math.isfinite(least) and self.slots < math.floor(least):
+                    return np.zeros(n, dtype=bool)
+        elif not np.isfinite(pace).any():
             return np.zeros(n, dtype=bool)
         reach = max(1, min(n, self._memory))
         fastest = running_max(pace, reach)
@@ -182,13 +204,14 @@ class LossStation(RatedComponent):
             over.tolist(),
         )
         factor_l = factors[off:].tolist()
+        firsts = {f: max(float(k[0]), 1e-12) for f, k in kernels.items()}
         owed, stirred = self._owed, False  # stirred: room given back may overfill later
         for i in visit:
             if not (full_l[i] or over_l[i] or stirred or owed):
                 continue
             j = off + i
             kernel = kernels[factor_l[i]]
-            first = max(float(kernel[0]), 1e-12)
+            first = firsts[factor_l[i]]
             free = math.floor((slots - float(held[j])) / first + 1e-9)  # takes it has room for
             if full_l[i]:
                 lost_l[i] += taken_l[i]
@@ -238,24 +261,39 @@ class LossStation(RatedComponent):
         upstream = self.upstream
         assert upstream is not None
         self.arrived[t0:t1] = arriving
-        down = self.rates[t0:t1] == 0
+        rates = self.rates[t0:t1]
+        stalled = not rates.all()  # a tick of rate 0 among them
         lo = max(0, t0 - self._memory)
-        up = self.rates[lo:t1] > 0
-        mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
         factors = self.factors[lo:t1]
         self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
-        own = self.service.cv_value * self.service.mean_ms / 1000.0 * self.factors[t0:t1]
-        self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
+        if self._spread:
+            own = self._spread * self.factors[t0:t1]
+            self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
+        else:  # hypot(x, 0) is |x|
+            np.abs(upstream.jitter[t0:t1], out=self.jitter[t0:t1])
         if self.fixed_time:
             self.pace[t0:t1] = upstream.pace[t0:t1]
             self.depth[t0:t1] = upstream.depth[t0:t1]
             self.periodic[t0:t1] = upstream.periodic[t0:t1]
         never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
         never = never[t0 - lo :]
-        if never.all() or self._roomy(
-            np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors
-        ):
-            taken: IntArray = np.where(down, 0, arriving)
+        roomy = bool(never.all())
+        if not roomy:
+            up = self.rates[lo:t1] > 0
+            mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
+            roomy = self._roomy(np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors)
+        if roomy and not stalled:  # takes every arrival
+            taken: IntArray = arriving.copy()
+            self.expected[t0:t1] = upstream.expected[t0:t1]
+            self._admitted[t0:t1] = upstream.expected[t0:t1]
+            self.processed[t0:t1] = arriving
+            self.failed[unavailable][t0:t1] = 0
+            self.loss_share[t0:t1] = 0.0
+            self.failed[overload][t0:t1] = 0
+            return taken
+        down = rates == 0
+        if roomy:
+            taken = np.where(down, 0, arriving)
             self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
             self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
@@ -291,7 +329,7 @@ class LossStation(RatedComponent):
         )
         expected = arriving * loss
         cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
-        lost = np.diff(cum, prepend=0.0).astype(np.int64)
+        lost = steps(cum)
         if len(cum):
             carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
             self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)

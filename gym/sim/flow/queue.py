@@ -98,12 +98,17 @@ class Queue(RatedComponent):
             * (1.0 - self.variant_fraction)
             * (1.0 - self.false_positive_rate)
         )
-        self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
-        self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
+        if kept == 1.0:  # nothing skipped: the stream as it came (thinned by 1: I + 0)
+            np.add(self.upstream.dispersion[t0:t1], 0.0, out=self.dispersion[t0:t1])
+            self.expected[t0:t1] = self.upstream.expected[t0:t1]
+            self.periodic[t0:t1] = self.upstream.periodic[t0:t1]
+        else:
+            self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
+            self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
+            self.periodic[t0:t1] = False
         self.pace[t0:t1] = self.upstream.pace[t0:t1]
         self.depth[t0:t1] = self.upstream.depth[t0:t1]
         self.jitter[t0:t1] = self.upstream.jitter[t0:t1]
-        self.periodic[t0:t1] = self.upstream.periodic[t0:t1] & (kept == 1.0)
         self.fleet_bound[t0:t1] = False
         limit = np.minimum(self.capacity[t0:t1], fleet_quota)
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
