@@ -114,7 +114,7 @@ class LossStation(RatedComponent):
             # the longest slowdown of the whole stretch bring in, they hold each tick's;
             # if they do not hold what the slowest, shallowest and shortest bring, they
             # hold no tick's (a tick's maxima over its reach are at least those). On
-            # floats as :func:`~gym.sim.rounding.paced_most` works them out.
+            # floats as :func:`~gym.sim.grid.paced_most` works them out.
             per_s = self.service.mean_ms / 1000.0
             deep, shallow = float(depth.max()), float(depth.min())
             long, short = float(factors.max()), float(factors.min())
