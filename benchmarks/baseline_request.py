@@ -7,7 +7,8 @@ dispatcher paced at the drain rate, one ``simpy.Resource`` of fetch slots per re
 store as concurrency-limited resources without a queue (slots = rate x latency; a
 slowdown by f multiplies the latency by f). Faults follow the scenario.
 
-It is here to be measured against, not used: the gym's engines live in ``gym/sim/flow`` and ``gym/sim/request``.
+It is here to be measured against, not used: the gym's engines live in ``gym/sim/flow``
+and ``gym/sim/request``.
 It models the same pipeline, so its totals land near the flow engine's (the benchmark
 prints both), but it is not tuned to match it.
 """
