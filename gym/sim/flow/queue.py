@@ -118,9 +118,7 @@ class Queue(RatedComponent):
             self.processed[t0:t1] = arrived
             self.out[t0:t1] = arrived
             return
-        dispatched, overflow, held = _queue(
-            queue, self.buffer, (arrived + requeued).tolist(), limit.tolist()
-        )
+        dispatched, overflow, held = _queue(queue, self.buffer, arrived + requeued, limit)
         self.processed[t0:t1] = dispatched
         self.out[t0:t1] = dispatched
         self.failed[self.causes[0]][t0:t1] = overflow
@@ -141,6 +139,63 @@ class Queue(RatedComponent):
 
 
 def _queue(
+    queue: int, buffer: int, arriving: IntArray, limit: IntArray
+) -> tuple[IntArray, IntArray, IntArray]:
+    """The frontier's per-tick rule: each tick the queue takes its arrivals, hands out up
+    to ``limit`` and drops what is left beyond ``buffer``, so what it holds is
+    ``clip(held before + arriving - limit, 0, buffer)``: dispatched, overflow and held per
+    tick, in whole numbers (the same as :func:`_queue_loop`, tick by tick).
+
+    Between two ticks where it hits a bound the queue is a walk reflected at one bound
+    only, which a cumulative sum and its running minimum give at once (Lindley's
+    recursion): held from the empty floor, or the room below ``buffer`` from the full
+    roof. The first tick the walk would cross the other bound, the queue sits there and
+    the next stretch is reflected at that bound. Only a queue that turns between empty
+    and full many times in one stride is worked out tick by tick from there."""
+    a = np.asarray(arriving, dtype=np.int64)
+    lim = np.asarray(limit, dtype=np.int64)
+    n = len(a)
+    step = a - lim  # what the queue would gain in each tick without its bounds
+    held = np.empty(n, dtype=np.int64)
+    i, q, full = 0, queue, False
+    for _ in range(_TURNS):
+        if full:  # the room below buffer, a walk reflected at 0 (held never above buffer)
+            walk = np.cumsum(-step[i:])
+            room = walk - np.minimum(np.minimum.accumulate(walk), q - buffer)
+            np.subtract(buffer, room, out=held[i:])
+            crossed = np.flatnonzero(room > buffer)  # the queue would go below empty
+            bound = 0
+        else:  # held, a walk reflected at 0 (never below empty)
+            walk = np.cumsum(step[i:])
+            np.subtract(walk, np.minimum(np.minimum.accumulate(walk), -q), out=held[i:])
+            crossed = np.flatnonzero(held[i:] > buffer)  # it would hold more than buffer
+            bound = buffer
+        if not len(crossed):
+            i = n
+            break
+        j = i + int(crossed[0])
+        held[j] = bound
+        i, q, full = j + 1, bound, not full
+    if i < n:
+        held[i:] = _queue_loop(q, buffer, a[i:].tolist(), lim[i:].tolist())[2]
+    before = np.empty(n, dtype=np.int64)  # held at the start of each tick, plus arrivals
+    if n:
+        before[0] = queue
+        before[1:] = held[:-1]
+    before += a
+    dispatched = np.minimum(before, lim)
+    overflow = before - lim
+    np.maximum(overflow, 0, out=overflow)
+    overflow -= buffer
+    np.maximum(overflow, 0, out=overflow)
+    return dispatched, overflow, held
+
+
+#: Stretches between bounds worked out with cumulative sums before the tick-by-tick loop.
+_TURNS = 8
+
+
+def _queue_loop(
     queue: int, buffer: int, arriving: list[int], limit: list[int]
 ) -> tuple[IntArray, IntArray, IntArray]:
     """The frontier's per-tick rule, tick by tick (a queue has memory, so this is a loop)."""
