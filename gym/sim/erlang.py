@@ -307,7 +307,7 @@ def holding_kernel(
     G(t) = E[min(S, t)]. A station never holds more than its slots, so the requests it
     takes in a tick are at most (slots - what earlier ticks still hold) / v[0]: for
     services much shorter than a tick that is rate x tick, and for long ones the free
-    slots (:class:`gym.sim.flow.base.LossStation`)."""
+    slots (:class:`gym.sim.flow.loss.LossStation`)."""
     tick = tick_ms / 1000.0
     mean = service.mean_ms / 1000.0 * factor
     cv = service.cv_value

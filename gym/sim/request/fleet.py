@@ -1,7 +1,7 @@
 """The ``fleet`` kind: replicas with fetch slots, fed by one queue.
 
 Its jobs start and run in the waiting room of the queue in front of it
-(:class:`~gym.sim.request.base.WaitingRoom`, built by :mod:`gym.sim.request.queue`); a
+(:class:`~gym.sim.request.stations.WaitingRoom`, built by :mod:`gym.sim.request.queue`); a
 URL passes through here once its job is done. A crash takes replicas down there.
 """
 
