@@ -22,7 +22,7 @@ from typing import Any
 import simpy
 
 from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
-from gym.system.costing import cache_capacity_rps
+from gym.system.crawler import cache_capacity_rps
 
 RESOLVER_LATENCY_S = 0.020
 STORE_LATENCY_S = 0.020

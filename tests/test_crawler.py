@@ -12,7 +12,8 @@ from typer.testing import CliRunner
 import gym
 from gym.analysis.estimate import Inputs, estimate
 from gym.cli import app
-from gym.system.costing import frontier_units, politeness
+from gym.system.costing import frontier_units
+from gym.system.crawler import politeness
 from tests.conftest import CHAOS, REFERENCE, ROOT, design, scenario
 
 runner = CliRunner()

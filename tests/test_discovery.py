@@ -17,7 +17,7 @@ from gym.api import url_budget
 from gym.cli import app
 from gym.explore import unit_space
 from gym.models import Design, Scenario
-from gym.system import costing
+from gym.system import costing, crawler
 from tests.conftest import ROOT
 
 LEVERS = ROOT / "designs" / "levers"
@@ -107,8 +107,8 @@ def test_a_hot_key_caps_what_shards_buy(engine: str) -> None:
         }
     )
     four, sixteen = _design(4), _design(16)
-    assert costing.seen_set_capacity_rps(four, sc) == pytest.approx(25_000)
-    assert costing.seen_set_capacity_rps(sixteen, sc) == pytest.approx(40_000)
+    assert crawler.seen_set_capacity_rps(four, sc) == pytest.approx(25_000)
+    assert crawler.seen_set_capacity_rps(sixteen, sc) == pytest.approx(40_000)
     result = gym.simulate(four, sc, engine=engine)
     peak, _window = result.metrics.components["seen_set"].peak()
     assert peak == pytest.approx(0.8, abs=1e-9)

@@ -33,7 +33,7 @@ import gym
 from gym.models import Design, Scenario, ServiceTime
 from gym.sim.erlang import holding_kernel, offered_load
 from gym.sim.grid import station_slots
-from gym.system.costing import cache_capacity_rps
+from gym.system.crawler import cache_capacity_rps
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])

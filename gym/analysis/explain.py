@@ -15,8 +15,7 @@ from gym.analysis.metrics import Metrics
 from gym.analysis.scoring import SLOCheck, per_second
 from gym.models import Design, Scenario
 from gym.sim.record import RunRecord
-from gym.system.costing import Politeness, politeness
-from gym.system.crawler import CAUSES
+from gym.system.crawler import CAUSES, Politeness, politeness
 from gym.system.graph import GraphDesign
 
 #: Which component records each cause, and how a person says it.

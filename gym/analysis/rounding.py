@@ -15,7 +15,7 @@ from gym.models import Design, Scenario
 from gym.sim.erlang import mean_held
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
-from gym.system.costing import (
+from gym.system.crawler import (
     cache_capacity_rps,
     fetchers_in_effect,
     page_store_in_effect,

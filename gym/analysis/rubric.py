@@ -335,7 +335,8 @@ def _spare_fetcher(result: Result) -> Grade:
 def _storage(result: Result) -> Grade:
     design = result.design
     assert isinstance(design, Design)
-    from gym.system.costing import page_store_in_effect, page_store_units
+    from gym.system.costing import page_store_units
+    from gym.system.crawler import page_store_in_effect
 
     m = result.metrics
     cat = result.scenario.catalog

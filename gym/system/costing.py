@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
-
 from gym.core.errors import Problem
-from gym.models import Catalog, Design, FetchersConfig, PageStoreConfig, Scenario
+from gym.models import Catalog, Design
 from gym.system.graph import GraphDesign
 from gym.system.units import MAX_CACHE_UNITS, cache_units, units_for
 
@@ -59,52 +56,6 @@ def frontier_units(design: Design, catalog: Catalog) -> int:
     return max(needs)
 
 
-@dataclass(frozen=True)
-class Politeness:
-    """How fast the frontier may hand out URLs, host by host."""
-
-    back_queues: int  # what the design runs (set, or the units' own)
-    active_hosts: int  # min(back queues, hosts in the web)
-    crawl_delay_s: float
-    rate: float  # active hosts / crawl delay, URLs per second
-    drain_rps: float
-
-    @property
-    def bound(self) -> bool:
-        """True when politeness, not the drain rate, limits the frontier."""
-        return self.rate < self.drain_rps
-
-    @property
-    def limit_rps(self) -> float:
-        return min(self.rate, self.drain_rps)
-
-
-def politeness(design: Design, scenario: Scenario) -> Politeness:
-    """The frontier's hand-out limit: min(drain_rps, active hosts / crawl delay) for a
-    two-stage frontier; a global FIFO keeps no host apart, so only its drain limits it."""
-    queues = design.frontier.back_queues
-    if queues is None:
-        queues = scenario.catalog.frontier.back_queues * frontier_units(design, scenario.catalog)
-    active = min(queues, scenario.web.hosts)
-    rate = active / scenario.web.crawl_delay_s
-    if design.frontier.structure == "global_fifo":
-        rate = math.inf
-    return Politeness(queues, active, scenario.web.crawl_delay_s, rate, design.frontier.drain_rps)
-
-
-def fetchers_in_effect(design: Design, scenario: Scenario) -> FetchersConfig:
-    """The fetcher fleet as the scenario's web makes it: pages that need JavaScript
-    rendering cost ``js_render_cost`` times the CPU of a plain page, so a replica fetches
-    rps_per_replica / (1 - share + share x cost) pages a second (the design's own figure
-    when no page needs rendering)."""
-    web = scenario.web
-    cost = 1.0 - web.js_render_share + web.js_render_share * web.js_render_cost
-    if cost == 1.0:
-        return design.fetchers
-    rate = design.fetchers.rps_per_replica / cost
-    return design.fetchers.model_copy(update={"rps_per_replica": rate})
-
-
 def page_store_units(design: Design, catalog: Catalog) -> int:
     """Units of the page store: object-storage units, or relational-database units (each
     takes fewer multi-KB page writes) for a relational layout."""
@@ -112,36 +63,6 @@ def page_store_units(design: Design, catalog: Catalog) -> int:
     if design.page_store.layout == "relational":
         return units_for(design.page_store.rps, per.relational_rps)
     return units_for(design.page_store.rps, per.rps)
-
-
-def page_store_in_effect(design: Design, catalog: Catalog) -> PageStoreConfig:
-    """The page store as it runs: a relational table takes at most the catalog's ceiling
-    of page writes a second, whatever the design asks (a split layout takes its rps)."""
-    store = design.page_store
-    ceiling = catalog.page_store.relational_max_rps
-    if store.layout == "relational" and store.rps > ceiling:
-        return store.model_copy(update={"rps": ceiling})
-    return store
-
-
-def busiest_shard_share(design: Design, scenario: Scenario) -> float:
-    """Share of the seen set's lookups its busiest shard takes: the hot key's, all on one
-    shard, plus an even part of the rest (1 / shards with no hot key)."""
-    assert design.discovery is not None
-    hot = scenario.web.hot_key_share
-    return hot + (1.0 - hot) / design.discovery.shards
-
-
-def seen_set_capacity_rps(design: Design, scenario: Scenario) -> float:
-    """Lookups/s the seen set answers before its busiest shard is full: shard_rps / the
-    busiest shard's share (shards x shard_rps with no hot key; at most shard_rps / the hot
-    key's share however many shards)."""
-    return scenario.catalog.seen_set.shard_rps / busiest_shard_share(design, scenario)
-
-
-def cache_capacity_rps(design: Design, catalog: Catalog) -> float:
-    """Lookups/s the design's cache units serve."""
-    return units(design, catalog)["cache"] * catalog.cache.lookups_rps
 
 
 def check(design: Design, catalog: Catalog, file: str | None = None) -> list[Problem]:

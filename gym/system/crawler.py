@@ -6,22 +6,19 @@ A crawler design names its components by role (``frontier``, ``fetchers``, ...);
 module maps those keys, with what the scenario and the catalog add (the politeness limit,
 the seen-URL and duplicate-body shares, the cache's lookup capacity, the external
 resolver), onto nodes of the generic kinds. The node names and cause names are the ones
-results have always carried.
+results have always carried. The parameters in effect under a scenario (the politeness
+limit, the fetchers and the page store as they run, the seen set's and the cache's
+capacities) are worked out here; :mod:`gym.system.costing` prices the design.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import dataclass
 
-from gym.models import Design, Scenario
-from gym.system.costing import (
-    cache_capacity_rps,
-    fetchers_in_effect,
-    page_store_in_effect,
-    politeness,
-    seen_set_capacity_rps,
-)
+from gym.models import Catalog, Design, FetchersConfig, PageStoreConfig, Scenario
+from gym.system.costing import frontier_units, units
 from gym.system.graph import GraphDesign
 from gym.system.kinds.cache import CacheParams
 from gym.system.kinds.links import LinksParams
@@ -29,6 +26,84 @@ from gym.system.kinds.lookup import LookupParams
 from gym.system.kinds.queue import QueueParams
 from gym.system.kinds.service import ServiceParams
 from gym.system.topology import Edge, Node, Topology
+
+# The crawler's parameters in effect under a scenario (what its nodes run at).
+
+
+@dataclass(frozen=True)
+class Politeness:
+    """How fast the frontier may hand out URLs, host by host."""
+
+    back_queues: int  # what the design runs (set, or the units' own)
+    active_hosts: int  # min(back queues, hosts in the web)
+    crawl_delay_s: float
+    rate: float  # active hosts / crawl delay, URLs per second
+    drain_rps: float
+
+    @property
+    def bound(self) -> bool:
+        """True when politeness, not the drain rate, limits the frontier."""
+        return self.rate < self.drain_rps
+
+    @property
+    def limit_rps(self) -> float:
+        return min(self.rate, self.drain_rps)
+
+
+def politeness(design: Design, scenario: Scenario) -> Politeness:
+    """The frontier's hand-out limit: min(drain_rps, active hosts / crawl delay) for a
+    two-stage frontier; a global FIFO keeps no host apart, so only its drain limits it."""
+    queues = design.frontier.back_queues
+    if queues is None:
+        queues = scenario.catalog.frontier.back_queues * frontier_units(design, scenario.catalog)
+    active = min(queues, scenario.web.hosts)
+    rate = active / scenario.web.crawl_delay_s
+    if design.frontier.structure == "global_fifo":
+        rate = math.inf
+    return Politeness(queues, active, scenario.web.crawl_delay_s, rate, design.frontier.drain_rps)
+
+
+def fetchers_in_effect(design: Design, scenario: Scenario) -> FetchersConfig:
+    """The fetcher fleet as the scenario's web makes it: pages that need JavaScript
+    rendering cost ``js_render_cost`` times the CPU of a plain page, so a replica fetches
+    rps_per_replica / (1 - share + share x cost) pages a second (the design's own figure
+    when no page needs rendering)."""
+    web = scenario.web
+    cost = 1.0 - web.js_render_share + web.js_render_share * web.js_render_cost
+    if cost == 1.0:
+        return design.fetchers
+    rate = design.fetchers.rps_per_replica / cost
+    return design.fetchers.model_copy(update={"rps_per_replica": rate})
+
+
+def page_store_in_effect(design: Design, catalog: Catalog) -> PageStoreConfig:
+    """The page store as it runs: a relational table takes at most the catalog's ceiling
+    of page writes a second, whatever the design asks (a split layout takes its rps)."""
+    store = design.page_store
+    ceiling = catalog.page_store.relational_max_rps
+    if store.layout == "relational" and store.rps > ceiling:
+        return store.model_copy(update={"rps": ceiling})
+    return store
+
+
+def busiest_shard_share(design: Design, scenario: Scenario) -> float:
+    """Share of the seen set's lookups its busiest shard takes: the hot key's, all on one
+    shard, plus an even part of the rest (1 / shards with no hot key)."""
+    assert design.discovery is not None
+    hot = scenario.web.hot_key_share
+    return hot + (1.0 - hot) / design.discovery.shards
+
+
+def seen_set_capacity_rps(design: Design, scenario: Scenario) -> float:
+    """Lookups/s the seen set answers before its busiest shard is full: shard_rps / the
+    busiest shard's share (shards x shard_rps with no hot key; at most shard_rps / the hot
+    key's share however many shards)."""
+    return scenario.catalog.seen_set.shard_rps / busiest_shard_share(design, scenario)
+
+
+def cache_capacity_rps(design: Design, catalog: Catalog) -> float:
+    """Lookups/s the design's cache units serve."""
+    return units(design, catalog)["cache"] * catalog.cache.lookups_rps
 
 
 def seen_skipped(design: Design, scenario: Scenario) -> float:

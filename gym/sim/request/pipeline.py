@@ -58,7 +58,7 @@ from gym.sim.request.kernel import Kernel
 from gym.sim.request.stations import LossStation, WaitingRoom
 from gym.sim.timeline import Timeline
 from gym.system import crawler
-from gym.system.costing import (
+from gym.system.crawler import (
     cache_capacity_rps,
     fetchers_in_effect,
     page_store_in_effect,
