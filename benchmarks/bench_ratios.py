@@ -22,7 +22,6 @@ stdout and to benchmarks/results/ratios.json.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import resource
@@ -35,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import gym
+from benchmarks.report import write_results
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -183,18 +183,7 @@ def main() -> None:
         else:
             a, b = _seconds(row["ours_s"]), _seconds(row["baseline_s"])
         print(f"| {row['what']} | {a} | {b} | {row['ratio']:.2f}x | {row['goal']} |")
-    Path(args.out).write_text(
-        json.dumps(
-            {
-                "python": platform.python_version(),
-                "cores": os.cpu_count(),
-                "rounds": args.rounds,
-                "rows": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    write_results(args.out, args.rounds, rows)
 
 
 def _seconds(s: float) -> str:

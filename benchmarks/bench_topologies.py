@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import gym
+from benchmarks.report import write_results
 from gym.system import crawler
 from gym.system.graph import GraphDesign, topology
 
@@ -141,18 +142,7 @@ def main() -> None:
             f"| {row['speedup']:.1f}x | {row['availability']:.4f} / "
             f"{row['baseline_availability']:.4f} |"
         )
-    Path(args.out).write_text(
-        json.dumps(
-            {
-                "python": platform.python_version(),
-                "cores": os.cpu_count(),
-                "rounds": args.rounds,
-                "rows": rows,
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    write_results(args.out, args.rounds, rows)
 
 
 if __name__ == "__main__":

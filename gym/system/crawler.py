@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from gym.models import Catalog, Design, FetchersConfig, PageStoreConfig, Scenario
 from gym.system.costing import frontier_units, units
 from gym.system.graph import GraphDesign
+from gym.system.graph import topology as graph_topology
 from gym.system.kinds.cache import CacheParams
 from gym.system.kinds.links import LinksParams
 from gym.system.kinds.lookup import LookupParams
@@ -290,6 +291,4 @@ def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topolog
     graph design's own."""
     if isinstance(design, Design):
         return topology(design, scenario)
-    from gym.system.graph import topology as graph_topology
-
     return graph_topology(design)
