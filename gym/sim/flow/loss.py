@@ -54,7 +54,13 @@ class LossStation(RatedComponent):
         self._holding: dict[float, np.ndarray] = {}
         self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
         self._memory = 0  # ticks the longest kernel reaches back
-        self._lost_carry = 0.0
+        # The expected loss not yet a whole URL. With random services it starts at one
+        # half, so a run rounds its loss to the nearest URL (a floor loses half a URL a
+        # run on average: -19% on a station expected to lose 2.6 URLs in a run). Fixed
+        # services keep the floor for now: their ledger (:meth:`_hold`) places losses by
+        # where the floor puts them, and its totals move by more than the half URL when
+        # it moves (issue 26: that ledger is to be rebuilt).
+        self._lost_carry = 0.0 if self.fixed_time else 0.5
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
         self.retries: Retries | None = None  # a retry policy's machinery (gym.sim.flow.retry)
         #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
@@ -327,17 +333,25 @@ class LossStation(RatedComponent):
         loss[ask] = erlang.erlang_b_peaked(
             self.slots, load[t0 - lo :][ask], peakedness[ask], regular[ask]
         )
-        expected = arriving * loss
+        admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
+        share = self._within_slots(admitted, t0, t1, lo)
+        self._admitted[t0:t1] = admitted * share
+        # Random services: the fill-up's cut is a share of the expected counts too. The
+        # slots a tick's takes hold, weighted by the chance each still holds its slot, are
+        # no count of busy slots (a take is made only where an earlier request has ended,
+        # which that chance does not know), so the ledger below, which trims each tick to
+        # whole free slots, is for fixed services alone: on one slot of 1 s exponential
+        # services it let one request in every 20 s.
+        cut = loss if self.fixed_time else 1.0 - (1.0 - loss) * share
+        expected = arriving * cut
         cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
         lost = steps(cum)
         if len(cum):
             carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
             self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
-        admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
-        share = self._within_slots(admitted, t0, t1, lo)
-        self._admitted[t0:t1] = admitted * share
         taken = np.where(down, 0, arriving - lost)
-        taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
+        if self.fixed_time:
+            taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
         self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
         self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)

@@ -1,0 +1,197 @@
+"""A loss station's loss against queueing theory, over service times from 1 ms to 10 s,
+slots from 1 to 1,000, loads from 0.3 to 2.0 and runs from 10 s to 300 s (issue 26).
+
+One graph ``source -> store``: Poisson arrivals at ``rho x slots / service`` a second,
+the store with ``slots = rate x service`` and no waiting room, starting empty. The truth
+for each cell is exact, not a simulation:
+
+- **exponential services**, any run: the birth-death chain of M/M/c/c from state 0 (birth
+  lambda below c, death k mu in state k). The expected loss over [0, T] is
+  ``lambda x integral of P(N(t) = c) dt``, worked out by uniformization: with
+  ``Lambda = lambda + c mu`` and ``P = I + Q / Lambda``,
+  ``integral_0^T p(t) dt = (1 / Lambda) sum_n P(Poisson(Lambda T) > n) p(0) P^n``.
+  Over a long run it tends to Erlang B (checked below).
+- **fixed services at least as long as the run**: no service ends within the run, so of
+  ``N ~ Poisson(lambda T)`` arrivals exactly ``(N - c)+`` are lost:
+  ``E[(N - c)+] / E[N]``.
+- **fixed services in a run much longer than them**: Erlang B, whatever the service time's
+  distribution (insensitivity); starting empty loses a little less, by at most
+  ``service / run`` of it.
+
+Each cell runs the flow engine on several seeds; its mean loss must be within 3% of the
+truth plus three standard errors of that mean (the seeds' spread / sqrt(seeds): loss comes
+in bursts, so a run of few losses is a noisy estimate of its own expectation).
+
+Cells marked ``xfail`` are the engine's known errors, measured on the code of this commit
+and kept strict: the day the model is fixed they pass, and the mark has to go.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import gym
+from gym.models import Scenario
+from gym.system.graph import GraphDesign
+
+
+def mmcc_lost(c: int, lam: float, mu: float, t: float) -> float:
+    """Expected requests lost in [0, t] by M/M/c/c starting empty (uniformization)."""
+    big = lam + c * mu
+    x = big * t
+    births = np.full(c + 1, lam)
+    births[c] = 0.0
+    deaths = mu * np.arange(c + 1)
+    stay = 1.0 - (births + deaths) / big
+    up, down = births / big, deaths / big
+    p = np.zeros(c + 1)
+    p[0] = 1.0
+    log_pmf, cdf, total = -x, math.exp(-x), 0.0
+    for n in range(int(x + 12 * math.sqrt(x) + 50)):
+        tail = max(0.0, 1.0 - cdf)
+        total += tail * p[c]
+        nxt = p * stay
+        nxt[1:] += p[:-1] * up[:-1]
+        nxt[:-1] += p[1:] * down[1:]
+        p = nxt
+        log_pmf += math.log(x) - math.log(n + 1)
+        cdf += math.exp(log_pmf)
+        if tail < 1e-16 and n > x:
+            break
+    return lam * total / big
+
+
+def fill_lost(c: int, lam: float, t: float) -> float:
+    """Fixed services no shorter than the run, starting empty: E[(N - c)+], N ~ Poisson."""
+    m = lam * t
+    k = np.arange(int(m + 20 * math.sqrt(m) + 50))
+    log_pmf = -m + k * math.log(m) - np.array([math.lgamma(i + 1.0) for i in k])
+    return float((np.exp(log_pmf) * np.maximum(k - c, 0)).sum())
+
+
+def erlang_b(c: int, a: float) -> float:
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return b
+
+
+def test_the_oracles() -> None:
+    """The exact transient tends to Erlang B over a long run (B(10, 8) = 0.12166, B(1, 0.5)
+    = 1/3), and is below it over a short one (the station starts empty); with no service
+    ending, 2 slots offered Poisson(2) arrivals lose E[(N - 2)+] = 2 - 2 + 2 P(N=0) +
+    P(N=1) = 2 e^-2 + 2 e^-2 = 4 e^-2."""
+    assert mmcc_lost(10, 8.0, 1.0, 2_000) / 16_000 == pytest.approx(erlang_b(10, 8.0), rel=1e-3)
+    assert mmcc_lost(1, 0.5, 1.0, 5_000) / 2_500 == pytest.approx(1 / 3, rel=1e-3)
+    assert mmcc_lost(10, 8.0, 1.0, 2.0) / 16 < 0.5 * erlang_b(10, 8.0)
+    assert fill_lost(2, 2.0, 1.0) == pytest.approx(4 * math.exp(-2), rel=1e-9)
+
+
+def _flow_lost(
+    c: int, rho: float, service_ms: float, run_s: float, dist: str, seeds: int
+) -> tuple[float, float]:
+    """Mean URLs lost a run and its standard error, over ``seeds`` flow-engine runs."""
+    rate = c / (service_ms / 1000.0)
+    nodes = {
+        "src": {"kind": "source"},
+        "kv": {"kind": "store", "rps": rate, "service": {"mean_ms": service_ms, "dist": dist}},
+    }
+    d = GraphDesign.model_validate(
+        {"name": "grid", "graph": {"nodes": nodes, "edges": [{"from": "src", "to": "kv"}]}}
+    )
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": run_s, "base_rps": rho * rate, "arrivals": "poisson"}
+    )
+    lost = []
+    for seed in range(seeds):
+        kv = gym.simulate(d, sc, seed=seed).metrics.record.components["kv"]
+        assert kv.processed.sum() + sum(f.sum() for f in kv.failed.values()) == kv.arrived.sum()
+        lost.append(float(sum(f.sum() for f in kv.failed.values())))
+    values = np.array(lost)
+    return float(values.mean()), float(values.std(ddof=1) / math.sqrt(seeds))
+
+
+def _truth(c: int, rho: float, service_ms: float, run_s: float, dist: str) -> float:
+    s = service_ms / 1000.0
+    lam = rho * c / s
+    if dist == "exponential":
+        return mmcc_lost(c, lam, 1.0 / s, run_s)
+    if run_s <= s:
+        return fill_lost(c, lam, run_s)
+    return erlang_b(c, rho * c) * lam * run_s
+
+
+def _known(reason: str) -> pytest.MarkDecorator:
+    return pytest.mark.xfail(strict=True, reason=reason)
+
+
+CELLS = [
+    # slots, load, service ms, run s, services, seeds
+    pytest.param(1, 0.3, 1, 10, "exponential", 20, id="1 slot, 1 ms"),
+    pytest.param(10, 0.9, 20, 30, "exponential", 10, id="10 slots, 20 ms"),
+    pytest.param(100, 1.2, 20, 10, "exponential", 5, id="100 slots, 20 ms, overload"),
+    pytest.param(1, 0.5, 200, 300, "exponential", 10, id="1 slot, 200 ms"),
+    pytest.param(1, 2.0, 1_000, 300, "exponential", 10, id="1 slot, 1 s, load 2"),
+    pytest.param(10, 0.8, 1_000, 300, "exponential", 20, id="10 slots, 1 s"),
+    pytest.param(100, 0.9, 1_000, 100, "exponential", 10, id="100 slots, 1 s"),
+    pytest.param(100, 2.0, 1_000, 10, "exponential", 20, id="100 slots, 1 s, load 2"),
+    pytest.param(10, 1.0, 10_000, 300, "exponential", 20, id="10 slots, 10 s"),
+    pytest.param(1_000, 2.0, 10_000, 10, "exponential", 5, id="1000 slots, 10 s, load 2"),
+    pytest.param(10, 2.0, 10_000, 10, "deterministic", 100, id="fill: 10 slots, 10 s"),
+    pytest.param(100, 1.5, 10_000, 10, "deterministic", 40, id="fill: 100 slots, 10 s"),
+    pytest.param(1_000, 2.0, 10_000, 10, "deterministic", 20, id="fill: 1000 slots, 10 s"),
+    # Known errors, measured at this commit (flow / truth):
+    pytest.param(
+        10,
+        2.0,
+        10_000,
+        10,
+        "exponential",
+        100,
+        id="start: 10 slots, 10 s services in 10 s",
+        marks=_known("0.72: the modified offered load lags a station filling from empty"),
+    ),
+    pytest.param(
+        100,
+        1.5,
+        10_000,
+        10,
+        "exponential",
+        40,
+        id="start: 100 slots, 10 s services in 10 s",
+        marks=_known("0.40: the modified offered load lags a station filling from empty"),
+    ),
+    pytest.param(
+        50,
+        0.8,
+        1_000,
+        300,
+        "deterministic",
+        20,
+        id="fixed 1 s, 50 slots",
+        marks=_known("1.10: the fixed-service ledger's trims add to Erlang's loss"),
+    ),
+    pytest.param(
+        1,
+        0.5,
+        10.5,
+        30,
+        "deterministic",
+        10,
+        id="fixed 10.5 ms, 1 slot",
+        marks=_known("1.27: the ledger counts a sliver of a slot held as a whole slot"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("slots", "rho", "service_ms", "run_s", "dist", "seeds"), CELLS)
+def test_flow_loss_station_matches_theory(
+    slots: int, rho: float, service_ms: float, run_s: float, dist: str, seeds: int
+) -> None:
+    truth = _truth(slots, rho, service_ms, run_s, dist)
+    mean, se = _flow_lost(slots, rho, service_ms, run_s, dist, seeds)
+    assert truth > 0
+    assert abs(mean / truth - 1.0) <= 0.03 + 3.0 * se / truth, (mean / truth, se / truth)
