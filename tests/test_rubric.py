@@ -4,6 +4,7 @@ part): the frontier's structure, and `gym grade`."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import numpy as np
@@ -303,8 +304,8 @@ def test_recrawling_everything_wastes_bandwidth_on_unchanged_pages(engine: str) 
     """1,000 URLs/s for 10 s, 60% of them crawled before and 20% of those changed since: a
     recrawl by change rate skips the 0.6 x 0.8 = 48% unchanged (about 4,800, within 4
     binomial sd of sqrt(10,000 x 0.48 x 0.52) = 50) and fetches 5,200; a full recrawl
-    fetches all 10,000, and the rubric counts the 4,800 unchanged pages it fetched again,
-    480 MB at 100 KB a page. In both engines."""
+    fetches all 10,000, and the rubric counts the 10,000 x 60% x 80% = 4,800 unchanged
+    pages it fetched again, 4,800 x 100 KB = 0.48 GB. In both engines."""
     sc = Scenario.model_validate(
         {
             "duration_s": 10,
@@ -325,9 +326,151 @@ def test_recrawling_everything_wastes_bandwidth_on_unchanged_pages(engine: str) 
     assert fetched[1] == pytest.approx(10_000, abs=20)
     g_rate = {g.item: g for g in rubric.grade(a)}["recrawl policy"]
     g_full = {g.item: g for g in rubric.grade(b)}["recrawl policy"]
-    assert g_rate.credit == "full" and f"{skipped:,} unchanged ones skipped" in g_rate.measured
+    assert g_rate.credit == "full"
+    assert f"{skipped:,} unchanged ones skipped as seen x 100 KB" in g_rate.measured
     assert g_full.credit == "none" and g_full.trap.startswith("recrawl everything")
-    assert "about 4,800 of them unchanged, 0.5 GB of bandwidth wasted" in g_full.measured
+    handed = int(b.metrics.record.components["frontier"].processed.sum())
+    assert (
+        f"{handed:,} URLs handed out to the fetchers (of 10,000 offered) x 60% seen before x "
+        f"80% unchanged = about {handed * 0.48:,.0f} pages x 100 KB" in g_full.measured
+    )
+    assert rubric.recrawl_counts(b.metrics.record, full, sc).unchanged == pytest.approx(
+        4_800, abs=20 * 0.48
+    )
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_recrawl_pages_are_counted_from_what_was_handed_out_not_offered(engine: str) -> None:
+    """The issue's bug: the rubric counted recrawled pages from the URLs offered. 1,000
+    URLs/s for 10 s (60% crawled before, 20% of those changed since, 100 KB a page) into
+    a frontier that hands out 400/s and holds 2,000: a full recrawl hands out 400 x 10 =
+    4,000 URLs, 2,000 are still queued at the end and 10,000 - 4,000 - 2,000 = 4,000
+    overflowed. Its waste is 4,000 x 60% x 80% = 1,920 unchanged pages x 100 KB = 0.19
+    GB, and 4,000 x 60% x 20% = 480 changed ones refreshed (offered, 10,000 x 48% =
+    4,800 and 0.48 GB, which the old rubric said). By change rate the seen test skips
+    48% of the seeds and lets in 52%, of which 60% x 20% = 12% of the seeds were seen
+    before (and changed): 12 / 52 = 23.1% of the 4,000 handed out, 4,000 x 12 / 52 =
+    923 pages fetched again (not 10,000 x 12% = 1,200). The request engine hands out a
+    few more (4,003 with seed 0), so the figures follow each engine's own count."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 10,
+            "base_rps": 1_000,
+            "arrivals": "deterministic",
+            "dedup": {"seen_url_fraction": 0.6, "changed_fraction": 0.2, "page_kb": 100},
+        }
+    )
+    full = _design({"recrawl": "full"}, drain_rps=400, buffer=2_000)
+    b = gym.simulate(full, sc, engine=engine)
+    front = b.metrics.record.components["frontier"]
+    handed = int(front.processed.sum())
+    assert handed == pytest.approx(4_000, abs=5)
+    assert int(front.backlog[-1]) == 2_000
+    assert int(front.failed["frontier_overflow"].sum()) == 10_000 - handed - 2_000
+    g_full = {g.item: g for g in rubric.grade(b)}["recrawl policy"]
+    assert "4,800" not in g_full.measured
+    assert g_full.measured.startswith(
+        f"every page seen before fetched again: {handed:,} URLs handed out to the fetchers "
+        f"(of 10,000 offered) x 60% seen before x 80% unchanged = about "
+        f"{handed * 0.48:,.0f} pages x 100 KB = 0.19 GB of bandwidth wasted"
+    )
+    counts = rubric.recrawl_counts(b.metrics.record, full, sc)
+    assert counts is not None
+    assert counts.unchanged == pytest.approx(handed * 0.6 * 0.8)  # 1,920 at 4,000
+    assert counts.changed == pytest.approx(handed * 0.6 * 0.2)  # 480
+
+    by_rate = _design(drain_rps=400, buffer=2_000)
+    a = gym.simulate(by_rate, sc, engine=engine)
+    handed = int(a.metrics.record.components["frontier"].processed.sum())
+    assert handed == pytest.approx(4_000, abs=5)
+    skipped = a.metrics.skipped_by_cause["seen_url"]
+    assert abs(skipped - 4_800) < 4 * 50
+    g_rate = {g.item: g for g in rubric.grade(a)}["recrawl policy"]
+    assert "1,200" not in g_rate.measured
+    assert (
+        f"{handed:,} URLs handed out to the fetchers (of 10,000 offered) x 23.1% seen "
+        "before and changed (60% x 20% = 12% of the seeds, of the 52% the seen test lets "
+        f"in) = about {handed * 0.12 / 0.52:,.0f} pages fetched again; {skipped:,} unchanged "
+        f"ones skipped as seen x 100 KB = {skipped * 100 / 1e6:.2f} GB not fetched"
+    ) in g_rate.measured
+    counts = rubric.recrawl_counts(a.metrics.record, by_rate, sc)
+    assert counts is not None
+    assert counts.changed == pytest.approx(handed * 0.12 / 0.52)  # 923 at 4,000
+    assert counts.unchanged == 0 and counts.skipped == skipped
+
+
+def test_the_freshness_lesson_grades_what_its_fetchers_took() -> None:
+    """designs/levers/recrawl-everything.yaml under scenarios/levers/freshness.yaml (the
+    issue's figures): four fetchers of 4,000/s, one crashed from 10 s to 20 s, take 16,000
+    x 20 + 12,000 x 10 = 440,000 URLs in 30 s; of the 600,304 offered (Poisson, seed 0)
+    the 80,000-URL frontier is full at the end and 600,304 - 440,000 - 80,000 = 80,304
+    overflowed. 70% were crawled before, 90% of those unchanged: 440,000 x 70% x 90% =
+    277,200 pages x 100 KB = 27.7 GB wasted, not the 600,304 x 63% = 378,192 pages and
+    37.8 GB counted from the URLs offered. `gym grade --json` prints that arithmetic."""
+    result = CliRunner().invoke(
+        app,
+        [
+            "grade",
+            str(LEVERS / "recrawl-everything.yaml"),
+            "--scenario",
+            str(LEVER_SCENARIOS / "freshness.yaml"),
+            "--json",
+        ],
+    )
+    assert result.exit_code == 1, result.output  # the SLOs fail
+    out = json.loads(result.output)
+    g = next(g for g in out["rubric"] if g["item"] == "recrawl policy")
+    assert g["credit"] == "none"
+    assert g["measured"] == (
+        "every page seen before fetched again: 440,000 URLs handed out to the fetchers (of "
+        "600,304 offered) x 70% seen before x 90% unchanged = about 277,200 pages x 100 KB "
+        "= 27.7 GB of bandwidth wasted (and the 10% changed, about 30,800 pages, refreshed)"
+    )
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_by_change_rate_the_links_skipped_as_seen_are_not_recrawl_credit(engine: str) -> None:
+    """With the link-discovery loop the seen set tests the links as well as the seeds,
+    and skips links to known pages whatever the recrawl policy: only the seeds' skips are
+    the change-rate policy's. 1,000 seeds/s for 10 s, 60% crawled before, 20% of those
+    changed: the seen set skips 48% of them, about 4,800 (the old rubric credited every
+    seen skip, about 9,700 here). It lets 520 seeds/s in; each fetched page yields one
+    link, half of them to known pages, so the crawl runs at 520 / (1 - 0.5) = 1,040
+    pages/s, half of them seeds, and 12% of the seeds, 1,200 in 10 s, are changed pages
+    fetched again. The seeds' skips are the seen set's less the links' expected half: sd
+    sqrt(10,000 x 0.48 x 0.52 + 10,000 x 0.25) = 70, held to 4 of them; the loop takes
+    its first fetches (250 ms) to start, so the pages counts are held to 5%."""
+    sc = Scenario.model_validate(
+        {
+            "duration_s": 10,
+            "base_rps": 1_000,
+            "arrivals": "deterministic",
+            "web": {"links_per_page": 1, "links_seen_fraction": 0.5},
+            "dedup": {"seen_url_fraction": 0.6, "changed_fraction": 0.2, "page_kb": 100},
+        }
+    )
+    d = Design.model_validate(
+        {
+            "frontier": {"drain_rps": 30_000, "buffer": 80_000},
+            "fetchers": {"replicas": 4, "rps_per_replica": 4_000},
+            "cache": {"hit_ratio": 0.92},
+            "page_store": {"rps": 25_000},
+            "discovery": {"shards": 4},
+        }
+    )
+    r = gym.simulate(d, sc, engine=engine)
+    record = r.metrics.record
+    all_seen = r.metrics.skipped_by_cause["seen_url"]
+    assert all_seen == pytest.approx(4_800 + 0.5 * record.links_found(), rel=0.05)
+    g = {g.item: g for g in rubric.grade(r)}["recrawl policy"]
+    shown = re.search(r"([\d,]+) unchanged ones skipped", g.measured)
+    assert shown is not None and abs(int(shown[1].replace(",", "")) - 4_800) < 4 * 70
+    assert re.search(r"x 5\d\.\d% seeds \(the rest links found on pages\)", g.measured)
+    counts = rubric.recrawl_counts(record, d, sc)
+    assert counts is not None
+    assert abs(counts.skipped - 4_800) < 4 * 70
+    assert counts.seed_share == pytest.approx(0.5, abs=0.03)
+    assert counts.changed == pytest.approx(1_200, rel=0.05)
 
 
 LEVERS = ROOT / "designs" / "levers"
