@@ -79,12 +79,10 @@ def validate(
     scenario: Scenario,
     *,
     tick_ms: int = 10,
-    engine: str = "flow",
-    warmup_s: float = 0.0,
 ) -> list[Problem]:
     """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
     if isinstance(design, GraphDesign):
-        problems = graph_check(design, scenario, engine, warmup_s)
+        problems = graph_check(design, scenario)
     else:
         problems = costing.check(design, scenario.catalog, design._source)
         if design.discovery is None:
@@ -125,12 +123,10 @@ def validate(
     return problems
 
 
-def graph_check(
-    design: GraphDesign, scenario: Scenario, engine: str, warmup_s: float = 0.0
-) -> list[Problem]:
+def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:
     """What stops a graph design from running under ``scenario``: the scenario must be
-    for graph designs, its faults must hit nodes that can suffer them, the catalog must
-    allow what each node asks, and only the request engine reports their latencies."""
+    for graph designs, its faults must hit nodes that can suffer them, and the catalog must
+    allow what each node asks."""
     file = design._source
     problems: list[Problem] = []
     if scenario.system != "graph":
@@ -140,15 +136,6 @@ def graph_check(
                 "system",
                 f"{design.name or 'the design'} is a graph design; its scenario needs "
                 "system: graph (faults then name its nodes)",
-            )
-        )
-    if warmup_s and engine == "flow":
-        problems.append(
-            Problem(
-                None,
-                "warmup_s",
-                "drops early URLs from latency, which the flow engine does not estimate for "
-                "graph designs; run with the request engine for their latencies",
             )
         )
     nodes = design.graph.nodes
@@ -240,7 +227,7 @@ def simulate(
         )
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
-    problems = validate(design, scenario, tick_ms=tick_ms, engine=engine, warmup_s=warmup_s)
+    problems = validate(design, scenario, tick_ms=tick_ms)
     if not 0 <= warmup_s < scenario.duration_s:
         problems.append(
             Problem(None, "warmup_s", f"{warmup_s:g} must be >= 0 and before the end of the run")

@@ -23,6 +23,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
 from gym.sim import latency
+from gym.sim.flow import fluid, graph_latency
 from gym.sim.flow.base import Build, Component, Ledger
 from gym.sim.flow.junction import Delay, Junction, Splitter
 from gym.sim.flow.loss import LossStation
@@ -62,7 +63,13 @@ def run(
             lambda: latency.estimate_flow(_alive(of), design, scenario, warmup_s)
         )
     else:
-        record = run_graph(topology, scenario, seed, timeline, step)
+        built: dict[str, Component] = {}
+        record = run_graph(topology, scenario, seed, timeline, step, built=built)
+        got = fluid.captured(topology, built)
+        of = weakref.ref(record)
+        record.latency = latency.Deferred(
+            lambda: graph_latency.estimate(_alive(of), topology, got, seed=seed, warmup_s=warmup_s)
+        )
     return record
 
 
@@ -79,16 +86,17 @@ def run_graph(
     timeline: Timeline,
     step: int | None = None,
     causes: tuple[str, ...] | None = None,
+    built: dict[str, Component] | None = None,
 ) -> RunRecord:
     """Run any topology: one component per node, built by its kind, connected along the
     edges and advanced in the topology's order; the scenario's events act on the nodes
     they name. ``causes``: the failure causes the record lists (by default every node's,
-    in the topology's order)."""
+    in the topology's order); ``built``, if given, receives each node's component."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
     build = Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
     order = graph.order()
-    built: dict[str, Component] = {}
+    built = {} if built is None else built
     for name in order:
         node = graph.node(name)
         k = kinds.kind(node.kind)

@@ -1,0 +1,468 @@
+"""The flow engine's latency for graph designs, per node and end to end, from the run's
+per-tick counts, its fluid network (:mod:`gym.sim.flow.fluid`: each queue's arrival rate
+and SCV, its fluid backlog) and each node's service-time distribution (docs/model.md,
+*Latency of graph designs*).
+
+Per node, by kind (a kind without a model here adds no time and has no row):
+
+- **queue**: where its *fluid* backlog (the expected arrivals against the rate it hands
+  out at: its drain, never more than its fleet starts) is above 0, the URLs wait what its
+  counts say, first in, first out (:func:`gym.sim.latency.fifo_segments`, as the
+  crawler's frontier); elsewhere the stationary wait of its fleet's slots or its token
+  buckets at the tick's load (:mod:`gym.sim.waiting`), no longer than the load has had
+  time to build since it last changed.
+- **fleet**: its service time; **cache, service, store**: their service time, stretched by
+  a slowdown in force; **write buffer**: 0 for a write straight to its store, else how long
+  its counts held the write (first in, first out).
+
+End to end, walkers (:data:`WALKERS`, each standing for the same share of the URLs
+offered) walk the graph as URLs do: each node adds a draw of its latency at the tick the
+walker reaches it; the share its counts lost there (failed, skipped) is taken off the
+walker's weight; it finishes there with the share the node finished in that tick, or
+takes an edge by the shares, and waits out the edge's delay. Round a loop it visits a node
+again with a new draw each time (each visit independent of the others).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from gym.core.streams import stream
+from gym.models import ServiceTime
+from gym.sim import waiting
+from gym.sim.flow import fluid
+from gym.sim.grid import PACED_BELOW_CV, start_depth
+from gym.sim.latency import Samples, fifo_segments
+from gym.sim.timeline import fetch_ticks
+from gym.system import kinds
+from gym.system.topology import Topology
+
+if TYPE_CHECKING:
+    from gym.sim.record import RunRecord, Tally
+
+#: Walkers of the end-to-end estimate (fewer when fewer URLs were offered).
+WALKERS = 1 << 18
+
+Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # ticks, ms, weights
+
+
+def _share(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
+    """num / den each tick; where den is 0, the last tick's share before it (``default``
+    before any)."""
+    num = np.asarray(num, dtype=np.float64)
+    den = np.asarray(den, dtype=np.float64)
+    has = den > 0
+    idx = np.maximum.accumulate(np.where(has, np.arange(len(den)), -1))
+    out = np.full(len(den), default)
+    ok = idx >= 0
+    out[ok] = num[idx[ok]] / den[idx[ok]]
+    clipped: np.ndarray = np.clip(out, 0.0, 1.0)
+    return clipped
+
+
+class Fifo:
+    """A first-in, first-out queue matched from its per-tick counts: the wait, in ticks,
+    at quantile u of the URLs that entered in tick k."""
+
+    def __init__(self, entered: np.ndarray, left: np.ndarray) -> None:
+        self.entered = np.asarray(entered, dtype=np.float64)
+        self.t_in, self.t_out, w = fifo_segments(entered, left)
+        self.w = w.astype(np.float64)
+        self.before = np.concatenate(([0.0], np.cumsum(self.w)))  # weight before each run
+        first = np.diff(self.t_in, prepend=-1) > 0
+        self.ticks = self.t_in[first]  # the ticks some URL that left entered in
+
+    def rows(self) -> Rows:
+        return self.t_in, (self.t_out - self.t_in).astype(np.float64), self.w
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Ticks waited at quantile u by a URL entering in tick k (one that entered in a
+        tick none did waits as the next to enter); NaN: still queued at the end."""
+        out = np.full(len(k), np.nan)
+        j = np.searchsorted(self.ticks, k, side="left")
+        has = j < len(self.ticks)
+        if not has.any():
+            return out
+        kk = self.ticks[j[has]]
+        lo = np.searchsorted(self.t_in, kk, side="left")
+        hi = np.searchsorted(self.t_in, kk, side="right")
+        pos = self.before[lo] + u[has] * self.entered[kk]
+        ok = pos < self.before[hi]
+        idx = np.clip(np.searchsorted(self.before, pos, side="right") - 1, lo, hi - 1)
+        waits = (self.t_out[idx] - self.t_in[idx]).astype(np.float64)
+        out[np.flatnonzero(has)[ok]] = waits[ok]
+        return out
+
+
+class Model:
+    """A node's latency in the flow engine: no time, its counts' losses and finishes."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        self.name = name
+        self.node = est.topology.node(name)
+        self.tally: Tally = est.record.components[name]
+        t = self.tally
+        self.kept = _share(t.processed, t.arrived, 1.0)
+        self.finishes = _share(t.served, t.processed, 0.0)
+        self.est = est
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        """Latency (ms) of a URL reaching it in tick k, at quantile u (NaN: still inside at
+        the end)."""
+        return np.zeros(len(k))
+
+    def rows(self, start: int) -> Rows | None:
+        """Its latency row from tick ``start`` on: ticks, ms and URLs (None: no row)."""
+        return None
+
+
+class Loss(Model):
+    """A cache, a service or a store: its service time, stretched by a slowdown."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        self.service: ServiceTime = self.node.params.service
+        rate = self.tally.rate if self.tally.rate is not None else np.zeros(est.n)
+        base = float(self.node.params.rps)
+        self.factor = np.where(rate > 0, base / np.maximum(rate, 1e-300), 1.0)
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        stretched: np.ndarray = waiting.service_ms(self.service, u) * self.factor[k]
+        return stretched
+
+    def rows(self, start: int) -> Rows:
+        return _spread(
+            start, self.tally.processed, *waiting.service_grid(self.service), self.factor
+        )
+
+
+class Fleet(Model):
+    """Its service time; a start in tick k finishes in tick k + L (the flow engine's whole
+    ticks), so what did not finish then was lost to a crash (or put back in its queue)."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        p = self.node.params
+        self.service: ServiceTime = p.service
+        lag = fetch_ticks(p.service.mean_ms, est.tick_ms)
+        t = self.tally
+        done = np.zeros(est.n, dtype=np.int64)
+        done[: max(0, est.n - lag)] = (t.out + t.served)[lag:]
+        self.done = done
+        finished = _share(done, t.processed, 1.0)
+        self.requeue = p.on_crash == "requeue"
+        # A requeued job goes back to its queue: it is not lost, it comes back (the walk).
+        self.kept = np.ones(est.n) if self.requeue else finished
+        self.back = 1.0 - finished if self.requeue else np.zeros(est.n)
+        self.finishes = np.zeros(est.n)
+        self.queue = est.topology.inputs(name)[0].source
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return waiting.service_ms(self.service, u)
+
+    def rows(self, start: int) -> Rows:
+        return _spread(start, self.done, *waiting.service_grid(self.service))
+
+
+class Queue(Model):
+    """Waits from its counts where its fluid backlog says it is backed up; the stationary
+    wait of its fleet's slots or its token buckets elsewhere."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        t, n, tick_s = self.tally, est.n, est.tick_ms / 1000.0
+        net = est.net
+        skipped = sum((v for v in t.skipped.values()), np.zeros(n, dtype=np.int64))
+        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
+        self.kept = _share(t.arrived - skipped - failed, t.arrived, 1.0)
+        self.finishes = np.zeros(n)
+        self.entered = t.processed + np.diff(t.backlog, prepend=0)
+        self.counts = Fifo(self.entered, t.processed)
+        drain = t.rate if t.rate is not None else np.full(n, float(self.node.params.drain_rps))
+        lam, ca2 = net.rate[name] / tick_s, net.scv[name]
+        # (chance of waiting, mean wait, variance of the work per second) of each way to
+        # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots;
+        # a paced fleet's start bucket.
+        terms = [(*waiting.bucket_wait(lam, drain, np.maximum(1.0, drain * tick_s), ca2), ca2)]
+        fleet = next((e.target for e in est.topology.outputs(name) if e.target in net.slots), None)
+        hand_out = drain
+        if fleet is not None:
+            fp = est.topology.node(fleet).params
+            cs2 = fp.service.cv_value**2
+            terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
+            if fp.service.cv_value < PACED_BELOW_CV:  # its starts are paced by a bucket
+                f_rate = est.record.components[fleet].rate
+                assert f_rate is not None
+                depth = start_depth(f_rate, est.tick_ms)
+                terms.append((*waiting.bucket_wait(lam, f_rate, depth, ca2), ca2))
+            f_rate = est.record.components[fleet].rate
+            if f_rate is not None:
+                hand_out = np.minimum(drain, f_rate)
+        # No wait is longer than a full buffer's at the rate it hands out at.
+        with np.errstate(divide="ignore"):
+            self.most = np.where(hand_out > 0, self.node.params.buffer / hand_out * 1000.0, np.inf)
+        held = net.held[name]
+        before = np.concatenate(([0.0], held[:-1]))
+        tol = 1e-9 * (1.0 + net.rate[name])
+        self.backed = (held > tol) | (before > tol)
+        # The stationary wait where it is not backed up: the way of the longest mean
+        # wait, capped at what the load has had time to build since it last changed.
+        since = _since_change(est.resets, self.backed, n) * tick_s
+        means = np.array([m for _, m, _ in terms])
+        pick = np.argmax(means, axis=0)
+        cols = np.arange(n)
+        chance = np.array([c for c, _, _ in terms])[pick, cols]
+        scv = np.array([v for _, _, v in terms])[pick, cols]
+        chance, mean = waiting.capped(chance, means[pick, cols], lam, lam * scv, since)
+        mean = np.minimum(mean, self.most)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.tail = np.where(chance > 0, mean / chance, 0.0)  # the mean of a wait > 0
+        self.chance = np.where(self.backed, 0.0, chance)
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.minimum(waiting.wait_ms(self.chance[k], self.tail[k], u), self.most[k])
+        backed = self.backed[k]
+        if backed.any():
+            out[backed] = self.counts.draw(k[backed], u[backed]) * self.est.tick_ms
+        return out
+
+    def rows(self, start: int) -> Rows:
+        """Where backed up, its counts' waits (as the crawler's frontier); elsewhere the
+        URLs that entered, at 0 with chance 1 - P and on the exponential tail else."""
+        t_in, waits, w = self.counts.rows()
+        keep = self.backed[t_in] & (t_in >= start)
+        calm = np.where(self.backed, 0, self.entered)
+        atom = _spread(start, calm * (1.0 - self.chance), np.zeros(1), np.ones(1))
+        tail = _spread(start, calm * self.chance, waiting.EXP_GRID, waiting.GRID_W, self.tail)
+        tail = (tail[0], np.minimum(tail[1], self.most[tail[0]]), tail[2])
+        return (
+            np.concatenate([t_in[keep], atom[0], tail[0]]),
+            np.concatenate([waits[keep] * self.est.tick_ms, atom[1], tail[1]]),
+            np.concatenate([w[keep], atom[2], tail[2]]),
+        )
+
+
+class Buffer(Model):
+    """A write buffer: 0 for a write its store took at once; a held one waits what its
+    counts say, first in, first out (as the crawler's writer)."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        t, n = self.tally, est.n
+        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
+        self.kept = _share(t.arrived - failed, t.arrived, 1.0)
+        self.finishes = np.zeros(n)
+        flushed = t.extra["flushed"]
+        self.direct = t.out - flushed
+        self.direct_share = _share(self.direct, t.processed, 1.0)
+        self.held = Fifo(flushed + np.diff(t.backlog, prepend=0), flushed)
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        d = self.direct_share[k]
+        out = np.zeros(len(k))
+        held = u >= d
+        if held.any():
+            v = (u[held] - d[held]) / np.maximum(1.0 - d[held], 1e-300)
+            out[held] = self.held.draw(k[held], v) * self.est.tick_ms
+        return out
+
+    def rows(self, start: int) -> Rows:
+        t_in, waits, w = self.held.rows()
+        keep = t_in >= start
+        direct = _spread(start, self.direct, np.zeros(1), np.ones(1))
+        return (
+            np.concatenate([direct[0], t_in[keep]]),
+            np.concatenate([direct[1], waits[keep] * self.est.tick_ms]),
+            np.concatenate([direct[2], w[keep]]),
+        )
+
+
+#: The latency model of each kind, by name (a kind without one adds no time).
+MODELS: dict[str, type[Model]] = {
+    "queue": Queue,
+    "fleet": Fleet,
+    "cache": Loss,
+    "service": Loss,
+    "store": Loss,
+    "write_buffer": Buffer,
+}
+
+
+def _since_change(resets: np.ndarray, backed: np.ndarray, n: int) -> np.ndarray:
+    """Ticks since the load last changed, counting the tick itself: since the last
+    scenario event (a load stage, a fault's start or end) or the last backed-up tick."""
+    marks = np.zeros(n, dtype=bool)
+    marks[resets[resets < n]] = True
+    marks |= backed
+    last = np.maximum.accumulate(np.where(marks, np.arange(n), 0))
+    return (np.arange(n) - last + 1).astype(np.float64)
+
+
+#: Points a latency row spreads its URLs over at most: a long run's ticks are taken in
+#: blocks (each block's URLs at its first tick, its factors averaged over its URLs).
+ROW_POINTS = 1 << 22
+
+
+def _spread(
+    start: int,
+    counts: np.ndarray,
+    values: np.ndarray,
+    weights: np.ndarray,
+    scale: np.ndarray | None = None,
+) -> Rows:
+    """Each tick's ``counts`` from ``start`` on spread over weighted points (``values``
+    in ms, ``weights`` adding up to 1), the values times the tick's ``scale``."""
+    counts = np.asarray(counts, dtype=np.float64)[start:]
+    factor = np.ones(len(counts)) if scale is None else np.asarray(scale, dtype=np.float64)[start:]
+    ticks = np.flatnonzero(counts > 0)
+    block = max(1, math.ceil(len(ticks) * len(values) / ROW_POINTS))
+    c, f = counts[ticks], factor[ticks]
+    if block > 1:  # blocks of ticks: their URLs added, the factor by URL
+        edges = np.arange(0, len(ticks), block)
+        total = np.add.reduceat(c, edges)
+        f = np.add.reduceat(c * f, edges) / total
+        c, ticks = total, ticks[edges]
+    return (
+        np.repeat(ticks + start, len(values)),
+        np.outer(f, values).ravel(),
+        np.outer(c, weights).ravel(),
+    )
+
+
+class Estimate:
+    """What one run's latency is worked out from: its record, its topology, its fluid
+    network, the ticks its load changes at and each node's model."""
+
+    def __init__(
+        self,
+        record: RunRecord,
+        topology: Topology,
+        got: Mapping[str, np.ndarray],
+    ) -> None:
+        self.record, self.topology = record, topology
+        self.net = fluid.network(topology, record, got)
+        tl = record.timeline
+        self.n, self.tick_ms = tl.n_ticks, tl.tick_ms
+        ticks = {tl.to_tick(e.start_s) for e in tl.events} | {
+            tl.to_tick(e.end_s) for e in tl.events
+        }
+        self.resets = np.array(sorted(ticks), dtype=np.int64)
+        self.models: dict[str, Model] = {}
+        for name in topology.order():
+            node = topology.node(name)
+            if kinds.kind(node.kind).source:
+                continue
+            self.models[name] = MODELS.get(node.kind, Model)(self, name)
+
+
+def estimate(
+    record: RunRecord,
+    topology: Topology,
+    got: Mapping[str, np.ndarray],
+    *,
+    seed: int,
+    warmup_s: float = 0.0,
+) -> dict[str, Samples]:
+    """Per node and ``end_to_end``: latency samples of a graph design's flow run. Node rows
+    are filed by the tick a URL reached the node, end to end by the tick it arrived;
+    ``warmup_s`` leaves out the ticks before it."""
+    est = Estimate(record, topology, got)
+    start = min(record.timeline.to_tick(warmup_s), est.n)
+    out: dict[str, Samples] = {}
+    for name, model in est.models.items():
+        rows = model.rows(start)
+        if rows is not None and (rows[2] > 0).any():
+            out[name] = Samples.of(*rows)
+    e2e = _walk(est, record, start, stream(seed, "latency"))
+    if e2e is not None:
+        out["end_to_end"] = e2e
+    return out
+
+
+def _walk(est: Estimate, record: RunRecord, start: int, rng: np.random.Generator) -> Samples | None:
+    """End to end: walkers placed over the ticks from ``start`` in proportion to the URLs
+    offered (each standing for the same number of them), walked through the graph."""
+    topo, n, tick = est.topology, est.n, float(est.tick_ms)
+    end_ms = n * tick
+    offered = np.cumsum(record.offered[start:].astype(np.float64))
+    total = float(offered[-1]) if len(offered) else 0.0
+    if total <= 0:
+        return None
+    count = int(min(WALKERS, math.ceil(total)))
+    x = (np.arange(count) + rng.random(count)) * (total / count)
+    born = start + np.minimum(np.searchsorted(offered, x, side="left"), len(offered) - 1)
+    t0 = (born + rng.random(count)) * tick
+    weight = np.full(count, total / count)
+    names = list(est.models)
+    index = {name: i for i, name in enumerate(names)}
+    routes = [_edges(topo, name, index, est.tick_ms) for name in names]
+    (source,) = (nd.name for nd in topo.nodes if kinds.kind(nd.kind).source)
+    at = np.full(count, -1, dtype=np.int64)  # the node each walker is at (-1: done)
+    now = t0.copy()
+    _take_edge(_edges(topo, source, index, est.tick_ms), np.arange(count), at, now, rng)
+    ticks: list[np.ndarray] = []
+    values: list[np.ndarray] = []
+    weights: list[np.ndarray] = []
+    # Each round of a loop waits out a delay of a tick at least: n rounds reach the end.
+    for _ in range(n + len(names) + 1):
+        at[now >= end_ms] = -1  # still on its way at the end: in flight
+        alive = np.flatnonzero(at >= 0)
+        if not len(alive):
+            break
+        for i, model in enumerate(est.models.values()):  # in the graph's order
+            here = alive[at[alive] == i]
+            here = here[now[here] < end_ms]  # reached it by a delayed edge after the end
+            k = (now[here] // tick).astype(np.int64)
+            weight[here] *= model.kept[k]
+            ms = model.draw(k, rng.random(len(here)))
+            now[here] += np.nan_to_num(ms, nan=end_ms)
+            ok = (now[here] < end_ms) & (weight[here] > 0)
+            at[here[~ok]] = -1
+            here, k, ms = here[ok], k[ok], ms[ok]
+            if isinstance(model, Fleet) and model.requeue:
+                again = rng.random(len(here)) < model.back[k]
+                at[here[again]] = index[model.queue]  # back in its queue, mid-job
+                now[here[again]] -= ms[again] / 2.0
+                here, k = here[~again], k[~again]
+            if len(routes[i][0]):
+                done = rng.random(len(here)) < model.finishes[k]
+            else:  # no edge out: finished here
+                done = np.ones(len(here), dtype=bool)
+            fin = here[done]
+            at[fin] = -1
+            ticks.append((t0[fin] // tick).astype(np.int64))
+            values.append(now[fin] - t0[fin])
+            weights.append(weight[fin])
+            _take_edge(routes[i], here[~done], at, now, rng)
+    if not ticks:
+        return None
+    return Samples.of(np.concatenate(ticks), np.concatenate(values), np.concatenate(weights))
+
+
+Route = tuple[np.ndarray, np.ndarray, np.ndarray]  # cumulative shares, targets, delays (ms)
+
+
+def _edges(topo: Topology, name: str, index: Mapping[str, int], tick_ms: int) -> Route:
+    edges = topo.outputs(name)
+    return (
+        np.cumsum([e.share for e in edges]),
+        np.array([index[e.target] for e in edges], dtype=np.int64),
+        np.array([e.delay_ticks(tick_ms) * float(tick_ms) for e in edges]),
+    )
+
+
+def _take_edge(
+    route: Route, going: np.ndarray, at: np.ndarray, now: np.ndarray, rng: np.random.Generator
+) -> None:
+    """Send walkers ``going`` along one edge each, by the shares, after its delay."""
+    cum, targets, delays = route
+    if not len(going):
+        return
+    u = rng.random(len(going)) * cum[-1]
+    pick = np.minimum(np.searchsorted(cum, u, side="right"), len(cum) - 1)
+    at[going] = targets[pick]
+    now[going] += delays[pick]

@@ -1,0 +1,258 @@
+"""The flow engine's latency of graph designs (issue: ``latency_ms`` was empty for them):
+against Jackson-network theory (M/M/c in tandem, a feedback loop), against the request
+engine on the shipped systems, and the pieces it is built of (Erlang C, quantiles, the
+fluid network's rates round a loop).
+
+Jackson's theorem: in an open network of M/M/c stations fed by Poisson arrivals, each
+station behaves as an M/M/c queue at its own arrival rate (the external rate times its
+visit ratio). A URL's mean time in the network is the sum over stations of the visits
+times the station's mean sojourn, Wq + 1/mu, with Wq Erlang C's mean wait,
+C(c, a) / (c mu - lambda); a delay on an edge adds itself once per passage.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gym
+from gym.models import Scenario
+from gym.sim import waiting
+from gym.sim.flow import engine, fluid
+from gym.sim.timeline import Timeline
+from gym.system import crawler
+from gym.system.graph import GraphDesign
+from tests.conftest import ROOT
+
+TOLERANCE = 0.05  # relative, the issue's acceptance
+WARMUP_S = 20.0
+SYSTEMS = ROOT / "designs" / "systems"
+SYSTEM_SCENARIOS = ROOT / "scenarios" / "systems"
+
+
+def erlang_c_wq_ms(c: int, lam: float, mu: float) -> float:
+    """Mean wait in queue of M/M/c (Erlang C), in ms, by the textbook sums."""
+    a = lam / mu
+    if a >= c:
+        return math.inf
+    head = sum(a**k / math.factorial(k) for k in range(c))
+    tail = a**c / math.factorial(c) * c / (c - a)
+    return 1000.0 * tail / (head + tail) / (c * mu - lam)
+
+
+def _fleet(slots: int, mean_ms: float, dist: str = "exponential") -> dict[str, Any]:
+    """One replica of ``slots`` slots (slots = rps_per_replica x mean service time)."""
+    return {
+        "kind": "fleet",
+        "replicas": 1,
+        "rps_per_replica": slots * 1000.0 / mean_ms,
+        "service": {"dist": dist, "mean_ms": mean_ms},
+    }
+
+
+QUEUE = {"kind": "queue", "drain_rps": 1e6, "buffer": 10**9}  # a waiting room, no limit
+
+
+def _design(nodes: dict[str, Any], edges: list[Any]) -> GraphDesign:
+    edges = [e if isinstance(e, dict) else {"from": e[0], "to": e[1]} for e in edges]
+    return GraphDesign.model_validate({"graph": {"nodes": nodes, "edges": edges}})
+
+
+def _steady(rate: float, duration_s: float) -> Scenario:
+    return Scenario.model_validate(
+        {"system": "graph", "duration_s": duration_s, "base_rps": rate, "arrivals": "poisson"}
+    )
+
+
+def _run(design: GraphDesign, sc: Scenario, engine: str, seed: int = 0) -> dict[str, Any]:
+    return gym.simulate(design, sc, engine=engine, seed=seed, warmup_s=WARMUP_S).latency
+
+
+def _has_teeth(measured: float, c: int, lam: float, mu: float) -> None:
+    """Theory for one slot more or fewer, or a 10% longer or shorter service, is outside
+    the tolerance: a model off by that much would fail."""
+    for wrong in (
+        erlang_c_wq_ms(c - 1, lam, mu),
+        erlang_c_wq_ms(c + 1, lam, mu),
+        erlang_c_wq_ms(c, lam, mu * 1.1),
+        erlang_c_wq_ms(c, lam, mu / 1.1),
+    ):
+        assert abs(measured - wrong) > TOLERANCE * measured, (measured, wrong)
+
+
+# -- M/M/c in tandem ------------------------------------------------------------------------
+
+
+def _tandem() -> GraphDesign:
+    """200 URLs/s into M/M/10 (40 ms) then M/M/5 (20 ms): both at 80% load."""
+    nodes = {"src": {"kind": "source"}, "q1": QUEUE, "f1": _fleet(10, 40), "q2": QUEUE}
+    nodes["f2"] = _fleet(5, 20)
+    return _design(nodes, [("src", "q1"), ("q1", "f1"), ("f1", "q2"), ("q2", "f2")])
+
+
+def test_a_tandem_of_mmc_queues_against_jackson() -> None:
+    """M/M/10 at 200/s of 25/s a slot waits C(10, 8) / (250 - 200) = 8.18 ms, M/M/5 of
+    50/s a slot C(5, 4) / 50 = 11.08 ms; end to end 8.18 + 40 + 11.08 + 20 = 79.27 ms.
+    The flow engine's queue waits and its end-to-end mean are each within 5% (the second
+    queue's arrivals are the first fleet's departures, Poisson again by Burke's theorem),
+    and so is the request engine's end-to-end mean and median of the flow engine's."""
+    w1, w2 = erlang_c_wq_ms(10, 200, 25), erlang_c_wq_ms(5, 200, 50)
+    jackson = w1 + 40 + w2 + 20
+    flow = _run(_tandem(), _steady(200, 300), "flow")
+    assert flow["q1"].mean == pytest.approx(w1, rel=TOLERANCE)
+    assert flow["q2"].mean == pytest.approx(w2, rel=TOLERANCE)
+    _has_teeth(flow["q1"].mean, 10, 200, 25)
+    _has_teeth(flow["q2"].mean, 5, 200, 50)
+    assert flow["f1"].mean == pytest.approx(40) and flow["f2"].mean == pytest.approx(20)
+    assert flow["f1"].p50 == pytest.approx(40 * math.log(2), rel=0.01)  # exponential
+    assert flow["end_to_end"].mean == pytest.approx(jackson, rel=TOLERANCE)
+    req = _run(_tandem(), _steady(200, 300), "request")
+    assert req["end_to_end"].mean == pytest.approx(jackson, rel=TOLERANCE)
+    for stat in ("mean", "p50"):
+        f, r = getattr(flow["end_to_end"], stat), getattr(req["end_to_end"], stat)
+        assert f == pytest.approx(r, rel=TOLERANCE), stat
+
+
+# -- a feedback loop --------------------------------------------------------------------------
+
+
+def _loop(g: float, delay_s: float) -> GraphDesign:
+    """A queue and an M/M/10 fleet (40 ms) whose jobs go back to the queue with chance
+    ``g``, ``delay_s`` later, and on to a store (1 ms) otherwise."""
+    nodes = {"src": {"kind": "source"}, "q": QUEUE, "f": _fleet(10, 40)}
+    nodes["db"] = {"kind": "store", "rps": 1e6, "service": {"mean_ms": 1}}
+    edges: list[Any] = [("src", "q"), ("q", "f")]
+    edges += [
+        {"from": "f", "to": "db", "share": 1 - g},
+        {"from": "f", "to": "q", "share": g, "delay_s": delay_s},
+    ]
+    return _design(nodes, edges)
+
+
+def test_a_feedback_loop_against_jackson() -> None:
+    """160 URLs/s, a share 0.2 coming back 0.1 s later: the queue's visit ratio is
+    V = 1 / (1 - 0.2) = 1.25, so it takes 200/s (the fluid network says so exactly) and
+    waits C(10, 8) / 50 = 8.18 ms a visit; a URL spends V (8.18 + 40) + (V - 1) 100 + 1
+    = 86.23 ms on average. The flow engine's wait and end-to-end mean are within 5%, its
+    queue counts 1.25 visits a URL, and the request engine's end-to-end mean and median
+    are within 5% of it."""
+    g, d_ms = 0.2, 100.0
+    visits = 1 / (1 - g)
+    wq = erlang_c_wq_ms(10, 160 * visits, 25)
+    jackson = visits * (wq + 40) + (visits - 1) * d_ms + 1
+    design, sc = _loop(g, d_ms / 1000), _steady(160, 300)
+    flow = _run(design, sc, "flow")
+    assert flow["q"].mean == pytest.approx(wq, rel=TOLERANCE)
+    _has_teeth(flow["q"].mean, 10, 200, 25)
+    assert flow["end_to_end"].mean == pytest.approx(jackson, rel=TOLERANCE)
+    assert flow["q"].count / flow["db"].count == pytest.approx(visits, rel=0.02)
+    req = _run(design, sc, "request")
+    for stat in ("mean", "p50"):
+        f, r = getattr(flow["end_to_end"], stat), getattr(req["end_to_end"], stat)
+        assert f == pytest.approx(r, rel=TOLERANCE), stat
+
+
+def test_the_fluid_network_takes_a_loop_at_its_rate() -> None:
+    """The rates the waits are worked out at come from the fluid network, not the flow
+    engine's own expected counts (which turn a queue's chance backlog into the counts
+    handed out, and round a loop read 205/s here): 160/s x 1.25 = 200/s once the loop
+    has filled, and SCV 1 (Poisson, M/M/c departures)."""
+    design, sc = _loop(0.2, 0.1), _steady(160, 30)
+    topology = crawler.system_topology(design, sc)
+    built: dict[str, Any] = {}
+    record = engine.run_graph(topology, sc, 0, Timeline(sc), built=built)
+    net = fluid.network(topology, record, fluid.captured(topology, built))
+    rate = net.rate["q"][500:] / 0.01  # from t = 5 s
+    assert rate == pytest.approx(np.full(len(rate), 200.0), rel=1e-6)
+    assert net.scv["q"][500:] == pytest.approx(np.ones(len(rate)), abs=1e-9)
+    arrived = record.components["q"].arrived[500:]
+    assert float(arrived.mean()) / 0.01 == pytest.approx(200.0, rel=0.03)  # the counts agree
+
+
+def test_a_deterministic_fleet_waits_as_md1() -> None:
+    """One slot of fixed 4 ms at 200/s (rho 0.8): Pollaczek-Khinchine's M/D/1 wait
+    rho / (2 mu (1 - rho)) = 8 ms, in the flow engine (exactly: Allen-Cunneen's factor
+    1/2 is exact there) and within 5% in the request engine."""
+    nodes = {"src": {"kind": "source"}, "q": QUEUE, "f": _fleet(1, 4, "deterministic")}
+    design = _design(nodes, [("src", "q"), ("q", "f")])
+    sc = _steady(200, 300)
+    flow, req = _run(design, sc, "flow"), _run(design, sc, "request")
+    assert flow["q"].mean == pytest.approx(8.0, rel=1e-6)
+    assert req["q"].mean == pytest.approx(8.0, rel=TOLERANCE)
+    assert flow["end_to_end"].mean == pytest.approx(req["end_to_end"].mean, rel=TOLERANCE)
+
+
+# -- the shipped systems, both engines ----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("design", "scenario"),
+    [
+        ("url-shortener", "url-shortener"),
+        ("url-shortener-undersized", "url-shortener"),
+        ("ingestion", "ingestion"),
+        ("ingestion-no-headroom", "ingestion"),
+    ],
+)
+def test_the_engines_latencies_agree_on_the_shipped_systems(design: str, scenario: str) -> None:
+    """Every node's and the end-to-end mean and median within 5% of the request engine's
+    (within a microsecond where both are about 0: the ingestion log's waits), and the
+    end-to-end 95th and 99th percentiles within 5% too. Measured (seed 0), flow against
+    request, end to end mean / p50 / p95 / p99 in ms: url-shortener 1.534 / 1 / 2 / 7
+    both; undersized 1.518 / 1 / 6 / 7 both; ingestion 398.5 / 60 / 3,820 / 4,010 against
+    397.2 / 60 / 3,799 / 3,987; no headroom 583.9 / 60 / 2,210 / 2,280 against 584.4 / 60
+    / 2,213 / 2,282."""
+    paths = (SYSTEMS / f"{design}.yaml", SYSTEM_SCENARIOS / f"{scenario}.yaml")
+    flow = gym.simulate(*paths, engine="flow").latency
+    req = gym.simulate(*paths, engine="request").latency
+    assert flow.keys() == req.keys()
+    for name in req:
+        for stat in ("mean", "p50"):
+            f, r = getattr(flow[name], stat), getattr(req[name], stat)
+            assert f == pytest.approx(r, rel=TOLERANCE, abs=1e-3), (name, stat)
+        assert flow[name].count == pytest.approx(req[name].count, rel=0.01), name
+    for stat in ("p95", "p99"):
+        f, r = getattr(flow["end_to_end"], stat), getattr(req["end_to_end"], stat)
+        assert f == pytest.approx(r, rel=TOLERANCE), stat
+
+
+# -- the pieces -----------------------------------------------------------------------------
+
+
+def test_erlang_c_and_the_quantiles() -> None:
+    """Erlang C from Erlang B matches the textbook sums; the normal quantile matches the
+    standard library's; the rows' grid keeps a service time's mean and lands on its p50,
+    p95 and p99 (within the 0.2-1% the grid is rescaled by to keep the mean); an
+    exponential wait's quantile is the inverse of its tail."""
+    for c, lam, mu in ((1, 2.4, 4.0), (10, 28.0, 4.0), (5, 200.0, 50.0), (60, 54.0, 1.0)):
+        p, mean = waiting.slot_wait(
+            np.array([lam]), np.array([c]), _service("exponential", 1000 / mu), np.ones(1)
+        )
+        assert mean[0] == pytest.approx(erlang_c_wq_ms(c, lam, mu), rel=1e-9)
+        a = lam / mu
+        assert p[0] == pytest.approx(erlang_c_wq_ms(c, lam, mu) / 1000 * (c * mu - lam))
+        assert 0 < p[0] < 1 and a < c
+    u = np.array([1e-6, 0.01, 0.3, 0.5, 0.9, 0.999, 1 - 1e-9])
+    exact = [statistics.NormalDist().inv_cdf(x) for x in u]
+    assert waiting._normal_quantile(u) == pytest.approx(exact, rel=1e-8, abs=1e-9)
+    for dist, cv in (("exponential", None), ("lognormal", 0.7), ("lognormal", 2.0)):
+        service = _service(dist, 10.0, cv)
+        values, weights = waiting.service_grid(service)
+        assert float((values * weights).sum()) == pytest.approx(10.0)
+        cw = np.cumsum(weights)
+        for q in (0.5, 0.95, 0.99):
+            at = values[np.searchsorted(cw, q)]
+            exact_q = float(waiting.service_ms(service, np.array([q]))[0])
+            assert at == pytest.approx(exact_q, rel=0.01)  # the mean's rescaling: < 1%
+    tail = waiting.wait_ms(np.array([0.4]), np.array([10.0]), np.array([0.9]))
+    assert tail[0] == pytest.approx(10.0 * math.log(0.4 / 0.1))
+
+
+def _service(dist: str, mean_ms: float, cv: float | None = None) -> Any:
+    from gym.models import ServiceTime
+
+    return ServiceTime(dist=dist, mean_ms=mean_ms, cv=cv)  # type: ignore[arg-type]
