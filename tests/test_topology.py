@@ -1082,3 +1082,32 @@ def test_only_a_metering_node_backs_up_and_mismatched_scenarios_are_refused_up_f
         sweep.check_system(points, ingestion)
     with pytest.raises(GymError, match="'consumers' is not a node of small that can crash"):
         optimize.search(ingestion, base=load_design(path), runs=16)
+
+
+@pytest.mark.parametrize(
+    ("rps", "mean_ms", "loses"), [(200, 50, False), (180, 50, True), (200, 60, True)]
+)
+def test_a_fixed_time_station_bounds_what_it_sends_on(
+    rps: float, mean_ms: float, loses: bool
+) -> None:
+    """Two stores in tandem, the first of 200/s x 50 ms = 10 slots, offered 300 Poisson
+    URLs/s. Whatever the first takes in any 50 ms would all still hold one of its 10
+    slots at the window's end, so no 50 ms holds more than 10 of them: a second store of
+    10 slots of 50 ms can lose nothing (the request engine loses none; Erlang's formula on
+    the stream as if it were Poisson lost 16%). With 9 slots (180/s x 50 ms), or 10 slots
+    of 60 ms (rps 200 x 60 ms = 12 slots, but a window of 60 ms may hold the first's
+    takes of more than 50 ms), the bound proves nothing, and the second store is left to
+    Erlang's formula, as in the request engine, which loses some."""
+    nodes = {
+        "src": {"kind": "source"},
+        "a": {"kind": "store", "rps": 200, "service": {"mean_ms": 50}},
+        "b": {"kind": "store", "rps": rps, "service": {"mean_ms": mean_ms}},
+    }
+    d = GraphDesign.model_validate(graph(nodes, [("src", "a"), ("a", "b")]))
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 30, "base_rps": 300, "arrivals": "poisson"}
+    )
+    for engine in ("flow", "request"):
+        b = gym.simulate(d, sc, seed=0, engine=engine).metrics.record.components["b"]
+        lost = int(sum(v.sum() for v in b.failed.values()))
+        assert (lost > 0) == loses, (engine, lost)

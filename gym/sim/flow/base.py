@@ -160,6 +160,11 @@ class Component:
         # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,
         # or a whole number of evenly spaced arrivals per tick): D/D/c loss applies.
         self.periodic = np.zeros(ledger.n_ticks, dtype=bool)
+        # A bound a station with fixed service times puts on what it takes: no window of
+        # ``cap_s`` seconds holds more than ``cap`` of its URLs (all of them would hold a
+        # slot at the window's end). inf where nothing bounds the stream so.
+        self.cap = np.full(ledger.n_ticks, np.inf)
+        self.cap_s = np.zeros(ledger.n_ticks)
         # Ticks that ended with URLs waiting and the start quota of the fleet this component
         # feeds used up (only a queue feeding a fleet sets it): the fleet's bucket spaced
         # that tick's starts exactly.
@@ -189,6 +194,8 @@ class Component:
         self.pace[t0:t1] = source.pace[a:b]
         self.depth[t0:t1] = source.depth[a:b]
         self.periodic[t0:t1] = source.periodic[a:b]
+        self.cap[t0:t1] = source.cap[a:b]
+        self.cap_s[t0:t1] = source.cap_s[a:b]
 
     # -- the contract -------------------------------------------------------------------
     def advance(self, t1: int) -> None:

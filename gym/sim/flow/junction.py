@@ -69,6 +69,8 @@ class Splitter(Component):
             port.pace[t0:t1] = src.pace[t0:t1]  # a subset of a paced stream stays within it
             port.depth[t0:t1] = src.depth[t0:t1]
             port.periodic[t0:t1] = src.periodic[t0:t1] & (share == 1.0)
+            port.cap[t0:t1] = src.cap[t0:t1]  # a subset stays within the source's bound
+            port.cap_s[t0:t1] = src.cap_s[t0:t1]
             port.t = t1
 
 
@@ -108,6 +110,9 @@ class Junction(Component):
         self.pace[t0:t1] = np.sum([c.pace[t0:t1] for c in self.inputs], axis=0)
         self.depth[t0:t1] = np.sum([c.depth[t0:t1] for c in self.inputs], axis=0)
         self.periodic[t0:t1] = False
+        # In a window no longer than the shortest of theirs, no more than the sum.
+        self.cap[t0:t1] = np.sum([c.cap[t0:t1] for c in self.inputs], axis=0)
+        self.cap_s[t0:t1] = np.min([c.cap_s[t0:t1] for c in self.inputs], axis=0)
 
 
 class Delay(Component):

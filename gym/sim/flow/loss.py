@@ -143,6 +143,34 @@ class LossStation(RatedComponent):
         never: np.ndarray = np.isfinite(most) & (self.slots >= most)
         return never
 
+    def _capped(self, upstream: Component, lo: int, t0: int, t1: int) -> np.ndarray:
+        """Ticks whose arrivals cannot fill the slots by the bound a fixed-time station
+        upstream puts on them: at most ``cap`` in any window of ``cap_s`` seconds, and a
+        service here (slowed as it may be) no longer than that window, so at most ``cap``
+        of them hold a slot at once. (Erlang's formula sees a stream as random: 10 slots
+        of 50 ms behind 10 slots of 50 ms lost 6.5% where nothing can be lost.)"""
+        cap = upstream.cap[lo:t1]
+        if not self.fixed_time or not np.isfinite(cap).any():
+            return np.zeros(t1 - t0, dtype=bool)
+        reach = max(1, min(t1 - lo, self._memory))
+        most = running_max(cap, reach)
+        shortest = -running_max(-upstream.cap_s[lo:t1], reach)
+        longest = running_max(self.factors[lo:t1], reach) * (self.service.mean_ms / 1000.0)
+        capped: np.ndarray = (most <= self.slots) & (shortest >= longest * (1.0 - 1e-9))
+        return capped[t0 - lo :]
+
+    def _bound(self, upstream: Component, lo: int, t0: int, t1: int) -> None:
+        """The bound this station's takes keep: a subset of its arrivals, within theirs;
+        with fixed service times, at most its slots in any window as short as its
+        shortest service over the stretch (each would still hold a slot at its end)."""
+        self.cap[t0:t1] = upstream.cap[t0:t1]
+        self.cap_s[t0:t1] = upstream.cap_s[t0:t1]
+        if self.fixed_time and not self.gated:
+            window = float(self.factors[lo:t1].min()) * self.service.mean_ms / 1000.0
+            own = self.slots < self.cap[t0:t1]
+            self.cap[t0:t1] = np.where(own, self.slots, self.cap[t0:t1])
+            self.cap_s[t0:t1] = np.where(own, window, self.cap_s[t0:t1])
+
     def _within_slots(self, admitted: np.ndarray, t0: int, t1: int, lo: int) -> np.ndarray:
         """The share of each tick's expected admissions ``admitted`` the slots can hold: a
         station never holds more requests at the end of a tick than it has slots (what
@@ -282,7 +310,8 @@ class LossStation(RatedComponent):
             self.depth[t0:t1] = upstream.depth[t0:t1]
             self.periodic[t0:t1] = upstream.periodic[t0:t1]
         never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
-        never = never[t0 - lo :]
+        never = never[t0 - lo :] | self._capped(upstream, lo, t0, t1)
+        self._bound(upstream, lo, t0, t1)
         roomy = bool(never.all())
         if not roomy:
             up = self.rates[lo:t1] > 0
