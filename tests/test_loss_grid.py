@@ -144,16 +144,9 @@ CELLS = [
     pytest.param(100, 1.5, 10_000, 10, "deterministic", 40, id="fill: 100 slots, 10 s"),
     pytest.param(1_000, 2.0, 10_000, 10, "deterministic", 20, id="fill: 1000 slots, 10 s"),
     # Known errors, measured at this commit (flow / truth):
-    pytest.param(
-        10,
-        2.0,
-        10_000,
-        10,
-        "exponential",
-        100,
-        id="start: 10 slots, 10 s services in 10 s",
-        marks=_known("0.72: the modified offered load lags a station filling from empty"),
-    ),
+    # Filling from empty with random services as long as the run: 0.84 +- 0.05 of the
+    # exact transient at this commit (the modified offered load lags a filling station).
+    pytest.param(10, 2.0, 10_000, 10, "exponential", 100, id="start: 10 slots, 10 s in 10 s"),
     pytest.param(
         100,
         1.5,

@@ -15,6 +15,10 @@ from gym.sim.flow.retry import Retries
 from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import Tally
 
+#: A request this likely to hold its slot still counts as holding it, in the ledger of a
+#: station with random services (:meth:`LossStation._hold`).
+SURE = 0.99
+
 
 class LossStation(RatedComponent):
     """A station with concurrent slots and no waiting room (cache, resolver, store).
@@ -220,17 +224,35 @@ class LossStation(RatedComponent):
         history[off:] = np.where(full, 0, taken)
         held_now = erlang.offered_load(history, factors, self._holding)
         slots = float(self.slots)
-        over = (held_now[off:] > slots + 1e-9) & (taken > 0)
+        # A tick whose random count overfills the slots is cut to them. With fixed
+        # services the weighted takes are the busy slots. With random ones they are not (a
+        # take is made only where an earlier request has ended, which the chance each
+        # still holds its slot does not know): cutting to whole free slots of them let
+        # one slot of 1 s exponential services take one request in 20 s (loss 0.73 where
+        # Erlang B is 1/3). So random services are cut on the requests all but sure to
+        # hold their slots still (a chance of at least ``SURE``): a station filling up
+        # from its random counts (100 slots of 10-minute writes) is cut as a fixed one
+        # is, and a busy station in steady load is left to Erlang's formula. Those cuts
+        # are not owed back: no random count is that far above Erlang's average load.
+        fixed = self.fixed_time
+        sure = self._holding if fixed else self._sure()
+        held_sure = held_now if fixed else erlang.offered_load(history, factors, sure)
+        over = (held_sure[off:] > slots + 1e-9) & (taken > 0)
         if not over.any() and not full.any() and self._owed == 0:
             return taken, lost
         visit = np.flatnonzero(over | full | (taken > 0) | (lost > 0)).tolist()
         n = len(held_now)
         kernels = {f: k[: min(len(k), n)] for f, k in self._holding.items()}
+        sures = {f: k[: min(len(k), n)] for f, k in sure.items()}
         short = max(len(k) for k in kernels.values()) <= 64
         # Short kernels (services of a few ticks) are updated in plain Python, which beats
         # numpy's per-call cost; long ones (a fill-up over minutes) with numpy slices.
         held: list[float] | np.ndarray = held_now.tolist() if short else held_now
+        held_s: list[float] | np.ndarray = (
+            held if fixed else (held_sure.tolist() if short else held_sure)
+        )
         lists = {f: k.tolist() for f, k in kernels.items()} if short else {}
+        sure_lists = {f: k.tolist() for f, k in sures.items()} if short else {}
         taken_l, lost_l, full_l, over_l = (
             taken.tolist(),
             lost.tolist(),
@@ -239,39 +261,61 @@ class LossStation(RatedComponent):
         )
         factor_l = factors[off:].tolist()
         firsts = {f: max(float(k[0]), 1e-12) for f, k in kernels.items()}
+        sure_firsts = {f: max(float(k[0]), 1e-12) for f, k in sures.items()}
         owed, stirred = self._owed, False  # stirred: room given back may overfill later
         for i in visit:
             if not (full_l[i] or over_l[i] or stirred or owed):
                 continue
             j = off + i
-            kernel = kernels[factor_l[i]]
-            first = firsts[factor_l[i]]
-            free = math.floor((slots - float(held[j])) / first + 1e-9)  # takes it has room for
+            f = factor_l[i]
+            kernel = kernels[f]
+            free = math.floor((slots - float(held[j])) / firsts[f] + 1e-9)  # room for takes
             if full_l[i]:
                 lost_l[i] += taken_l[i]
                 taken_l[i] = 0
                 change = max(0, min(free, lost_l[i]))
-            elif free < 0 and taken_l[i] > 0:
-                change = max(-taken_l[i], free)
-                owed -= change
-            elif owed > 0 and lost_l[i] > 0 and free > 0:
-                change = min(owed, lost_l[i], free)
-                owed -= change
             else:
-                continue
+                room = (
+                    free
+                    if fixed
+                    else math.floor((slots - float(held_s[j])) / sure_firsts[f] + 1e-9)
+                )
+                if room < 0 and taken_l[i] > 0:
+                    change = max(-taken_l[i], room)
+                    if fixed:
+                        owed -= change
+                elif owed > 0 and lost_l[i] > 0 and free > 0:
+                    change = min(owed, lost_l[i], free)
+                    owed -= change
+                else:
+                    continue
             if change:
                 stirred = stirred or change > 0
                 taken_l[i] += change
                 lost_l[i] -= change
                 reach = min(len(kernel), n - j)
                 if short:
-                    row = lists[factor_l[i]]
+                    row = lists[f]
                     for d in range(reach):
                         held[j + d] += change * row[d]
                 else:
                     held[j : j + reach] += change * kernel[:reach]
+                if not fixed:
+                    srow = sures[f]
+                    reach = min(len(srow), n - j)
+                    if short:
+                        srl = sure_lists[f]
+                        for d in range(reach):
+                            held_s[j + d] += change * srl[d]
+                    else:
+                        held_s[j : j + reach] += change * srow[:reach]
         self._owed = owed
         return np.array(taken_l, dtype=np.int64), np.array(lost_l, dtype=np.int64)
+
+    def _sure(self) -> dict[float, np.ndarray]:
+        """The holding kernels cut to the chances of at least ``SURE``: the requests all but
+        sure to hold their slots still (random services)."""
+        return {f: np.where(k >= SURE, k, 0.0) for f, k in self._holding.items()}
 
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
@@ -365,22 +409,14 @@ class LossStation(RatedComponent):
         admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
         share = self._within_slots(admitted, t0, t1, lo)
         self._admitted[t0:t1] = admitted * share
-        # Random services: the fill-up's cut is a share of the expected counts too. The
-        # slots a tick's takes hold, weighted by the chance each still holds its slot, are
-        # no count of busy slots (a take is made only where an earlier request has ended,
-        # which that chance does not know), so the ledger below, which trims each tick to
-        # whole free slots, is for fixed services alone: on one slot of 1 s exponential
-        # services it let one request in every 20 s.
-        cut = loss if self.fixed_time else 1.0 - (1.0 - loss) * share
-        expected = arriving * cut
+        expected = arriving * loss
         cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
         lost = steps(cum)
         if len(cum):
             carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
             self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
         taken = np.where(down, 0, arriving - lost)
-        if self.fixed_time:
-            taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
+        taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
         self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
         self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
