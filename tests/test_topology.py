@@ -793,7 +793,10 @@ def test_a_delay_off_the_tick_grid_and_the_loop_rules() -> None:
     r = gym.simulate(_retry_loop(0.001), sc)
     m = r.metrics
     assert m.offered == m.served + m.failed + m.in_flight_end
-    assert "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s" in r.warnings
+    assert r.warnings == (
+        "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s (+900%) in both "
+        "engines, which hold an edge's URLs whole ticks, at least one (use --tick-ms 1)",
+    )
     nodes = dict(CHAIN)
     data = graph(nodes, [("src", "q"), ("f", "db")])
     data["graph"]["edges"].append({"from": "q", "to": "f", "delay_s": 1})
@@ -1071,7 +1074,7 @@ def test_only_a_metering_node_backs_up_and_mismatched_scenarios_are_refused_up_f
     stall = next(s for s in r.budget.by_event if s.name == "db stall")
     assert stall.by_cause["q_overflow"] == 0 < r.metrics.failed_by_cause["q_overflow"]
     assert any(
-        w.startswith("graph.nodes.db.rps: both engines give db round(50/s x 5 ms) = 1")
+        w.startswith("graph.nodes.db.rps: 0.25 slots rounded to 1 (+300%): capacity 200/s")
         for w in r.warnings
     )
     ingestion = gym.load_scenario(SYSTEM_SCENARIOS / "ingestion.yaml")

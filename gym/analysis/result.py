@@ -60,8 +60,8 @@ class Result:
 
     @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
-        """Where the engine's grid changed a figure of the inputs by more than 5%
-        (:mod:`gym.analysis.rounding`): a coarse tick, a station of very few slots."""
+        """Where the engine's grid changed a figure of the inputs by more than 1%
+        (:mod:`gym.analysis.rounding`): a coarse tick, a station of few slots."""
         from gym.analysis import rounding
 
         return tuple(

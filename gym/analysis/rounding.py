@@ -1,21 +1,31 @@
 """Where the engines' discretisation changes what a design or scenario says.
 
-Both engines act on a grid: the flow engine holds each fetch for a whole number of ticks,
-both engines start and end load stages and faults on tick boundaries, and the request
-engine gives each station ``round(rate x service time)`` concurrent slots. Usually these
-roundings are invisible; with a coarse ``--tick-ms`` or a tiny station they are not (a
-250 ms fetch on 1,000 ms ticks lasts 1,000 ms, and the crash loses four times the URLs).
-:func:`warnings` names every rounding that moves a figure by more than :data:`TOLERANCE`,
-with the figure, so a result is never silently about a different design.
+Both engines act on a grid. The flow engine holds each fetch (a graph fleet's service) for
+a whole number of ticks, waits whole ticks before a retry, and its async writer flushes
+whole writes a tick; both engines give a station without a queue ``round(rate x service
+time)`` concurrent slots, hold an edge's URLs (the links of a fetched page) for whole
+ticks, and start and end load stages and faults on tick boundaries; the request engine
+gives each fleet replica ``round(rps_per_replica x service time)`` slots and flushes its
+writer once a tick. Usually these roundings are invisible; with a coarse ``--tick-ms`` or
+a small station they are not (a 250 ms fetch on 1,000 ms ticks lasts 1,000 ms, and the
+crash loses four times the URLs; 12.5 slots a replica rounded to 12 is 4% less capacity,
+and a backlog drains that much slower). :func:`warnings` names every rounding that moves a
+figure by more than :data:`TOLERANCE`, with the figure as the design states it and as the
+engine runs it, so a result is never silently about a different design.
 """
 
 from __future__ import annotations
 
-from gym.models import Design, Scenario
+import functools
+import math
+from collections.abc import Callable
+
+from gym.models import Design, RetryPolicy, Scenario, ServiceTime
 from gym.sim.erlang import mean_held
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 from gym.system.crawler import (
+    busiest_shard_share,
     cache_capacity_rps,
     fetchers_in_effect,
     page_store_in_effect,
@@ -24,49 +34,18 @@ from gym.system.crawler import (
 from gym.system.graph import GraphDesign
 
 #: A rounding that changes a figure by more than this fraction is reported.
-TOLERANCE = 0.05
+TOLERANCE = 0.01
 
 
 def warnings(
     design: Design | GraphDesign, scenario: Scenario, *, engine: str, tick_ms: int
 ) -> list[str]:
-    """One sentence per rounding that changes a service time, a capacity, the length of a
-    stage or a fault, or the run's duration by more than :data:`TOLERANCE` (for a graph
-    design, the scenario's alone so far)."""
+    """One sentence per rounding that changes a service time, a capacity, a delay or a
+    wait, the length of a stage or a fault, or the run's duration by more than
+    :data:`TOLERANCE`, for a crawler or a graph design, in the engine given."""
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )
-
-
-def _graph_warnings(design: GraphDesign, tick_ms: int) -> list[str]:
-    """A graph's fleets' service times and its edges' delays on the tick grid."""
-    fleets = [
-        line
-        for name, node in design.graph.nodes.items()
-        if getattr(node, "kind", None) == "fleet"
-        for line in _service_ticks(
-            f"graph.nodes.{name}.service.mean_ms", node.service.mean_ms, tick_ms
-        )
-    ]
-    return fleets + _edge_delays(design, tick_ms)
-
-
-def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
-    """Delays of edges that the tick grid changes by more than the tolerance."""
-    from gym.system.topology import Edge
-
-    lines = []
-    for i, e in enumerate(design.graph.edges):
-        if not e.delay_s:
-            continue
-        ticks = Edge(e.source, e.target, delay_s=e.delay_s).delay_ticks(tick_ms)
-        runs = ticks * tick_ms / 1000.0
-        if abs(runs - e.delay_s) > TOLERANCE * e.delay_s:
-            lines.append(
-                f"graph.edges[{i}].delay_s: {e.delay_s:g} s runs as {ticks} tick"
-                f"{'s' if ticks > 1 else ''} of {tick_ms} ms = {runs:g} s"
-            )
-    return lines
 
 
 def design_warnings(
@@ -75,14 +54,180 @@ def design_warnings(
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
     if isinstance(design, GraphDesign):
-        return _graph_warnings(design, tick_ms) + _graph_slots(design, engine)
+        return _graph_warnings(design, engine, tick_ms)
+    lines = []
     if engine == "flow":
-        lines = _fetch_ticks(design, tick_ms) + _slots(design, scenario, engine)
-    else:
-        lines = _slots(design, scenario, engine) + _flushes(design, tick_ms)
+        mean = design.fetchers.service.mean_ms
+        lines += _service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms)
+    lines += _slots(design, scenario, engine) + _crawler_flushes(design, scenario, engine, tick_ms)
     if design.discovery is not None:
         lines += link_delay_warnings(tick_ms)
     return lines + _links_unused(design, scenario) + _retry_waits(design, engine, tick_ms)
+
+
+def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
+    """The roundings of the scenario's times: its duration, its stages and faults."""
+    return _event_times(scenario, tick_ms)
+
+
+# --- the crawler ---------------------------------------------------------------------------
+
+
+def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
+    """Stations whose round(rate x service time) slots move their capacity: in the request
+    engine every station and each fetcher replica; in the flow engine the loss stations
+    (cache, resolver, seen set, and the store unless the async writer meters its writes),
+    whose Erlang loss uses the slots."""
+    out = []
+    if engine == "request":
+        f = fetchers_in_effect(design, scenario)  # JavaScript rendering slows a replica
+        out += _fleet_slots(
+            "fetchers.rps_per_replica",
+            "fetchers",
+            f.rps_per_replica,
+            f.service,
+            f.replicas,
+        )
+    out += _station_slots(
+        "cache.service.mean_ms",
+        "cache",
+        cache_capacity_rps(design, scenario.catalog),
+        design.cache.service.mean_ms,
+        engine,
+    )
+    out += _station_slots(
+        "resolver.rps",
+        "resolver",
+        scenario.resolver.rps,
+        scenario.resolver.service.mean_ms,
+        engine,
+    )
+    if design.discovery is not None:
+        # Each shard is a station of its own: rps x the busiest shard's share (shard_rps).
+        share = busiest_shard_share(design, scenario)
+        out += _station_slots(
+            "discovery.service.mean_ms",
+            "seen_set",
+            seen_set_capacity_rps(design, scenario) * share,
+            design.discovery.service.mean_ms,
+            engine,
+            shards=design.discovery.shards,
+            share=share,
+        )
+    if engine == "request" or design.async_writer is None:
+        out += _station_slots(
+            "page_store.rps",
+            "page_store",
+            page_store_in_effect(design, scenario.catalog).rps,
+            design.page_store.service.mean_ms,
+            engine,
+        )
+    return out
+
+
+def _crawler_flushes(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:
+    writer = design.async_writer
+    if writer is None:
+        return []
+    store = page_store_in_effect(design, scenario.catalog)
+    return _flushes(
+        "async_writer",
+        "page_store.rps",
+        writer.flush_ceiling,
+        store.rps,
+        store.service,
+        engine,
+        tick_ms,
+    )
+
+
+def link_delay_warnings(tick_ms: int) -> list[str]:
+    """The link-discovery loop's delay on the tick grid (both engines), when the grid
+    moves it."""
+    from gym.system.crawler import LINK_DELAY_S
+
+    held = _delay_ticks(LINK_DELAY_S, tick_ms) * tick_ms / 1000.0
+    if not _moved(held, LINK_DELAY_S):
+        return []
+    hint = _tick_hint(functools.partial(_delay_fits, LINK_DELAY_S))
+    return [
+        f"discovery: links reach the seen set {LINK_DELAY_S:g} s after their page on average; "
+        f"both engines hold them whole ticks, so on {tick_ms} ms ticks that is {held:g} s "
+        f"({_change(held, LINK_DELAY_S)}; {hint})"
+    ]
+
+
+def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
+    """Retry waits the flow engine's tick grid moves: each wait, drawn within the jitter,
+    runs as the nearest whole number of ticks, at least the shortest first wait's (and at
+    least one); the request engine waits the time drawn."""
+    r = design.retries
+    if r is None or engine != "flow":
+        return []
+    moved = _moved_waits(r, tick_ms)
+    if not moved:
+        return []
+    retry, meant, used = max(moved, key=lambda m: abs(m[2] / m[1] - 1.0))
+    others = len(moved) - 1
+    more = f"; {others} other retr{'ies' if others > 1 else 'y'} move too" if others else ""
+    hint = _tick_hint(lambda t: not _moved_waits(r, t))
+    return [
+        f"retries.backoff_s: the flow engine waits whole ticks, at least one, so on {tick_ms} "
+        f"ms ticks retry {retry} waits {used * 1000:.4g} ms on average, not "
+        f"{meant * 1000:.4g} ms ({_change(used, meant)}{more}; {_or_request(hint)})"
+    ]
+
+
+def _moved_waits(r: RetryPolicy, tick_ms: int) -> list[tuple[int, float, float]]:
+    """(retry, the mean wait the policy gives, the mean wait on the tick grid) for each
+    retry whose wait the grid moves (as :class:`gym.sim.flow.retry.Retries` waits)."""
+    tick_s = tick_ms / 1000.0
+    least = max(1, math.floor(r.backoff_s * (1.0 - r.jitter) / tick_s))
+    out = []
+    for retry in range(1, r.attempts):
+        meant = r.wait_s(retry)
+        lo, hi = meant * (1.0 - r.jitter) / tick_s, meant * (1.0 + r.jitter) / tick_s
+        used = _mean_rounded(lo, hi, least) * tick_s
+        if _moved(used, meant):
+            out.append((retry, meant, used))
+    return out
+
+
+def _mean_rounded(lo: float, hi: float, least: int) -> float:
+    """E[max(least, rint(X))] for X uniform on [lo, hi] (X = lo when they are equal).
+
+    rint(x) - x has period 1 and integrates to 0 over a period, so E[rint X] is the mean
+    plus (F(hi) - F(lo)) / (hi - lo), F the integral of rint(t) - t from 0 (a function of
+    the fractional part); values below ``least`` are lifted to it."""
+    if hi - lo < 1e-12:
+        return float(max(least, round(lo)))
+
+    def integral(x: float) -> float:
+        u = x - math.floor(x)
+        return -u * u / 2 if u < 0.5 else u - u * u / 2 - 0.5
+
+    mean = (lo + hi) / 2 + (integral(hi) - integral(lo)) / (hi - lo)
+    # Lift the whole numbers below ``least`` that X rounds to (n takes [n - 0.5, n + 0.5)).
+    for n in range(max(0, round(lo)), least):
+        share = max(0.0, min(hi, n + 0.5) - max(lo, n - 0.5)) / (hi - lo)
+        mean += (least - n) * share
+    return mean
+
+
+def _links_unused(design: Design, scenario: Scenario) -> list[str]:
+    """Links the scenario has pages yield, which a design without discovery ignores; with
+    discovery, a loop that grows without end."""
+    stages = [s.links_per_page or 0.0 for s in scenario.load]
+    most = max([scenario.web.links_per_page, *stages])
+    if design.discovery is not None:
+        return _loop(design, scenario, most)
+    if not most:
+        return []
+    return [
+        f"web.links_per_page: pages yield up to {most:g} links in this scenario, but the "
+        "design has no discovery section, so no link is followed (its frontier takes the "
+        "scenario's load alone); add discovery: {shards: N} to run the link-discovery loop"
+    ]
 
 
 def _loop(design: Design, scenario: Scenario, most: float) -> list[str]:
@@ -99,205 +244,218 @@ def _loop(design: Design, scenario: Scenario, most: float) -> list[str]:
     ]
 
 
-def link_delay_warnings(tick_ms: int) -> list[str]:
-    """The link-discovery loop's delay on the tick grid, when the grid moves it."""
-    from gym.system.crawler import LINK_DELAY_S
-    from gym.system.topology import Edge
-
-    ticks = Edge("links", "seen_set", delay_s=LINK_DELAY_S).delay_ticks(tick_ms)
-    runs = ticks * tick_ms / 1000.0
-    if abs(runs - LINK_DELAY_S) <= TOLERANCE * LINK_DELAY_S:
-        return []
-    return [
-        f"discovery: links reach the seen set {LINK_DELAY_S:g} s after their page on average; "
-        f"on {tick_ms} ms ticks that is {runs:g} s (a finer --tick-ms keeps it)"
-    ]
+# --- graph designs -------------------------------------------------------------------------
 
 
-def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
-    """Retry waits the flow engine's tick grid lengthens (it waits at least one tick)."""
-    r = design.retries
-    if r is None or engine != "flow":
-        return []
-    shortest = r.backoff_s * (1.0 - r.jitter) * 1000.0
-    if shortest >= tick_ms * (1.0 - TOLERANCE):
-        return []
-    return [
-        f"retries.backoff_s: the flow engine waits whole ticks, at least one, so waits from "
-        f"{shortest:g} ms run as {tick_ms} ms on {tick_ms} ms ticks (use a finer --tick-ms, "
-        "or the request engine)"
-    ]
-
-
-def _links_unused(design: Design, scenario: Scenario) -> list[str]:
-    """Links the scenario has pages yield, which a design without discovery ignores; with
-    discovery, a loop that grows without end, and the links' delay off the tick grid."""
-    stages = [s.links_per_page or 0.0 for s in scenario.load]
-    most = max([scenario.web.links_per_page, *stages])
-    if design.discovery is not None:
-        return _loop(design, scenario, most)
-    if not most:
-        return []
-    return [
-        f"web.links_per_page: pages yield up to {most:g} links in this scenario, but the "
-        "design has no discovery section, so no link is followed (its frontier takes the "
-        "scenario's load alone); add discovery: {shards: N} to run the link-discovery loop"
-    ]
-
-
-def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
-    """The roundings of the scenario's times: its duration, its stages and faults."""
-    return _event_times(scenario, tick_ms)
-
-
-def _fetch_ticks(design: Design, tick_ms: int) -> list[str]:
-    return _service_ticks("fetchers.service.mean_ms", design.fetchers.service.mean_ms, tick_ms)
-
-
-def _service_ticks(field: str, mean: float, tick_ms: int) -> list[str]:
-    """A fleet's service time as the flow engine holds it, in whole ticks."""
-    used = fetch_ticks(mean, tick_ms) * tick_ms
-    if abs(used - mean) <= TOLERANCE * mean:
-        return []
-    fine = [t for t in VALID_TICKS_MS if abs(fetch_ticks(mean, t) * t - mean) <= TOLERANCE * mean]
-    fine = sorted(fine, reverse=True)[:3]
-    if fine:
-        named = [str(t) for t in fine]
-        hint = "--tick-ms " + (", ".join(named[:-1]) + " or " if len(named) > 1 else "") + named[-1]
-    else:
-        hint = "a finer --tick-ms"
-    return [
-        f"{field}: the flow engine holds each fetch for whole ticks, so "
-        f"{mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks ({_change(used, mean)}); "
-        f"fetch latency and the URLs a crash loses follow the rounded time (use {hint}, "
-        "or the request engine)"
-    ]
-
-
-def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
-    """Stations whose round(rate x service time) slots move their capacity: in the request
-    engine every station; in the flow engine the loss stations (cache, resolver, and the
-    store unless the async writer meters its writes), whose Erlang loss uses the slots."""
-    f = fetchers_in_effect(design, scenario)  # JavaScript rendering slows a replica
-    stations = [
-        ("fetchers", "fetchers.rps_per_replica", f.rps_per_replica, f.service.mean_ms),
-        (
-            "cache",
-            "cache.service.mean_ms",
-            cache_capacity_rps(design, scenario.catalog),
-            design.cache.service.mean_ms,
-        ),
-        ("resolver", "resolver.rps", scenario.resolver.rps, scenario.resolver.service.mean_ms),
-        *(
-            [
-                (
-                    "seen_set",
-                    "discovery.shards",
-                    seen_set_capacity_rps(design, scenario),
-                    design.discovery.service.mean_ms,
-                )
-            ]
-            if design.discovery is not None
-            else []
-        ),
-        (
-            "page_store",
-            "page_store.rps",
-            page_store_in_effect(design, scenario.catalog).rps,
-            design.page_store.service.mean_ms,
-        ),
-    ]
-    if engine == "flow":
-        skip = {"fetchers"} | ({"page_store"} if design.async_writer is not None else set())
-        stations = [s for s in stations if s[0] not in skip]
-    paced = f.service.cv_value < PACED_BELOW_CV
-    return [
-        line
-        for name, field, rate, mean_ms in stations
-        for line in _slot_warning(name, field, rate, mean_ms, engine, name == "fetchers" and paced)
-    ]
-
-
-def _slot_warning(
-    name: str, field: str, rate: float, mean_ms: float, engine: str, paced: bool = False
-) -> list[str]:
-    """A station whose round(rate x service time) slots move its capacity by more than
-    the tolerance. ``paced``: a fleet whose starts are paced at its rate (extra slots add
-    no capacity; fewer still cut it)."""
-    exact = rate * mean_ms / 1000.0
-    slots = station_slots(rate, mean_ms)
-    if abs(slots - exact) <= TOLERANCE * exact or (paced and slots > exact):
-        return []
-    who = "the request engine gives" if engine == "request" else "both engines give"
-    capacity = slots / (mean_ms / 1000.0)
-    return [
-        f"{field}: {who} {name} round({rate:g}/s x {mean_ms:g} ms) = "
-        f"{slots} concurrent slot{'s' if slots != 1 else ''} ({exact:.2f} exactly), so "
-        f"it serves at most {capacity:,.4g}/s, not {rate:,.4g}/s ({_change(capacity, rate)})"
-    ]
-
-
-def _graph_slots(design: GraphDesign, engine: str) -> list[str]:
-    """A graph's stations whose slots move their capacity, as :func:`_slots` for the
-    crawler: its loss stations in both engines (a store behind a write buffer only in the
-    request engine: the flow engine meters its writes), its fleets in the request engine."""
-    nodes = design.graph.nodes
-    metered = {e.target for e in design.graph.edges if nodes[e.source].kind == "write_buffer"}
+def _graph_warnings(design: GraphDesign, engine: str, tick_ms: int) -> list[str]:
+    """A graph's roundings, as the crawler's: its fleets' service times on the flow
+    engine's tick grid and their replicas' slots in the request engine; its loss
+    stations' slots (in both engines; a store behind a write buffer only in the request
+    engine: the flow engine meters its writes); its write buffers' flushes; its edges'
+    delays."""
+    nodes, edges = design.graph.nodes, design.graph.edges
+    metered = {e.target for e in edges if nodes[e.source].kind == "write_buffer"}
     out = []
     for name, node in nodes.items():
         where = f"graph.nodes.{name}"
-        if node.kind in ("cache", "service", "store"):
-            if engine == "flow" and name in metered:
-                continue
-            out += _slot_warning(name, f"{where}.rps", node.rps, node.service.mean_ms, engine)
-        elif node.kind == "fleet" and engine == "request":
-            paced = node.service.cv_value < PACED_BELOW_CV
-            out += _slot_warning(
-                name,
-                f"{where}.rps_per_replica",
-                node.rps_per_replica,
-                node.service.mean_ms,
+        kind = getattr(node, "kind", None)
+        if kind == "fleet":
+            if engine == "flow":
+                out += _service_ticks(
+                    f"{where}.service.mean_ms", "service", node.service.mean_ms, tick_ms
+                )
+            else:
+                out += _fleet_slots(
+                    f"{where}.rps_per_replica",
+                    name,
+                    node.rps_per_replica,
+                    node.service,
+                    node.replicas,
+                )
+        elif kind in ("cache", "service", "store"):
+            if engine == "request" or name not in metered:
+                out += _station_slots(f"{where}.rps", name, node.rps, node.service.mean_ms, engine)
+        elif kind == "write_buffer":
+            target = next(e.target for e in edges if e.source == name)
+            store = nodes[target]
+            out += _flushes(
+                where,
+                f"graph.nodes.{target}.rps",
+                node.flush_ceiling,
+                store.rps,
+                store.service,
                 engine,
-                paced,
+                tick_ms,
             )
-    return out
+    return out + _edge_delays(design, tick_ms)
 
 
-def _flushes(design: Design, tick_ms: int) -> list[str]:
-    """The request engine's writer fills the store's free slots below the ceiling once per
-    tick; slots freed within the tick wait for the next (all of them with a tick longer
-    than a fixed write, 39% with exponential 20 ms writes on 10 ms ticks)."""
-    writer, store = design.async_writer, design.page_store
-    if writer is None:
+def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
+    """Delays of edges that the tick grid moves (both engines hold them whole ticks)."""
+    lines = []
+    for i, e in enumerate(design.graph.edges):
+        if not e.delay_s:
+            continue
+        ticks = _delay_ticks(e.delay_s, tick_ms)
+        runs = ticks * tick_ms / 1000.0
+        if _moved(runs, e.delay_s):
+            hint = _tick_hint(functools.partial(_delay_fits, e.delay_s))
+            lines.append(
+                f"graph.edges[{i}].delay_s: {e.delay_s:g} s runs as {ticks} tick"
+                f"{'s' if ticks > 1 else ''} of {tick_ms} ms = {runs:g} s "
+                f"({_change(runs, e.delay_s)}) in both engines, which hold an edge's URLs "
+                f"whole ticks, at least one ({hint})"
+            )
+    return lines
+
+
+def _delay_fits(delay_s: float, tick_ms: int) -> bool:
+    """Whether ``tick_ms`` ticks keep a delay within the tolerance."""
+    return not _moved(_delay_ticks(delay_s, tick_ms) * tick_ms / 1000.0, delay_s)
+
+
+def _delay_ticks(delay_s: float, tick_ms: int) -> int:
+    """An edge's delay on the tick grid, as both engines hold it."""
+    from gym.system.topology import Edge
+
+    return Edge("a", "b", delay_s=delay_s).delay_ticks(tick_ms)
+
+
+# --- the roundings themselves --------------------------------------------------------------
+
+
+def _service_ticks(field: str, what: str, mean: float, tick_ms: int) -> list[str]:
+    """A fleet's service time as the flow engine holds it, in whole ticks."""
+    used = fetch_ticks(mean, tick_ms) * tick_ms
+    if not _moved(used, mean):
         return []
-    slots = station_slots(store.rps, store.service.mean_ms)
-    ceiling = flush_slots(writer.flush_ceiling, slots)
-    meant = writer.flush_ceiling * store.rps
-    most = _drain(design, ceiling, tick_ms)
-    if most >= meant * (1 - TOLERANCE):
-        return []
-    fine = [t for t in VALID_TICKS_MS if _drain(design, ceiling, t) >= meant * (1 - TOLERANCE)]
-    hint = f"use --tick-ms {max(fine)} or less" if fine else "no tick is short enough"
+    hint = _tick_hint(lambda t: not _moved(fetch_ticks(mean, t) * t, mean))
     return [
-        f"async_writer: the request engine flushes held writes once per {tick_ms} ms tick, "
-        f"into at most {ceiling} of the store's {slots} slots, so it drains at most "
-        f"{most:,.0f}/s, not flush_ceiling x page_store.rps = {meant:,.0f}/s "
-        f"({_change(most, meant)}; {hint})"
+        f"{field}: {mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks "
+        f"({_change(used, mean)}): the flow engine holds each {what} for whole ticks, at "
+        f"least one, so {what} latency and the URLs a crash loses follow the rounded time "
+        f"({_or_request(hint)})"
     ]
 
 
-def _drain(design: Design, ceiling: int, tick_ms: int) -> float:
+def _fleet_slots(
+    field: str, name: str, rate: float, service: ServiceTime, replicas: int
+) -> list[str]:
+    """A fleet whose replicas' round(rps_per_replica x service time) slots (the request
+    engine's) move its capacity. Starts paced at the fleet's rate (nearly fixed times):
+    extra slots add no capacity, fewer still cut it."""
+    exact = rate * service.mean_ms / 1000.0
+    slots = station_slots(rate, service.mean_ms)
+    if not _moved(slots, exact) or (service.cv_value < PACED_BELOW_CV and slots > exact):
+        return []
+    capacity = replicas * slots / (service.mean_ms / 1000.0)
+    each = f"each of the {replicas:,} {name} replicas" if replicas > 1 else f"the {name} replica"
+    return [
+        f"{field}: {_num(exact)} slots a replica rounded to {slots} "
+        f"({_change(slots, exact)}): capacity {_fig(capacity)}/s, not "
+        f"{_fig(replicas * rate)}/s (the request engine gives {each} "
+        f"round({_fig(rate)}/s x {service.mean_ms:g} ms) concurrent slots{_least(exact)})"
+    ]
+
+
+def _station_slots(
+    field: str,
+    name: str,
+    rate: float,
+    mean_ms: float,
+    engine: str,
+    *,
+    shards: int = 1,
+    share: float = 1.0,
+) -> list[str]:
+    """A station (each of its ``shards``, the busiest taking ``share`` of the work) whose
+    round(rate x service time) slots move its capacity."""
+    exact = rate * mean_ms / 1000.0
+    slots = station_slots(rate, mean_ms)
+    if not _moved(slots, exact):
+        return []
+    who = "the request engine gives" if engine == "request" else "both engines give"
+    whom = f"each of the {shards:,} {name} shards" if shards > 1 else name
+    capacity = slots / (mean_ms / 1000.0) / share
+    per = " a shard" if shards > 1 else ""
+    return [
+        f"{field}: {_num(exact)} slots{per} rounded to {slots} ({_change(slots, exact)}): "
+        f"capacity {_fig(capacity)}/s, not {_fig(rate / share)}/s ({who} {whom} "
+        f"round({_fig(rate)}/s x {mean_ms:g} ms) concurrent slots{_least(exact)})"
+    ]
+
+
+def _flushes(
+    field: str,
+    store_field: str,
+    ceiling: float,
+    rate: float,
+    service: ServiceTime,
+    engine: str,
+    tick_ms: int,
+) -> list[str]:
+    """A write buffer whose flushes the grid holds off flush_ceiling x the store's rate.
+
+    The request engine fills the store's free slots below floor(ceiling x slots) once per
+    tick; slots freed within the tick wait for the next (all of them with a tick longer
+    than a fixed write, 39% with exponential 20 ms writes on 10 ms ticks). The flow engine
+    lets the store take floor(ceiling x the writes it takes that tick) a tick, at least
+    one."""
+    meant = ceiling * rate
+
+    def most(tick: int) -> float:
+        if engine == "request":
+            return _request_drain(ceiling, rate, service, tick)
+        return _flow_drain(ceiling, rate, tick)
+
+    drains = most(tick_ms)
+    if not _moved(drains, meant):
+        return []
+    # A finer tick frees the request engine's slots sooner; the flow engine's whole writes
+    # a tick are not monotone in the tick.
+    hint = _tick_hint(lambda t: not _moved(most(t), meant), near=tick_ms, finer=engine == "request")
+    figure = f"flush_ceiling x {store_field} = {_fig(meant)}/s ({_change(drains, meant)}; {hint})"
+    if engine == "request":
+        slots = station_slots(rate, service.mean_ms)
+        return [
+            f"{field}: the request engine flushes held writes once per {tick_ms} ms tick, "
+            f"into at most {flush_slots(ceiling, slots)} of the store's {slots} slots "
+            f"(floor({ceiling:g} x {slots})), so it drains at most {_fig(drains)}/s, not " + figure
+        ]
+    per_tick = rate * tick_ms / 1000.0
+    return [
+        f"{field}: the flow engine lets the store take, while it flushes, floor({ceiling:g} x "
+        f"the {per_tick:.4g} writes it takes a {tick_ms} ms tick) whole writes, so it drains "
+        f"at most {_fig(drains)}/s, not " + figure
+    ]
+
+
+def _request_drain(ceiling: float, rate: float, service: ServiceTime, tick_ms: int) -> float:
     """Flushes per second at best: each tick the ceiling's slots are filled, and those that
     free within the tick (a share E[min(S, tick)] / E[S] of them) wait for the next one."""
-    service = design.page_store.service
+    slots = flush_slots(ceiling, station_slots(rate, service.mean_ms))
     tick_s = tick_ms / 1000.0
-    return ceiling * (mean_held(service, tick_s) / (service.mean_ms / 1000.0)) / tick_s
+    return slots * (mean_held(service, tick_s) / (service.mean_ms / 1000.0)) / tick_s
+
+
+def _flow_drain(ceiling: float, rate: float, tick_ms: int) -> float:
+    """What the flow engine's store takes a second while its writer flushes: the store
+    takes n or n + 1 whole writes a tick (a share p of the ticks n + 1, n + p = rate x
+    tick), the writer fills floor(ceiling x that) of them, at least one."""
+    per_tick = rate * tick_ms / 1000.0
+    n = math.floor(per_tick + 1e-9)
+    p = per_tick - n
+
+    def filled(room: int) -> int:
+        return max(1, math.floor(ceiling * room + 1e-9)) if room > 0 else 0
+
+    return ((1.0 - p) * filled(n) + p * filled(n + 1)) / (tick_ms / 1000.0)
 
 
 def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
     """Stages and faults start and end on tick boundaries (the first at or after the
-    time written); a length that changes by more than 5% is reported, and a run whose
-    duration is not whole ticks (it runs to the next tick, and throughput is counted
+    time written); a length that moves by more than the tolerance is reported, and a run
+    whose duration is not whole ticks (it runs to the next tick, and throughput is counted
     over that)."""
     grid = Timeline(scenario, tick_ms)
     out = []
@@ -321,7 +479,7 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
             continue
         t0, t1 = (grid.to_tick(t) * tick_ms / 1000 for t in (start, end))
         used = t1 - t0
-        if abs(used - meant) > TOLERANCE * meant:
+        if _moved(used, meant):
             out.append(
                 f"{field}: {start:g}-{end:g} s lasts {meant:g} s, but both engines act on "
                 f"{tick_ms} ms tick boundaries, so it runs {t0:g}-{t1:g} s, {used:g} s "
@@ -330,5 +488,55 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
     return out
 
 
+# --- words and numbers ---------------------------------------------------------------------
+
+
+def _moved(used: float, meant: float) -> bool:
+    """Whether ``used`` is off ``meant`` by more than the tolerance."""
+    return abs(used - meant) > TOLERANCE * abs(meant)
+
+
+def _tick_hint(fits: Callable[[int], bool], near: int | None = None, finer: bool = False) -> str:
+    """Which ``--tick-ms`` keeps a figure within the tolerance: the three coarsest ticks
+    that do; the one nearest ``near``; or, ``finer`` (every tick below one that fits fits
+    too), the coarsest "or less". When no tick does, that."""
+    fine = [t for t in VALID_TICKS_MS if fits(t)]
+    if not fine:
+        return f"no --tick-ms keeps it within {TOLERANCE:.0%}"
+    if finer:
+        return f"use --tick-ms {max(fine)} or less"
+    if near is not None:
+        return f"use --tick-ms {min(fine, key=lambda t: abs(math.log(t / near)))}"
+    named = [str(t) for t in sorted(fine, reverse=True)[:3]]
+    return "use --tick-ms " + (", ".join(named[:-1]) + " or " if len(named) > 1 else "") + named[-1]
+
+
+def _or_request(hint: str) -> str:
+    """A tick hint, with the request engine (which does not round the time) beside it."""
+    return (
+        f"{hint}, or the request engine"
+        if hint.startswith("use")
+        else f"{hint}: use the request engine"
+    )
+
+
+def _least(exact: float) -> str:
+    """ ", at least one" where round() alone gives none."""
+    return ", at least one" if round(exact) == 0 else ""
+
+
+def _num(x: float) -> str:
+    """A slot count as exact as it is (12.5, 0.6)."""
+    return f"{x:,.4g}"
+
+
+def _fig(x: float) -> str:
+    """A rate: whole numbers with thousands separators from 100 up (21,250), else three
+    significant digits (12.5)."""
+    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
+
+
 def _change(used: float, meant: float) -> str:
-    return f"{(used / meant - 1) * 100:+.0f}%"
+    """The move in percent: one decimal below 10% (-4.0%), whole above (+67%)."""
+    pct = (used / meant - 1) * 100
+    return f"{pct:+.1f}%" if abs(pct) < 9.95 else f"{pct:+.0f}%"

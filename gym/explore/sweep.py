@@ -337,7 +337,7 @@ def run(
         row["cost_units"] = sum(units_of(p.design, scenario.catalog).values())
         warned = rounding.design_warnings(p.design, scenario, engine=engine, tick_ms=10)
         warned += grid_notes
-        if warned:  # the engine's grid changed one of this point's figures by over 5%
+        if warned:  # the engine's grid changed one of this point's figures by over 1%
             row["warnings"] = " | ".join(warned)
         for s in mc.slos:
             row[f"{s.name}_mean"] = s.mean

@@ -180,7 +180,7 @@ def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
 
 def fetch_ticks(mean_ms: float, tick_ms: int) -> int:
     """A fetch time in whole ticks, at least one: how long the flow engine holds a fetch
-    (:mod:`gym.analysis.rounding` warns when this changes it by more than 5%)."""
+    (:mod:`gym.analysis.rounding` warns when this changes it by more than 1%)."""
     return max(1, math.floor(mean_ms / tick_ms + 0.5))
 
 
