@@ -27,6 +27,7 @@ from gym.sim.timeline import Timeline
 from gym.system import crawler
 from gym.system.graph import GraphDesign
 from tests.conftest import ROOT
+from tests.test_theory import erlang_c_wq
 
 TOLERANCE = 0.05  # relative, the issue's acceptance
 WARMUP_S = 20.0
@@ -35,13 +36,8 @@ SYSTEM_SCENARIOS = ROOT / "scenarios" / "systems"
 
 
 def erlang_c_wq_ms(c: int, lam: float, mu: float) -> float:
-    """Mean wait in queue of M/M/c (Erlang C), in ms, by the textbook sums."""
-    a = lam / mu
-    if a >= c:
-        return math.inf
-    head = sum(a**k / math.factorial(k) for k in range(c))
-    tail = a**c / math.factorial(c) * c / (c - a)
-    return 1000.0 * tail / (head + tail) / (c * mu - lam)
+    """Mean wait in queue of M/M/c (Erlang C, tests/test_theory.py), in ms."""
+    return 1000.0 * erlang_c_wq(c, lam, mu)
 
 
 def _fleet(slots: int, mean_ms: float, dist: str = "exponential") -> dict[str, Any]:

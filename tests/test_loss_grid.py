@@ -36,6 +36,7 @@ import pytest
 import gym
 from gym.models import Scenario
 from gym.system.graph import GraphDesign
+from tests.test_erlang import textbook as erlang_b
 
 
 def mmcc_lost(c: int, lam: float, mu: float, t: float) -> float:
@@ -70,13 +71,6 @@ def fill_lost(c: int, lam: float, t: float) -> float:
     k = np.arange(int(m + 20 * math.sqrt(m) + 50))
     log_pmf = -m + k * math.log(m) - np.array([math.lgamma(i + 1.0) for i in k])
     return float((np.exp(log_pmf) * np.maximum(k - c, 0)).sum())
-
-
-def erlang_b(c: int, a: float) -> float:
-    b = 1.0
-    for k in range(1, c + 1):
-        b = a * b / (k + a * b)
-    return b
 
 
 def test_the_oracles() -> None:

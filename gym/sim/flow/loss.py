@@ -56,6 +56,7 @@ class LossStation(RatedComponent):
         self.upstream: Component | None = None  # what sends it work, set by the engine
         self._kernels: dict[float, np.ndarray] = {}
         self._holding: dict[float, np.ndarray] = {}
+        self._sure: dict[float, np.ndarray] = {}  # the holding kernels cut to SURE
         self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
         self._memory = 0  # ticks the longest kernel reaches back
         # The expected loss not yet a whole URL. With random services it starts at one
@@ -104,6 +105,8 @@ class LossStation(RatedComponent):
             )
             self._kernels[factor] = kernel
             self._holding[factor] = holding
+            # The requests all but sure to hold their slots still (random services).
+            self._sure[factor] = np.where(holding >= SURE, holding, 0.0)
             self._memory = max(self._memory, len(kernel), len(holding))
         return super()._quota(n)
 
@@ -235,7 +238,7 @@ class LossStation(RatedComponent):
         # is, and a busy station in steady load is left to Erlang's formula. Those cuts
         # are not owed back: no random count is that far above Erlang's average load.
         fixed = self.fixed_time
-        sure = self._holding if fixed else self._sure()
+        sure = self._holding if fixed else self._sure
         held_sure = held_now if fixed else erlang.offered_load(history, factors, sure)
         over = (held_sure[off:] > slots + 1e-9) & (taken > 0)
         if not over.any() and not full.any() and self._owed == 0:
@@ -293,29 +296,11 @@ class LossStation(RatedComponent):
                 stirred = stirred or change > 0
                 taken_l[i] += change
                 lost_l[i] -= change
-                reach = min(len(kernel), n - j)
-                if short:
-                    row = lists[f]
-                    for d in range(reach):
-                        held[j + d] += change * row[d]
-                else:
-                    held[j : j + reach] += change * kernel[:reach]
+                _add(held, j, change, kernel, lists.get(f))
                 if not fixed:
-                    srow = sures[f]
-                    reach = min(len(srow), n - j)
-                    if short:
-                        srl = sure_lists[f]
-                        for d in range(reach):
-                            held_s[j + d] += change * srl[d]
-                    else:
-                        held_s[j : j + reach] += change * srow[:reach]
+                    _add(held_s, j, change, sures[f], sure_lists.get(f))
         self._owed = owed
         return np.array(taken_l, dtype=np.int64), np.array(lost_l, dtype=np.int64)
-
-    def _sure(self) -> dict[float, np.ndarray]:
-        """The holding kernels cut to the chances of at least ``SURE``: the requests all but
-        sure to hold their slots still (random services)."""
-        return {f: np.where(k >= SURE, k, 0.0) for f, k in self._holding.items()}
 
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
@@ -426,3 +411,16 @@ class LossStation(RatedComponent):
                 down, 1.0, np.where(arriving > 0, lost / np.maximum(arriving, 1), loss)
             )
         return taken
+
+
+def _add(
+    held: list[float] | np.ndarray, j: int, change: int, kernel: np.ndarray, row: list[float] | None
+) -> None:
+    """Add ``change`` takes at tick ``j`` to the slots ``held`` at each tick's end: in plain
+    Python along ``row`` (a short kernel as a list), else with a numpy slice."""
+    reach = min(len(kernel), len(held) - j)
+    if row is not None:
+        for d in range(reach):
+            held[j + d] += change * row[d]
+    else:
+        held[j : j + reach] += change * kernel[:reach]
