@@ -411,3 +411,46 @@ def _std_normal_cdf(z: np.ndarray) -> np.ndarray:
     erfc = np.where(x >= 0, tail, 2.0 - tail)
     phi: np.ndarray = np.where(np.isnan(x), 0.5, erfc / 2.0)
     return phi
+
+
+def walk_overshoot(arrivals: int, ends: int, free: int, u: float | None = None) -> float:
+    """The arrivals turned away in one tick by a station with ``free`` free slots at the
+    tick's start and ``ends`` of its services ending within the tick, the two in a random
+    order (each order of the ``arrivals + ends`` events alike: Poisson arrivals, and ends
+    of services begun at random instants): their expected number, or with ``u`` (a
+    uniform draw in [0, 1)) one draw of that number.
+
+    The free slots move as a walk: an end frees one, an arrival takes one or, finding none,
+    is turned away. So the arrivals turned away are ``(M - free)+`` with ``M`` the highest
+    point of the walk of +1 for an arrival and -1 for an end (Lindley). For a random order
+    of ``k`` ups and ``r`` downs, the reflection principle gives ``P(M >= h) = 1`` for
+    ``h <= k - r`` and ``C(k + r, k - h) / C(k + r, k)`` for ``k - r < h <= k``;
+    the mean is the sum of ``P(M >= h)`` over ``h > free``, and a draw counts the levels
+    ``h > free`` with ``P(M >= h) > u``. A station already over its slots (``free``
+    below 0) gives its first ends to that excess."""
+    if free < 0:
+        ends = max(0, ends + free)
+        free = 0
+    k, r = arrivals, ends
+    if free >= k:
+        return 0.0
+    sure = max(0, k - r - free)  # levels up to k - r: reached by every order
+    h = max(free + 1, k - r + 1)
+    if h > k:
+        return float(sure)
+    # P(M >= h) = k! r! / ((k - h)! (r + h)!), then times (k - h) / (r + h + 1) a level.
+    term = math.exp(
+        math.lgamma(k + 1) + math.lgamma(r + 1) - math.lgamma(k - h + 1) - math.lgamma(r + h + 1)
+    )
+    total = 0.0
+    if u is None:
+        while h <= k and term > 1e-16:
+            total += term
+            term *= (k - h) / (r + h + 1)
+            h += 1
+    else:
+        while h <= k and term > u:
+            total += 1.0
+            term *= (k - h) / (r + h + 1)
+            h += 1
+    return sure + total

@@ -140,7 +140,7 @@ class Lookup(LossStation):
         one = self.rng.binomial(rest, 1.0 / (self.shards - 1))
         self.typical.upstream.fill(up, one, self.other, t0, t1)  # type: ignore[union-attr]
         self.typical.advance(t1)
-        expected = rest * self.typical.loss_share[t0:t1]
+        expected = rest * self.typical.loss_expected[t0:t1]
         cum = np.floor(self._lost_carry_rest + np.cumsum(expected) + 1e-9)
         lost_rest = np.minimum(rest, np.diff(cum, prepend=0.0).astype(np.int64))
         if len(cum):

@@ -12,6 +12,7 @@ from gym.models import RetryPolicy, ServiceTime
 from gym.sim import erlang
 from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max, steps
 from gym.sim.flow.retry import Retries
+from gym.sim.flow.walk import SlotWalk
 from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import Tally
 
@@ -64,10 +65,17 @@ class LossStation(RatedComponent):
         # run on average: -19% on a station expected to lose 2.6 URLs in a run). Fixed
         # services keep the floor for now: their ledger (:meth:`_hold`) places losses by
         # where the floor puts them, and its totals move by more than the half URL when
-        # it moves (issue 26: that ledger is to be rebuilt).
+        # it moves (only services shorter than a tick: longer ones walk, :class:`SlotWalk`).
         self._lost_carry = 0.0 if self.fixed_time else 0.5
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
         self.retries: Retries | None = None  # a retry policy's machinery (gym.sim.flow.retry)
+        # Fixed services of at least a tick: the busy slots walked tick by tick.
+        self.walk: SlotWalk | None = None
+        if self.fixed_time and service.mean_ms >= ledger.tick_ms:
+            self.walk = SlotWalk(self.slots, service.mean_ms, ledger, rng)
+        #: The expected share of each tick's arrivals it turns away (Erlang's chance and the
+        #: fill-up's cut): what a station like it, fed as it is, loses on average.
+        self.loss_expected = np.zeros(ledger.n_ticks)
         #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
         self.loss_share = np.zeros(ledger.n_ticks)
 
@@ -354,10 +362,16 @@ class LossStation(RatedComponent):
             self.failed[unavailable][t0:t1] = 0
             self.loss_share[t0:t1] = 0.0
             self.failed[overload][t0:t1] = 0
+            self.loss_expected[t0:t1] = 0.0
+            if self.walk is not None:
+                self.walk.book(taken, self.factors[t0:t1], t0)
             return taken
         down = rates == 0
         if roomy:
             taken = np.where(down, 0, arriving)
+            self.loss_expected[t0:t1] = np.where(down, 1.0, 0.0)
+            if self.walk is not None:
+                self.walk.book(taken, self.factors[t0:t1], t0)
             self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
             self._admitted[t0:t1] = self.expected[t0:t1]
             self.processed[t0:t1] = taken
@@ -394,14 +408,21 @@ class LossStation(RatedComponent):
         admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
         share = self._within_slots(admitted, t0, t1, lo)
         self._admitted[t0:t1] = admitted * share
-        expected = arriving * loss
-        cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
-        lost = steps(cum)
-        if len(cum):
-            carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
-            self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
-        taken = np.where(down, 0, arriving - lost)
-        taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
+        self.loss_expected[t0:t1] = np.where(down, 1.0, 1.0 - (1.0 - loss) * share)
+        if self.walk is not None:
+            lost = self.walk.step(
+                arriving, down, never, upstream.periodic[t0:t1], loss, self.factors, t0
+            )
+            taken = np.where(down, 0, arriving - lost)
+        else:
+            expected = arriving * loss
+            cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
+            lost = steps(cum)
+            if len(cum):
+                carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
+                self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
+            taken = np.where(down, 0, arriving - lost)
+            taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
         self.expected[t0:t1] = self._admitted[t0:t1]
         self.processed[t0:t1] = taken
         self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
