@@ -6,10 +6,11 @@ whole writes a tick; both engines give a station without a queue ``round(rate x 
 time)`` concurrent slots, hold an edge's URLs (the links of a fetched page) for whole
 ticks, and start and end load stages and faults on tick boundaries; the request engine
 gives each fleet replica ``round(rps_per_replica x service time)`` slots and flushes its
-writer once a tick. Usually these roundings are invisible; with a coarse ``--tick-ms`` or
-a small station they are not (a 250 ms fetch on 1,000 ms ticks lasts 1,000 ms, and the
-crash loses four times the URLs; 12.5 slots a replica rounded to 12 is 4% less capacity,
-and a backlog drains that much slower). :func:`warnings` names every rounding that moves a
+writer into ``floor(flush_ceiling x slots)`` of the store's slots. Usually these roundings
+are invisible; with a coarse ``--tick-ms`` or a small station they are not (a 250 ms
+fetch on 1,000 ms ticks lasts 1,000 ms, and the crash loses four times the URLs; 12.5
+slots a replica rounded to 12 is 4% less capacity, and a backlog drains that much
+slower). :func:`warnings` names every rounding that moves a
 figure by more than :data:`TOLERANCE`, with the figure as the design states it and as the
 engine runs it, so a result is never silently about a different design.
 """
@@ -21,7 +22,6 @@ import math
 from collections.abc import Callable
 
 from gym.models import Design, RetryPolicy, Scenario, ServiceTime
-from gym.sim.erlang import mean_held
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 from gym.system.crawler import (
@@ -396,46 +396,35 @@ def _flushes(
 ) -> list[str]:
     """A write buffer whose flushes the grid holds off flush_ceiling x the store's rate.
 
-    The request engine fills the store's free slots below floor(ceiling x slots) once per
-    tick; slots freed within the tick wait for the next (all of them with a tick longer
-    than a fixed write, 39% with exponential 20 ms writes on 10 ms ticks). The flow engine
-    lets the store take floor(ceiling x the writes it takes that tick) a tick, at least
-    one."""
+    The request engine fills the store's free slots below floor(ceiling x slots) as soon
+    as one frees (not once a tick), so its held writes drain at that many slots' writes
+    back to back, whatever the tick. The flow engine lets the store take floor(ceiling x
+    the writes it takes that tick) a tick, at least one."""
     meant = ceiling * rate
-
-    def most(tick: int) -> float:
-        if engine == "request":
-            return _request_drain(ceiling, rate, service, tick)
-        return _flow_drain(ceiling, rate, tick)
-
-    drains = most(tick_ms)
-    if not _moved(drains, meant):
-        return []
-    # A finer tick frees the request engine's slots sooner; the flow engine's whole writes
-    # a tick are not monotone in the tick.
-    hint = _tick_hint(lambda t: not _moved(most(t), meant), near=tick_ms, finer=engine == "request")
-    figure = f"flush_ceiling x {store_field} = {_fig(meant)}/s ({_change(drains, meant)}; {hint})"
     if engine == "request":
         slots = station_slots(rate, service.mean_ms)
+        filled = flush_slots(ceiling, slots)
+        drains = filled / (service.mean_ms / 1000.0)
+        if not _moved(drains, meant):
+            return []
         return [
-            f"{field}: the request engine flushes held writes once per {tick_ms} ms tick, "
-            f"into at most {flush_slots(ceiling, slots)} of the store's {slots} slots "
-            f"(floor({ceiling:g} x {slots})), so it drains at most {_fig(drains)}/s, not " + figure
+            f"{field}: the request engine flushes held writes into at most {filled} of the "
+            f"store's {slots} slots (floor({ceiling:g} x {slots})), so it drains at most "
+            f"{_fig(drains)}/s, not flush_ceiling x {store_field} = {_fig(meant)}/s "
+            f"({_change(drains, meant)}; the tick does not change it)"
         ]
+    drains = _flow_drain(ceiling, rate, tick_ms)
+    if not _moved(drains, meant):
+        return []
+    # The flow engine's whole writes a tick are not monotone in the tick.
+    hint = _tick_hint(lambda t: not _moved(_flow_drain(ceiling, rate, t), meant), near=tick_ms)
     per_tick = rate * tick_ms / 1000.0
     return [
         f"{field}: the flow engine lets the store take, while it flushes, floor({ceiling:g} x "
         f"the {per_tick:.4g} writes it takes a {tick_ms} ms tick) whole writes, so it drains "
-        f"at most {_fig(drains)}/s, not " + figure
+        f"at most {_fig(drains)}/s, not flush_ceiling x {store_field} = {_fig(meant)}/s "
+        f"({_change(drains, meant)}; {hint})"
     ]
-
-
-def _request_drain(ceiling: float, rate: float, service: ServiceTime, tick_ms: int) -> float:
-    """Flushes per second at best: each tick the ceiling's slots are filled, and those that
-    free within the tick (a share E[min(S, tick)] / E[S] of them) wait for the next one."""
-    slots = flush_slots(ceiling, station_slots(rate, service.mean_ms))
-    tick_s = tick_ms / 1000.0
-    return slots * (mean_held(service, tick_s) / (service.mean_ms / 1000.0)) / tick_s
 
 
 def _flow_drain(ceiling: float, rate: float, tick_ms: int) -> float:
@@ -496,15 +485,12 @@ def _moved(used: float, meant: float) -> bool:
     return abs(used - meant) > TOLERANCE * abs(meant)
 
 
-def _tick_hint(fits: Callable[[int], bool], near: int | None = None, finer: bool = False) -> str:
+def _tick_hint(fits: Callable[[int], bool], near: int | None = None) -> str:
     """Which ``--tick-ms`` keeps a figure within the tolerance: the three coarsest ticks
-    that do; the one nearest ``near``; or, ``finer`` (every tick below one that fits fits
-    too), the coarsest "or less". When no tick does, that."""
+    that do, or the one nearest ``near``. When no tick does, that."""
     fine = [t for t in VALID_TICKS_MS if fits(t)]
     if not fine:
         return f"no --tick-ms keeps it within {TOLERANCE:.0%}"
-    if finer:
-        return f"use --tick-ms {max(fine)} or less"
     if near is not None:
         return f"use --tick-ms {min(fine, key=lambda t: abs(math.log(t / near)))}"
     named = [str(t) for t in sorted(fine, reverse=True)[:3]]

@@ -6,8 +6,10 @@ count of every component, and the latency samples as a sorted multiset) and of t
 The record in ``tests/golden/request_topologies.json`` was made with the engine of one
 SimPy process per URL (``gym/engines/request_graph.py`` at 4ed3957) before that engine
 was replaced by the callback one; ``tests/test_request_recorded.py`` checks the engine of
-today against it. Run as a script to record again, or with ``--check`` to compare a wider
-set (``--wide``) against a file made the same way.
+today against it (its ``ingestion`` entry recorded again with the callback engine when
+the write buffer began flushing as the store's slots free, not once a tick). Run as a
+script to record again, or with ``--check`` to compare a wider set (``--wide``) against a
+file made the same way.
 
     python tests/golden/record_request.py OUT.json [--wide]
     python tests/golden/record_request.py --check OUT.json

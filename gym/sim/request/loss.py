@@ -4,7 +4,7 @@ when its node has a retry policy (a crawler's resolver and page store)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from gym.core.streams import stream
@@ -45,6 +45,7 @@ class LossRule(Rule):
         self.uniforms: list[float] = []
         self.terminal = False
         self.gated = False
+        self.resumed: Callable[[], None] | None = None  # told when a stall ends (a buffer)
         self.rate_log: list[tuple[int, float]] = [(0, rate)]
 
     def connect(self, inputs: Sequence[Rule], outputs: Sequence[Rule]) -> None:
@@ -126,6 +127,8 @@ class LossRule(Rule):
         self.station.stalls += stall
         self.station.factor *= factor
         self.rate_log.append((tick, self.station.capacity))
+        if stall < 0 and self.resumed is not None:
+            self.resumed()
 
     def tally(self) -> Tally:
         run = self.run

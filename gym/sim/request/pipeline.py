@@ -13,7 +13,7 @@ backlog forms, every free slot would start at once, finish at once one fetch tim
 later, and repeat the burst every fetch time, overloading the stations downstream. The
 cache, the resolver and the page store have no queue: a request that finds every slot
 busy fails (an Erlang loss system). The async writer holds writes the store cannot take
-and flushes them, each tick, into the store slots left below its ceiling.
+and flushes them into the store slots left below its ceiling as soon as one frees.
 
 Arrivals are the flow engine's: the same Poisson count per tick from the same seeded
 stream, each URL at a uniform random instant inside its tick (which makes them a
@@ -65,8 +65,9 @@ from gym.system.crawler import (
     politeness,
 )
 
-# The flusher: flushing on the tick grid, waiting for a held write, or woken by one.
-_BUSY, _WAITING, _WOKEN = 0, 1, 2
+# The flusher: waiting for a store slot to free (or just woken), waiting for a held
+# write, woken by one, or waiting for the store's stall to end.
+_BUSY, _WAITING, _WOKEN, _STALLED = 0, 1, 2, 3
 
 Progress = Callable[[float], None]
 
@@ -380,26 +381,34 @@ class Engine:
         kernel.schedule(max(0.0, (k + 1) * tick_s - now), self._tick, k + 1)
 
     def _flush(self, _: object = None) -> None:
-        """Each tick, send held writes into the store slots left below the ceiling; with
-        none held, wait until a write is."""
+        """Send held writes into the store slots left below the ceiling, then again when
+        the next write in the store ends (a slot frees); with none held, wait until a
+        write is; while the store stalls, until the stall ends."""
         if not self.held:
             self.flusher_idle = _WAITING
             return
         store = self.store
+        if store.stalls:
+            self.flusher_idle = _STALLED
+            return
         kernel = self.kernel
-        if not store.stalls:
-            now = kernel.now
-            room = self.flush_ceiling - store.busy(now)
-            k = self.tick()
-            log = self.logs["async_writer"]
-            while room > 0 and self.held:
-                log.out[k] += 1
-                log.extra["flushed"][k] += 1
-                url = self.held.popleft()
-                url.end = store.occupy(now)
-                kernel.schedule(0.0, self._flushed, url)
-                room -= 1
-        kernel.at_tick(self.tick() + 1, self.timeline.tick_s, self._flush)
+        now = kernel.now
+        room = self.flush_ceiling - store.busy(now)
+        k = self.tick()
+        log = self.logs["async_writer"]
+        while room > 0 and self.held:
+            log.out[k] += 1
+            log.extra["flushed"][k] += 1
+            url = self.held.popleft()
+            url.end = store.occupy(now)
+            kernel.schedule(0.0, self._flushed, url)
+            room -= 1
+        if self.held:
+            # Every slot below the ceiling is taken (ceiling >= 1): the first to free is
+            # the earliest end in the store, direct write or flushed.
+            kernel.schedule(store.ends[0] - now, self._flush)
+        else:
+            self.flusher_idle = _WAITING
 
     def _flusher_woken(self, _: object) -> None:
         self.flusher_idle = _BUSY
@@ -425,6 +434,9 @@ class Engine:
         station.stalls += stall
         station.factor *= factor
         self.rate_log[target].append((tick, station.capacity))
+        if station is self.store and self.flusher_idle == _STALLED and not station.stalls:
+            self.flusher_idle = _WOKEN  # the stall ended: flush what it held
+            self.kernel.schedule(0.0, self._flusher_woken)
 
     # -- run ------------------------------------------------------------------------------
     def run(self) -> RunRecord:

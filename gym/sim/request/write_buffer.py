@@ -1,6 +1,8 @@
 """The ``write_buffer`` kind: in front of a store. A write its store has a slot for goes
-straight in; otherwise it is held (up to ``buffer``; beyond, it fails) and flushed, each
-tick, into the store slots left below ``flush_ceiling``."""
+straight in; otherwise it is held (up to ``buffer``; beyond, it fails) and flushed into
+the store slots left below ``flush_ceiling``, as soon as one is: the flusher fills them,
+then waits for the next store write to end (or a stall to end), not for the next tick, so
+held writes drain at up to the ceiling's slots over the write time whatever the tick."""
 
 from __future__ import annotations
 
@@ -16,13 +18,15 @@ from gym.sim.request.loss import LossRule
 from gym.sim.request.stations import LossStation
 from gym.system.topology import Node
 
-# The flusher: flushing on the tick grid, waiting for a held write, or woken by one.
-_BUSY, _WAITING, _WOKEN = 0, 1, 2
+# The flusher: waiting for a store slot to free (or just woken), waiting for a held
+# write, woken by one, or waiting for its store's stall to end.
+_BUSY, _WAITING, _WOKEN, _STALLED = 0, 1, 2, 3
 
 
 class WriteBufferRule(Rule):
     """A write buffer and its flusher (a SimPy process of its own would wait for a held
-    write, then flush once a tick while any is held)."""
+    write, then, while any is held, fill the store's slots below the ceiling and wait
+    for the next write in the store to end, or for the store's stall to end)."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
         super().__init__(run, node, causes, extra=("held_in", "flushed"))
@@ -36,6 +40,7 @@ class WriteBufferRule(Rule):
         store = outputs[0]
         assert isinstance(store, LossRule)
         store.gated = True  # it takes what this buffer sends: the buffer meters it
+        store.resumed = self._resumed  # a stall's end wakes the flusher
         self.store = store.station
         self.ceiling = flush_slots(self.params.flush_ceiling, self.store.slots)
 
@@ -69,26 +74,40 @@ class WriteBufferRule(Rule):
         self.flusher = _BUSY
         self._flush()
 
+    def _resumed(self) -> None:
+        """The store's stall (or one of them) ended: flush, if the flusher waited for it."""
+        if self.flusher == _STALLED and not self.store.stalls:
+            self.flusher = _WOKEN
+            self.run.kernel.schedule(0.0, self._woken)
+
     def _flush(self, _: object = None) -> None:
-        """Send held writes into the store slots left below the ceiling, then again at
-        the next tick; with none held, wait until a write is."""
+        """Send held writes into the store slots left below the ceiling, then again when
+        the next write in the store ends (a slot frees); with none held, wait until a
+        write is; while the store stalls, until the stall ends."""
         if not self.held:
             self.flusher = _WAITING
             return
         run, log, store = self.run, self.log, self.store
+        if store.stalls:
+            self.flusher = _STALLED
+            return
         kernel = run.kernel
-        k = int(kernel.now * run.per_s + 1e-9)
-        if not store.stalls:
-            now = kernel.now
-            room = self.ceiling - store.busy(now)
-            while room > 0 and self.held:
-                log.out[k] += 1
-                log.extra["flushed"][k] += 1
-                url = self.held.popleft()
-                url.end = store.occupy(now)
-                kernel.schedule(0.0, self._flushed, url)
-                room -= 1
-        run.at_tick(k + 1, self._flush)  # on the tick grid, as the flow engine flushes
+        now = kernel.now
+        k = int(now * run.per_s + 1e-9)
+        room = self.ceiling - store.busy(now)
+        while room > 0 and self.held:
+            log.out[k] += 1
+            log.extra["flushed"][k] += 1
+            url = self.held.popleft()
+            url.end = store.occupy(now)
+            kernel.schedule(0.0, self._flushed, url)
+            room -= 1
+        if self.held:
+            # Every slot below the ceiling is taken (ceiling >= 1): the first to free is
+            # the earliest end in the store, direct write or flushed.
+            kernel.schedule(store.ends[0] - now, self._flush)
+        else:
+            self.flusher = _WAITING
 
     def _flushed(self, url: Url) -> None:
         """The flusher took a store slot for this write: on to the store."""
