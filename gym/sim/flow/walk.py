@@ -106,13 +106,21 @@ class SlotWalk:
         slots = self.slots
         busy, owed, carry = self.busy, self.late, self.carry
         lost = np.zeros(len(arriving), dtype=np.int64)
-        for i, (k, off, paced, even) in enumerate(
-            zip(arriving.tolist(), down.tolist(), never.tolist(), periodic.tolist(), strict=True)
+        last, (whole, late) = 1.0, self.span(1.0)
+        for i, (k, off, paced, even, factor) in enumerate(
+            zip(
+                arriving.tolist(),
+                down.tolist(),
+                never.tolist(),
+                periodic.tolist(),
+                factors[t0 : t0 + len(arriving)].tolist(),
+                strict=True,
+            )
         ):
             j = t0 + i
             r = int(ends[j])
             take = 0 if off else k
-            if not (off or paced):
+            if take and not paced:
                 free = slots - busy
                 cut = 0
                 if even:
@@ -127,7 +135,8 @@ class SlotWalk:
                 take = k - cut
             busy += take - r
             if take:
-                whole, late = self.span(float(factors[j]))
+                if factor != last:
+                    last, (whole, late) = factor, self.span(factor)
                 owed += take * late
                 later, owed = divmod(owed, LATE_UNITS)
                 if j + whole < n:
