@@ -410,9 +410,10 @@ class LossStation(RatedComponent):
         self._admitted[t0:t1] = admitted * share
         self.loss_expected[t0:t1] = np.where(down, 1.0, 1.0 - (1.0 - loss) * share)
         if self.walk is not None:
-            lost = self.walk.step(
-                arriving, down, never, upstream.periodic[t0:t1], loss, self.factors, t0
-            )
+            # A stream smoother than Poisson (periodic, or paced and thinned) does not come
+            # in a random order: it takes its own figure (D/D/c, Hayward's).
+            smooth = upstream.periodic[t0:t1] | (peakedness < 1.0 - 1e-9)
+            lost = self.walk.step(arriving, down, never, smooth, loss, self.factors, t0)
             taken = np.where(down, 0, arriving - lost)
         else:
             expected = arriving * loss
