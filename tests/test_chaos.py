@@ -277,6 +277,41 @@ STRIDE_CASES: dict[str, tuple[Any, Any]] = {
             }
         ),
     ),
+    # A queue and a fleet each allowing under two URLs a tick (145/s and 150/s): the
+    # quotas' banks, across a crash of one replica, then of all, and a queue slowdown
+    # and stall.
+    "sub-tick-quotas": (
+        lambda: gym.GraphDesign.model_validate(
+            {
+                "graph": {
+                    "nodes": {
+                        "src": {"kind": "source"},
+                        "q": {"kind": "queue", "drain_rps": 145, "buffer": 1_000},
+                        "f": {
+                            "kind": "fleet",
+                            "replicas": 3,
+                            "rps_per_replica": 50,
+                            "service": {"dist": "deterministic", "mean_ms": 20},
+                        },
+                    },
+                    "edges": [{"from": "src", "to": "q"}, {"from": "q", "to": "f"}],
+                }
+            }
+        ),
+        lambda: gym.Scenario.model_validate(
+            {
+                "system": "graph",
+                "duration_s": 10,
+                "base_rps": 200,
+                "faults": [
+                    {"kind": "crash", "at_s": 1, "for_s": 2, "target": "f", "replicas": 1},
+                    {"kind": "slowdown", "at_s": 4, "for_s": 1, "target": "q", "factor": 3},
+                    {"kind": "stall", "at_s": 5.5, "for_s": 0.5, "target": "q"},
+                    {"kind": "crash", "at_s": 7, "for_s": 0.5, "target": "f", "replicas": 3},
+                ],
+            }
+        ),
+    ),
     # The station filling up: writes far longer than the run.
     "fill-up": (
         lambda: design(

@@ -207,3 +207,37 @@ def test_frontier_stall_queues_then_drains() -> None:
     assert frontier.processed[200:300].sum() == 0
     assert frontier.backlog[299] == 1_000
     assert r.metrics.failed == 0
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+@pytest.mark.parametrize(("drain", "starts"), [(45, 50), (50, 45), (145, 150), (33, 77)])
+def test_a_queue_hands_out_the_slower_of_two_sub_tick_quotas(
+    engine: str, drain: int, starts: int
+) -> None:
+    """A queue draining 45/s in front of a fleet starting 50/s (fixed 20 ms fetches, one
+    slot: a slot is always free) hands out min(45, 50) = 45/s, so 30 s hand out 45 x 30 =
+    1,350 (+- 1: the request engine's buckets start full). At 10 ms a tick the two quotas
+    are 0.45 and 0.5 URLs a tick, each a whole URL in different ticks; a per-tick minimum
+    of the two banking neither would hand out 25/s (750). The same with the rates the
+    other way round, nearer (145/s against 150/s: 4,350, not 125/s) and far apart."""
+    d = gym.GraphDesign.model_validate(
+        {
+            "graph": {
+                "nodes": {
+                    "src": {"kind": "source"},
+                    "q": {"kind": "queue", "drain_rps": drain, "buffer": 100_000},
+                    "f": {
+                        "kind": "fleet",
+                        "replicas": 1,
+                        "rps_per_replica": starts,
+                        "service": {"dist": "deterministic", "mean_ms": 1000 / max(drain, starts)},
+                    },
+                },
+                "edges": [{"from": "src", "to": "q"}, {"from": "q", "to": "f"}],
+            }
+        }
+    )
+    sc = gym.Scenario.model_validate({"system": "graph", "duration_s": 30, "base_rps": 300})
+    r = gym.simulate(d, sc, seed=0, engine=engine)
+    handed_out = int(r.metrics.record.components["q"].processed.sum())
+    assert abs(handed_out - min(drain, starts) * 30) <= 1

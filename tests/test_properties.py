@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 import gym
 from gym.models import Design, Scenario, ServiceTime
 from gym.sim.erlang import holding_kernel, offered_load
-from gym.sim.grid import station_slots
+from gym.sim.grid import start_depth, station_slots
 from gym.system.crawler import cache_capacity_rps
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -119,15 +119,25 @@ def _sane(r: gym.Result) -> None:
 
 
 def _within_capacity(r: gym.Result) -> None:
-    """Flow engine: no queue or fleet takes more than its capacity in any tick, no queue
-    holds more than its buffer. A loss station (Erlang loss on slots) may take more than
-    rate x tick in a tick, as a station with free slots does, but never more than arrived,
-    nothing while stalled, and it never holds more than its slots at the end of a tick;
-    behind the async writer the store takes no more than the writer may send."""
+    """Flow engine: no queue or fleet takes more than its capacity (and its bank) in any
+    tick, no queue holds more than its buffer. A loss station (Erlang loss on slots) may
+    take more than rate x tick in a tick, as a station with free slots does, but never more
+    than arrived, nothing while stalled, and it never holds more than its slots at the end
+    of a tick; behind the async writer the store takes no more than the writer may send."""
     c = r.metrics.record.components
-    assert (c["frontier"].out <= np.minimum(c["frontier"].capacity, c["fetchers"].capacity)).all()
-    assert (c["frontier"].backlog <= c["frontier"].limit).all()
-    assert (c["fetchers"].processed <= c["fetchers"].capacity).all()
+    tick_ms = r.metrics.record.timeline.tick_ms
+    front, fleet = c["frontier"], c["fetchers"]
+    # The frontier hands out no more than either quota has allowed so far, and in a tick
+    # no more than a quota and its bank: the frontier's bucket, max(1, drain x tick), the
+    # fetchers' start bucket (whole URLs; docs/model.md, frontier).
+    for quota in (front.capacity, fleet.capacity):
+        assert (np.cumsum(front.out) <= np.cumsum(quota)).all()
+    own_bank = np.floor(max(1.0, float(front.rate.max(initial=0.0)) * tick_ms / 1000) + 1e-9)
+    fleet_bank = np.floor(start_depth(fleet.rate, tick_ms) + 1e-9)
+    assert (front.out <= front.capacity + own_bank).all()
+    assert (front.out <= fleet.capacity + fleet_bank).all()
+    assert (front.backlog <= front.limit).all()
+    assert (fleet.processed <= fleet.capacity + fleet_bank).all()
     for name, what in (("cache", "cache"), ("resolver", "resolver"), ("page_store", "store")):
         assert (c[name].processed <= c[name].arrived).all(), name
         assert (c[name].processed[c[name].failed[f"{what}_unavailable"] > 0] == 0).all(), name

@@ -70,12 +70,6 @@ FOUND = {
         "for smooth arrivals (Hayward, z = 1/2 for exponential lookups) falls short, and "
         "something more in this draw, not found, smooths the request engine's stream"
     ),
-    30: (
-        "q2.processed -5.3 points (se 0.51): a queue draining 45/s in front of a fleet "
-        "starting 50/s, both under one URL a tick, hands out 25/s in the flow engine (each "
-        "allows a whole URL in different ticks, and the per-tick minimum of the two banks "
-        "neither) and 45/s in the request engine; 145/s against 150/s: 125/s and 145/s"
-    ),
 }
 
 

@@ -18,6 +18,7 @@ from gym.sim.flow.base import (
     connect_upstream,
     thinned,
 )
+from gym.sim.grid import start_depth
 from gym.sim.record import Tally
 from gym.system.topology import Node
 
@@ -58,6 +59,10 @@ class Queue(RatedComponent):
         self.false_positive_rate = false_positive_rate
         self.variant_fraction = variant_fraction
         self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
+        # The two quotas' banks (see _paired): the hand-out quota's whole URLs not yet
+        # matched by a fleet start, and the fleet's not yet matched by a hand-out, as one
+        # walk (None: both empty, as at the start and when either rate changes).
+        self._bank: int | None = None
         self.skipped = {
             "seen_url": ledger.zeros(),
             "bloom_false_positive": ledger.zeros(),
@@ -75,9 +80,9 @@ class Queue(RatedComponent):
         assert self.upstream is not None
         if self.fleet is not None:
             self.fleet.reserve(t1)
-            fleet_quota = self.fleet.capacity[t0:t1]
+            limit, fleet_quota = self._paired(t0, t1)
         else:
-            fleet_quota = self.capacity[t0:t1]
+            limit = fleet_quota = self.capacity[t0:t1]
         offered = self.upstream.out[t0:t1]
         self.arrived[t0:t1] = offered
         arrived = offered
@@ -110,7 +115,6 @@ class Queue(RatedComponent):
         self.depth[t0:t1] = self.upstream.depth[t0:t1]
         self.jitter[t0:t1] = self.upstream.jitter[t0:t1]
         self.fleet_bound[t0:t1] = False
-        limit = np.minimum(self.capacity[t0:t1], fleet_quota)
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
         if queue == 0 and not requeued.any() and bool((arrived <= limit).all()):
@@ -133,9 +137,70 @@ class Queue(RatedComponent):
         self.expected[t0:t1][known] = dispatched[known]
         self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
         self.periodic[t0:t1][waited | (requeued > 0)] = False
-        # URLs left waiting while the fleet's quota was the limit: its bucket spaces them.
+        # URLs left waiting while the fleet's quota (with its bank) was the limit: its
+        # bucket spaces them.
         if self.fleet is not None:
             self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
+
+    def _paired(self, t0: int, t1: int) -> tuple[IntArray, IntArray]:
+        """What may be handed out to the fleet in each tick of [t0, t1), and what the
+        fleet's quota (with its bank) allowed in each.
+
+        Both quotas are whole URLs a tick with their fractions carried (tick_quota), so
+        below a URL a tick each allows one in some ticks only, and rarely in the same
+        one: the per-tick minimum of the two would hand out far less than the slower
+        rate (0.45 and 0.5 URLs a tick gave 25/s, not 45/s). A whole URL one quota
+        allows in a tick where the other falls short is banked instead, as the request
+        engine's token buckets keep a token: the hand-out bank up to the queue's bucket,
+        max(1, drain x tick) deep, the fleet's up to its start bucket
+        (:func:`start_depth`), whole URLs of each. What goes out in a tick is the lesser
+        of the two quotas plus their banks, taken from both; a URL allowed but not there
+        to hand out (an empty queue) is not banked, as unused capacity is nowhere. One
+        bank is always empty, so the two are one walk between -hand-out depth and
+        +fleet depth, reflected at both (the queue's own rule, :func:`_queue`): exact
+        whole numbers, the same in any stride. Both banks start empty when either rate
+        changes (a fault begins or ends), so whole quotas a tick hand out their minimum
+        as before, and where either rate is 0 (a stall, every replica down) nothing goes
+        out.
+        """
+        assert self.fleet is not None
+        tick_ms = self.ledger.tick_ms
+        mine = self.capacity[t0:t1]
+        theirs = self.fleet.capacity[t0:t1]
+        own_depth = int(max(1.0, self.base_rate * tick_ms / 1000.0) + 1e-9)  # whole URLs
+        # Stretches of one pair of rates (faults change them, a few times a run), from
+        # the tick before this stride's: a stretch that goes on keeps its bank.
+        a0 = max(t0 - 1, 0)
+        own_rates, fleet_rates = self.rates[a0:t1], self.fleet.rates[a0:t1]
+        changed = (own_rates[1:] != own_rates[:-1]) | (fleet_rates[1:] != fleet_rates[:-1])
+        if t0 == 0:
+            changed = np.concatenate(([True], changed))
+        starts = np.flatnonzero(changed).tolist()
+        if not starts or starts[0] != 0:
+            starts.insert(0, 0)  # the stretch before goes on: its bank carries
+        else:
+            self._bank = None
+        limit = np.zeros(t1 - t0, dtype=np.int64)
+        allowed = theirs.copy()
+        bank = own_depth if self._bank is None else self._bank  # own_depth: both empty
+        for i, (a, b) in enumerate(zip(starts, [*starts[1:], t1 - t0], strict=True)):
+            if i > 0:
+                bank = own_depth  # new rates: both banks empty
+            rate, fleet_rate = self.rates[t0 + a], self.fleet.rates[t0 + a]
+            if rate == 0 or fleet_rate == 0:
+                continue  # nothing goes out, nothing is banked
+            top = own_depth + int(start_depth(fleet_rate, tick_ms) + 1e-9)
+            q, f = mine[a:b], theirs[a:b]
+            held = _queue(bank, top, f, q)[2]  # bank + fleet quota - hand-out quota, clipped
+            before = np.empty(b - a, dtype=np.int64)  # the walk at the start of each tick
+            before[0] = bank
+            before[1:] = held[:-1]
+            allowed[a:b] += np.maximum(before - own_depth, 0)  # the fleet's bank
+            own = q + np.maximum(own_depth - before, 0)  # the hand-out quota and its bank
+            np.minimum(own, allowed[a:b], out=limit[a:b])
+            bank = int(held[-1])
+        self._bank = bank
+        return limit, allowed
 
 
 def _queue(
