@@ -65,6 +65,39 @@ def md1_wq(c: int, lam: float, mu: float) -> float:
     return math.inf if rho >= 1 else rho / (2 * mu * (1 - rho))
 
 
+def mdc_wq(c: int, lam: float, mu: float) -> float:
+    """Mean wait in queue of M/D/c, exactly: Crommelin's formula (1932; Tijms, *A First
+    Course in Stochastic Models*), with D = 1/mu, rho = lam / (c mu) and
+    N_n Poisson of mean n c rho:
+
+        Wq = D sum_{n >= 1} [ P(N_n >= nc) - P(N_n >= nc + 1) / rho ].
+
+    For c = 1 it is Pollaczek-Khinchine's rho / (2 mu (1 - rho)). A term falls
+    geometrically in n (nc lies above the mean n c rho), so the sum stops when one is
+    below 1e-15 of the total."""
+    rho = lam / (c * mu)
+    if rho >= 1:
+        return math.inf
+
+    def tail(m: float, k: int) -> float:  # P(N >= k), N Poisson of mean m, summed upward
+        total, j = 0.0, k
+        while True:
+            term = math.exp(j * math.log(m) - m - math.lgamma(j + 1))
+            total += term
+            if j > m and term < 1e-18 * total:
+                return total
+            j += 1
+
+    wq, n = 0.0, 1
+    while True:
+        m = n * c * rho
+        term = tail(m, n * c) - tail(m, n * c + 1) / rho
+        wq += term
+        if abs(term) < 1e-15 * abs(wq):
+            return wq / mu
+        n += 1
+
+
 def mm1k_blocking(k: int, lam: float, mu: float) -> float:
     """Probability an arrival finds an M/M/1/K system full (K = 1 in service + buffer)."""
     rho = lam / mu

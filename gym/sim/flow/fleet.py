@@ -18,7 +18,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import CrashFault, FetchersConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
-from gym.sim.grid import start_depth
+from gym.sim.grid import paced_starts, start_depth
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
 from gym.system.topology import Node
@@ -51,6 +51,9 @@ class Fleet(Component):
         # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
+        # The request engine paces the crawler's fixed-time fetchers' starts through a
+        # bucket; a graph's fleet is c parallel servers, unpaced.
+        self.paced = paced_starts(config)
         self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
         self._carry = 0.0
 
@@ -86,7 +89,14 @@ class Fleet(Component):
                 self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
             self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
             self.jitter[first:t1] = self.spread
-            if self.fixed_time:
+            if self.fixed_time and not self.paced:
+                # A graph's fleet, c parallel servers: where URLs waited for its slots, each
+                # slot took the next as it freed, so its starts repeat its ends one service
+                # time before, a pattern frozen since the backlog formed, as irregular as
+                # its stream was then (taken as Poisson), not evenly spaced.
+                bound = self.upstream.fleet_bound[first - lag : t1 - lag]
+                self.dispersion[first:t1][bound] = 1.0
+            if self.fixed_time and self.paced:
                 # Starts are paced by live replicas x rps_per_replica (the request engine's
                 # start bucket); a fixed fetch time keeps the spacing.
                 # An evenly spaced stream slower than the bucket passes it unchanged.

@@ -14,8 +14,8 @@ join, rates add. Around a loop the passes repeat until no rate moves.
 The SCV follows the queueing network analyzer's rules (Whitt 1983): a share p of a stream
 has SCV p c^2 + 1 - p; joined streams the rate-weighted mean of theirs; a fleet's
 departures 1 + (1 - rho^2)(c_a^2 - 1) + rho^2 (c_s^2 - 1) / sqrt(c) (Whitt's linking
-equation, c servers at utilization rho; a fleet whose starts are paced is one server at
-the fleet's rate). The flow engine's own expected counts and dispersions are for its loss
+equation, c servers at utilization rho; a crawler's fetchers whose starts are paced, one
+server at the fleet's rate). The flow engine's own expected counts and dispersions are for its loss
 stations' Erlang formula; where a queue holds a few URLs by chance they turn into the
 counts handed out, whose noise would come back round a loop as load (a feedback queue's
 arrival rate read 2.6% high), hence this network of its own.
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym.sim.flow.base import Component
-from gym.sim.grid import PACED_BELOW_CV, station_slots
+from gym.sim.grid import paced_starts, station_slots
 from gym.sim.timeline import fetch_ticks
 from gym.system import kinds
 from gym.system.topology import Topology
@@ -157,7 +157,7 @@ def _through(
     if kind == "fleet":
         p = node.params
         live = tally.extra.get("live", np.full(n, p.replicas)).astype(np.float64)
-        paced = p.service.cv_value < PACED_BELOW_CV
+        paced = paced_starts(p)
         slots = live * station_slots(p.rps_per_replica, p.service.mean_ms)
         net.slots[name] = slots
         mu = 1000.0 / p.service.mean_ms

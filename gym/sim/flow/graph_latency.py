@@ -35,7 +35,7 @@ from gym.core.streams import stream
 from gym.models import ServiceTime
 from gym.sim import waiting
 from gym.sim.flow import fluid
-from gym.sim.grid import PACED_BELOW_CV, start_depth
+from gym.sim.grid import paced_starts, start_depth
 from gym.sim.latency import Samples, fifo_segments
 from gym.sim.timeline import fetch_ticks
 from gym.system import kinds
@@ -185,8 +185,8 @@ class Queue(Model):
         drain = t.rate if t.rate is not None else np.full(n, float(self.node.params.drain_rps))
         lam, ca2 = net.rate[name] / tick_s, net.scv[name]
         # (chance of waiting, mean wait, variance of the work per second) of each way to
-        # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots;
-        # a paced fleet's start bucket.
+        # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots (c
+        # parallel servers); a paced fleet's start bucket (a crawler's fetchers).
         terms = [(*waiting.bucket_wait(lam, drain, np.maximum(1.0, drain * tick_s), ca2), ca2)]
         fleet = next((e.target for e in est.topology.outputs(name) if e.target in net.slots), None)
         hand_out = drain
@@ -194,7 +194,7 @@ class Queue(Model):
             fp = est.topology.node(fleet).params
             cs2 = fp.service.cv_value**2
             terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
-            if fp.service.cv_value < PACED_BELOW_CV:  # its starts are paced by a bucket
+            if paced_starts(fp):  # a crawler's fetchers: their starts are paced by a bucket
                 f_rate = est.record.components[fleet].rate
                 assert f_rate is not None
                 depth = start_depth(f_rate, est.tick_ms)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from gym.models import CrashFault, ServiceTime
-from gym.sim.grid import PACED_BELOW_CV, start_depth, station_slots
+from gym.sim.grid import PACED_BELOW_CV, paced_starts, start_depth, station_slots
 from gym.sim.request.base import Log, Url
 from gym.sim.request.kernel import Kernel
 from gym.sim.request.sampling import Sampler
@@ -73,12 +73,13 @@ class LossStation:
 class Replica:
     """One replica of a fleet: its slots, how many are busy, whether it is up."""
 
-    __slots__ = ("busy", "fetching", "slots", "up")
+    __slots__ = ("busy", "downs", "fetching", "slots", "up")
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self.busy = 0
         self.up = True
+        self.downs = 0  # crashes so far: a slot due to open before the last one stays shut
         # The URLs fetching here, in the order they started (a dict, not a set: a crash
         # interrupts them in a fixed order, so requeued URLs line up the same every run).
         self.fetching: dict[Url, None] = {}
@@ -89,15 +90,20 @@ class WaitingRoom:
 
     The queue hands URLs out through a token bucket refilled at ``drain`` per second, one
     tick's worth deep like the flow engine's per-tick quota; a URL that finds the waiting
-    room full (``buffer``) is turned away. With deterministic fetch times, starts are also
-    paced at live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts
-    deep), as the flow engine's fetcher quota paces them: otherwise, when a backlog forms,
-    every free slot would start at once, finish at once one fetch time later, and repeat
-    the burst every fetch time, overloading the stations downstream. With more random
-    fetch times the replicas are c slots each (an M/G/c station), whose own randomness
-    spreads the starts; they are not paced. One slot (M/D/1) is unchanged: it starts at
-    most one fetch per fetch time anyway. Nearly fixed times (cv below PACED_BELOW_CV)
-    stay in step for hundreds of fetch times, and are paced too.
+    room full (``buffer``) is turned away. The replicas are c slots each, and a free slot
+    starts the next waiting URL at once: an M/G/c station, M/D/c with fixed times.
+
+    The crawler's fetchers alone (:func:`~gym.sim.grid.paced_starts`) with deterministic
+    or nearly fixed fetch times (cv below PACED_BELOW_CV) have their starts also paced at
+    live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts deep), as
+    the flow engine's fetcher quota paces them: there, when a backlog forms, every free
+    slot would start at once, finish at once one fetch time later, and repeat the burst
+    every fetch time, and the crawler's stations downstream lose more than the flow engine
+    says (0.7-1.0 availability points on three of tests/test_engines_agree.py's designs).
+    The price: its queue waits as one server at the fleet's rate (M/D/1 at c mu), not
+    M/D/c. A graph's fleet is not paced; with fixed times, a replica back from a crash
+    opens its slots one by one at ``rps_per_replica`` (else, behind a backlog, they
+    would start and end together every service time).
 
     A queue that feeds no fleet (``fleet`` None) hands out at its rate alone: the URL
     goes on as soon as the bucket has a token for it.
@@ -150,7 +156,11 @@ class WaitingRoom:
             f = fleet_params
             self.fetch: Callable[[], float] = Sampler(f.service, fetch_rng)
             self.on_crash = f.on_crash
-            self.paced = f.service.cv_value < PACED_BELOW_CV
+            self.paced = paced_starts(f)
+            # An unpaced fleet of fixed or nearly fixed times (a graph's): a replica back
+            # from a crash opens its slots at rps_per_replica, not all at once.
+            self.ramp = not self.paced and f.service.cv_value < PACED_BELOW_CV
+            self.ramp_gap = 1.0 / f.rps_per_replica
             slots = station_slots(f.rps_per_replica, f.service.mean_ms)
             self.replicas = [Replica(slots) for _ in range(f.replicas)]
             self.free: float = slots * f.replicas
@@ -169,7 +179,7 @@ class WaitingRoom:
         else:
             self.fetch = _no_time  # handed out: on its way at once
             self.on_crash = "fail"
-            self.paced = False
+            self.paced = self.ramp = False
             self.replicas = [Replica(1 << 62)]
             self.free = math.inf
         self.start_tokens = self.start_depth
@@ -337,6 +347,7 @@ class WaitingRoom:
         for r in victims:
             self.free -= r.slots - r.busy
             r.up, r.busy = False, 0
+            r.downs += 1
             for url in list(r.fetching):
                 self.env.urgent(self.interrupted, url)
             r.fetching.clear()
@@ -346,9 +357,28 @@ class WaitingRoom:
     def _crash_up(self, victims: list[Replica], tick: int) -> None:
         for r in victims:
             r.up = True
-            self.free += r.slots
+            if self.ramp:
+                # Its slots open one by one, evenly spaced at rps_per_replica (the flow
+                # engine's start quota): all at once, with URLs waiting, they would start
+                # together and, with fixed times, end and start again together every
+                # service time, a burst the stations downstream would meet again and again.
+                r.busy = r.slots
+                for i in range(r.slots):
+                    self.env.schedule(i * self.ramp_gap, self._open_slot, (r, r.downs))
+            else:
+                self.free += r.slots
         self._log_fleet(tick)
         self.dispatch()
+
+    def _open_slot(self, held: tuple[Replica, int]) -> None:
+        """One slot of a replica back from a crash opens (unless it crashed again)."""
+        r, downs = held
+        if r.downs != downs:
+            return
+        r.busy -= 1
+        self.free += 1
+        if self.waiting:
+            self.dispatch()
 
     def _log_fleet(self, tick: int) -> None:
         live = sum(1 for r in self.replicas if r.up)
