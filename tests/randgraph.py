@@ -203,13 +203,19 @@ def draw(seed: int) -> Case:
                 "seen_fraction": round(float(rng.choice([0.0, rng.uniform(0.0, 0.2)])), 3),
             }
         elif b.kind in ("cache", "service", "store"):
-            # Known gap (docs/model.md, "Known errors", issue 26, being fixed): the flow
-            # engine's ledger overstates a fixed-service station's loss when its services
-            # are long against the tick (+10-25% at 1 s, a sliver of a slot counted whole
-            # at 10.5 ms); fixed services are drawn from whole divisors of the 10 ms tick.
-            # Random services up to 50 ms (a station filling from empty with random
-            # services as long as the run is the other known error).
-            svc = _service(rng, fixed_ms=[1, 2, 5, 10], random_ms=[2, 5, 10, 20, 50])
+            # Fixed services from a tenth of a tick to five ticks, with slivers of a tick
+            # beyond whole ones (the flow engine walks the busy slots of those at least a
+            # tick long; tests/test_loss_grid.py checks services up to 10 s against
+            # theory). Known gap (docs/model.md, "Service times longer than the run's
+            # resolution of interest"): the flow engine sends a station's take on in the
+            # tick it is taken, the request engine when its service ends, so a run's last
+            # service time reaches the nodes behind it in one and not the other (1 s
+            # services in an 8 s run: 10 points). Random services up to 50 ms (a station
+            # filling from empty with random services as long as the run is a known error
+            # of the flow engine: docs/model.md, "Known error").
+            svc = _service(
+                rng, fixed_ms=[1, 2, 5, 10, 10.5, 20, 25, 50], random_ms=[2, 5, 10, 20, 50]
+            )
             features.add(f"station:{svc['dist']}")
             node: dict[str, Any] = {"kind": b.kind, "rps": _slots_rate(rng, cap, svc)}
             node["service"] = svc
@@ -221,11 +227,9 @@ def draw(seed: int) -> Case:
                 node["layout"] = str(rng.choice(["split", "relational"]))
             nodes[b.entry] = node
         elif b.kind == "buffered_store":
-            # Known gap (docs/model.md, "Time": the request engine's write buffer flushes
-            # once a tick into the store's free slots, being fixed separately): a store
-            # whose writes are shorter than the tick drains held writes slower there. The
-            # store behind a buffer writes in exactly one tick, fixed.
-            svc = {"dist": "deterministic", "mean_ms": 10.0}
+            # The store behind a buffer writes in a fixed time of one to five ticks (both
+            # engines now flush held writes as the store's slots free).
+            svc = {"dist": "deterministic", "mean_ms": float(rng.choice([10.0, 20.0, 50.0]))}
             # Known gap (docs/model.md, "The async writer with a buffer of a few ticks'
             # writes"): its split between direct and held writes is per tick in the flow
             # engine; buffers hold a second of the store's writes at least.
