@@ -214,9 +214,11 @@ def test_frontier_stall_queues_then_drains() -> None:
 def test_a_queue_hands_out_the_slower_of_two_sub_tick_quotas(
     engine: str, drain: int, starts: int
 ) -> None:
-    """A queue draining 45/s in front of a fleet starting 50/s (fixed 20 ms fetches, one
-    slot: a slot is always free) hands out min(45, 50) = 45/s, so 30 s hand out 45 x 30 =
-    1,350 (+- 1: the request engine's buckets start full). At 10 ms a tick the two quotas
+    """A queue draining 45/s in front of a fleet starting 50/s (one slot of fixed 20 ms
+    fetches, 1 / the fleet's rate: its slot is free again before the queue's next URL)
+    hands out min(45, 50) = 45/s, so 30 s hand out 45 x 30 = 1,350 (+- 1: the request
+    engine's buckets start full); the other way round the fleet's one slot of 1/45 s
+    starts 45/s. At 10 ms a tick the two quotas
     are 0.45 and 0.5 URLs a tick, each a whole URL in different ticks; a per-tick minimum
     of the two banking neither would hand out 25/s (750). The same with the rates the
     other way round, nearer (145/s against 150/s: 4,350, not 125/s) and far apart."""
@@ -230,7 +232,7 @@ def test_a_queue_hands_out_the_slower_of_two_sub_tick_quotas(
                         "kind": "fleet",
                         "replicas": 1,
                         "rps_per_replica": starts,
-                        "service": {"dist": "deterministic", "mean_ms": 1000 / max(drain, starts)},
+                        "service": {"dist": "deterministic", "mean_ms": 1000 / starts},
                     },
                 },
                 "edges": [{"from": "src", "to": "q"}, {"from": "q", "to": "f"}],
