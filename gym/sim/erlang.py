@@ -427,7 +427,9 @@ def walk_overshoot(arrivals: int, ends: int, free: int, u: float | None = None) 
     ``h <= k - r`` and ``C(k + r, k - h) / C(k + r, k)`` for ``k - r < h <= k``;
     the mean is the sum of ``P(M >= h)`` over ``h > free``, and a draw counts the levels
     ``h > free`` with ``P(M >= h) > u``. A station already over its slots (``free``
-    below 0) gives its first ends to that excess."""
+    below 0, which the walk never reaches: its takes keep it within them) gives its first
+    ends to that excess and takes the rest as in a random order: an approximation, below
+    the exact law (one arrival, two ends and one slot too many: 1/2, not 2/3)."""
     if free < 0:
         ends = max(0, ends + free)
         free = 0
