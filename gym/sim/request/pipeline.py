@@ -391,23 +391,11 @@ class Engine:
         if store.stalls:
             self.flusher_idle = _STALLED
             return
-        kernel = self.kernel
-        now = kernel.now
-        room = self.flush_ceiling - store.busy(now)
-        k = self.tick()
         log = self.logs["async_writer"]
-        while room > 0 and self.held:
-            log.out[k] += 1
-            log.extra["flushed"][k] += 1
-            url = self.held.popleft()
-            url.end = store.occupy(now)
-            kernel.schedule(0.0, self._flushed, url)
-            room -= 1
-        if self.held:
-            # Every slot below the ceiling is taken (ceiling >= 1): the first to free is
-            # the earliest end in the store, direct write or flushed.
-            kernel.schedule(store.ends[0] - now, self._flush)
-        else:
+        k = self.tick()
+        if not store.flush(
+            self.held, self.flush_ceiling, self.kernel, log, k, self._flushed, self._flush
+        ):
             self.flusher_idle = _WAITING
 
     def _flusher_woken(self, _: object) -> None:

@@ -69,6 +69,35 @@ class LossStation:
     def capacity(self) -> float:
         return 0.0 if self.stalls else self.rate / self.factor
 
+    def flush(
+        self,
+        held: deque[Url],
+        ceiling: int,
+        kernel: Kernel,
+        log: Log,
+        k: int,
+        flushed: Callable[[Url], None],
+        again: Callable[[object], None],
+    ) -> bool:
+        """Write held URLs into the slots left free below ``ceiling`` now (each goes on
+        through ``flushed``), counted in ``log`` at tick ``k``; with some still held, call
+        ``again`` when the first slot frees (every slot below the ceiling is taken, so the
+        earliest end in the store, a direct write or a flushed one). Whether any are still
+        held."""
+        now = kernel.now
+        room = ceiling - self.busy(now)
+        while room > 0 and held:
+            log.out[k] += 1
+            log.extra["flushed"][k] += 1
+            url = held.popleft()
+            url.end = self.occupy(now)
+            kernel.schedule(0.0, flushed, url)
+            room -= 1
+        if held:
+            kernel.schedule(self.ends[0] - now, again)
+            return True
+        return False
+
 
 class Replica:
     """One replica of a fleet: its slots, how many are busy, whether it is up."""

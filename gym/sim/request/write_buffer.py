@@ -92,21 +92,8 @@ class WriteBufferRule(Rule):
             self.flusher = _STALLED
             return
         kernel = run.kernel
-        now = kernel.now
-        k = int(now * run.per_s + 1e-9)
-        room = self.ceiling - store.busy(now)
-        while room > 0 and self.held:
-            log.out[k] += 1
-            log.extra["flushed"][k] += 1
-            url = self.held.popleft()
-            url.end = store.occupy(now)
-            kernel.schedule(0.0, self._flushed, url)
-            room -= 1
-        if self.held:
-            # Every slot below the ceiling is taken (ceiling >= 1): the first to free is
-            # the earliest end in the store, direct write or flushed.
-            kernel.schedule(store.ends[0] - now, self._flush)
-        else:
+        k = int(kernel.now * run.per_s + 1e-9)
+        if not store.flush(self.held, self.ceiling, kernel, log, k, self._flushed, self._flush):
             self.flusher = _WAITING
 
     def _flushed(self, url: Url) -> None:
