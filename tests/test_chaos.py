@@ -312,6 +312,36 @@ STRIDE_CASES: dict[str, tuple[Any, Any]] = {
             }
         ),
     ),
+    # Random services walked one by one (lognormal, 20 ticks), slowed, stalled, overloaded.
+    "graph-drawn-walk": (
+        lambda: gym.GraphDesign.model_validate(
+            {
+                "graph": {
+                    "nodes": {
+                        "src": {"kind": "source"},
+                        "kv": {
+                            "kind": "store",
+                            "rps": 400,
+                            "service": {"dist": "lognormal", "mean_ms": 200, "cv": 1.5},
+                        },
+                    },
+                    "edges": [{"from": "src", "to": "kv"}],
+                }
+            }
+        ),
+        lambda: gym.Scenario.model_validate(
+            {
+                "system": "graph",
+                "duration_s": 10,
+                "base_rps": 350,
+                "arrivals": "poisson",
+                "faults": [
+                    {"kind": "slowdown", "at_s": 2, "for_s": 1, "target": "kv", "factor": 2},
+                    {"kind": "stall", "at_s": 5, "for_s": 0.5, "target": "kv"},
+                ],
+            }
+        ),
+    ),
     # The station filling up: writes far longer than the run.
     "fill-up": (
         lambda: design(

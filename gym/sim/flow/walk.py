@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from gym.core.streams import substream
+from gym.models import ServiceTime
 from gym.sim import erlang
 from gym.sim.flow.base import IntArray, Ledger
 
@@ -44,9 +45,9 @@ class SlotWalk:
     100), and nothing is owed at a run's end.
     """
 
-    def __init__(self, slots: int, mean_ms: float, ledger: Ledger, rng: np.random.Generator):
+    def __init__(self, slots: int, service: ServiceTime, ledger: Ledger, rng: np.random.Generator):
         self.slots = slots
-        self.mean_ms = mean_ms
+        self.mean_ms = service.mean_ms
         self.tick_ms = ledger.tick_ms
         self.rng = rng  # the station's: its own draws come from a stream within it
         self.busy = 0  # slots held at the end of the last tick walked
@@ -155,5 +156,133 @@ class SlotWalk:
                     ends[j + whole] += take - later
                 if j + whole + 1 < n:
                     ends[j + whole + 1] += later
+        self.busy, self.carry = busy, carry
+        return lost
+
+
+class DrawnWalk(SlotWalk):
+    """The busy slots of a station with random services (exponential, lognormal) several
+    ticks long on average (:data:`~gym.sim.flow.loss.DRAWN_TICKS`), walked tick by tick
+    as :class:`SlotWalk` walks fixed ones: each arrival has its own instant in its tick
+    and its own service time, drawn from streams of the station's own, and a take holds
+    its slot until the tick that service ends in (within its own tick, for a short one).
+    One instant and one service time are drawn for every arrival of a tick the station is
+    up in, taken or not, in tick order: the same draws however the engine strides.
+
+    A station filling from empty then fills as it does: the busy slots are counts, not
+    Erlang's formula on a modified offered load, which lags a filling station (100 slots
+    of 10 s exponential services lost 0.40 of the exact transient in a 10 s run)."""
+
+    def __init__(self, slots: int, service: ServiceTime, ledger: Ledger, rng: np.random.Generator):
+        super().__init__(slots, service, ledger, rng)
+        self.dist = service.dist
+        cv = service.cv_value
+        self.sigma = math.sqrt(math.log1p(cv * cv)) if service.dist == "lognormal" else 0.0
+        self.mean_ticks = service.mean_ms / ledger.tick_ms
+        self._instants: np.random.Generator | None = None
+        self._services: np.random.Generator | None = None
+
+    def _offsets(self, counts: IntArray, factors: np.ndarray) -> IntArray:
+        """Each arrival's end, in whole ticks after its own tick (0: within it), for
+        ``counts`` arrivals a tick under slowdowns ``factors``."""
+        total = int(counts.sum())
+        if not total:
+            return np.zeros(0, dtype=np.int64)
+        if self._instants is None:
+            self._instants = substream(self.rng, "walk instants")
+            self._services = substream(self.rng, "walk services")
+        assert self._services is not None
+        instants = self._instants.random(total)
+        if self.dist == "exponential":
+            unit = self._services.standard_exponential(total)
+        else:  # lognormal of mean 1, as the request engine draws it (mu = -sigma^2 / 2)
+            sigma = self.sigma
+            unit = np.exp(sigma * self._services.standard_normal(total) - sigma * sigma / 2)
+        ticks = instants + unit * (self.mean_ticks * np.repeat(factors, counts))
+        # A service past every tick of the run ends after it, whatever its length.
+        return np.minimum(ticks, len(self.ends)).astype(np.int64)
+
+    def _pre_book(self, counts: IntArray, offsets: IntArray, t0: int) -> tuple[IntArray, IntArray]:
+        """Book every arrival to end its service time later: the tick each ends in, and
+        the count of each tick's that end within it."""
+        tick = np.repeat(np.arange(len(counts)), counts)
+        at = tick + t0 + offsets
+        later = (offsets > 0) & (at < len(self.ends))
+        if later.any():
+            np.add.at(self.ends, at[later], 1)
+        same = np.bincount(tick[offsets == 0], minlength=len(counts))
+        return at, same
+
+    def book(self, taken: IntArray, factors: np.ndarray, t0: int) -> None:
+        offsets = self._offsets(taken, factors)
+        _, same = self._pre_book(taken, offsets, t0)
+        ended = int(self.ends[t0 : t0 + len(taken)].sum()) + int(same.sum())
+        self.busy += int(taken.sum()) - ended
+
+    def step(
+        self,
+        arriving: IntArray,
+        down: np.ndarray,
+        never: np.ndarray,
+        smooth: np.ndarray,
+        shares: np.ndarray,
+        factors: np.ndarray,
+        t0: int,
+    ) -> IntArray:
+        """As :meth:`SlotWalk.step`. Every arrival is booked first as if taken; a tick that
+        turns some away takes their bookings back."""
+        ends = self.ends
+        n = len(ends)
+        counts = np.where(down, 0, arriving)
+        offsets = self._offsets(counts, factors[t0 : t0 + len(arriving)])
+        at, same = self._pre_book(counts, offsets, t0)
+        slots = self.slots
+        busy, carry = self.busy, self.carry
+        lost = np.zeros(len(arriving), dtype=np.int64)
+        p = 0  # the first of this tick's arrivals in ``at`` and ``offsets``
+        for i, (k, off, paced, even, quick) in enumerate(
+            zip(
+                arriving.tolist(),
+                down.tolist(),
+                never.tolist(),
+                smooth.tolist(),
+                same.tolist(),
+                strict=True,
+            )
+        ):
+            j = t0 + i
+            r = int(ends[j])
+            take = 0 if off else k
+            if take and not paced:
+                free = slots - busy
+                cut = 0
+                if even:
+                    carry += k * float(shares[i])
+                    cut = min(max(math.floor(carry), k - r - max(free, 0), 0), k)
+                    carry -= cut
+                elif k > free:
+                    if self._draws is None:
+                        self._draws = substream(self.rng, "walk")
+                    u = float(self._draws.random())
+                    cut = int(erlang.walk_overshoot(k, r, free, u))
+                    if cut and quick:
+                        # Takes whose services end within this tick free their slots for
+                        # the arrivals after them: counted with this tick's ends, in a
+                        # random order (left out, 1 slot of one tick lost 12% too much,
+                        # 10 slots of 1 tick 66%; counted, 4% and 15%).
+                        early = int((offsets[p : p + k - cut] == 0).sum())
+                        if early:
+                            cut = int(erlang.walk_overshoot(k, r + early, free, u))
+                if cut:
+                    for x in range(p + k - cut, p + k):  # their bookings taken back
+                        if offsets[x] == 0:
+                            quick -= 1
+                        elif at[x] < n:
+                            ends[at[x]] -= 1
+                lost[i] = cut
+                take = k - cut
+            busy += take - r - quick
+            if not off:
+                p += k
         self.busy, self.carry = busy, carry
         return lost
