@@ -156,8 +156,15 @@ def test_the_crawler_as_a_written_out_graph_gives_the_same_counts() -> None:
     """The reference design written as a graph of the same kinds, with the figures the
     crawler adds (the politeness-limited drain, the cache's catalog capacity, the
     scenario's resolver), gives the crawler's per-tick counts exactly: the same engine
-    runs both, and each node draws from the stream named after it."""
-    d = load_design(ROOT / "designs" / "reference.yaml")
+    runs both, and each node draws from the stream named after it.
+
+    With fetch times varied enough that neither fleet is paced nor slotted (cv 0.5): in
+    both engines the crawler's fetchers with fixed times start at a paced rate, and a
+    graph's fleet starts what its slots have free (c parallel servers), so the two differ
+    there by design (the test below)."""
+    data = load_design(ROOT / "designs" / "reference.yaml").model_dump(mode="json")
+    data["fetchers"]["service"] = {"dist": "lognormal", "mean_ms": 250.0, "cv": 0.5}
+    d = gym.Design.model_validate(data)
     sc = gym.load_scenario(CHAOS)
     built = crawler.topology(d, sc)
     nodes: dict[str, Any] = {}
@@ -191,6 +198,85 @@ def test_the_crawler_as_a_written_out_graph_gives_the_same_counts() -> None:
             v.sum() for v in other.failed.values()
         ], name
     assert sum(a.failed_by_cause().values()) == sum(b.failed_by_cause().values()) > 0
+
+
+def test_a_graph_fleet_starts_what_its_slots_have_free() -> None:
+    """A graph's fleet of fixed times is c parallel servers in the flow engine, as in the
+    request engine: behind a backlog, what it starts in a tick is what its slots free, so
+    its starts repeat themselves one service time later (the pattern the backlog froze),
+    where a paced fleet would start its rate's quota every tick. 2 replicas of 10 slots
+    of 30 ms (3 ticks): 20 slots, 666.7/s. Fed 1,000/s evenly spaced, 10 a tick: the
+    first 2 ticks start 10 each (the slots fill), the third none; from the fourth the
+    ends of tick k - 3 free the slots tick k starts (10, 10, 0, 10, 10, 0, ...): 333
+    cycles of 20 and the last tick's 10, 6,670 in 10 s, the rest waiting in the queue
+    (buffer 100,000); the request engine starts the same, tick by tick. (A rate's quota
+    would start 6 or 7 every tick.)"""
+    d = GraphDesign.model_validate(
+        graph(
+            {
+                "src": {"kind": "source"},
+                "q": {"kind": "queue", "drain_rps": 5_000, "buffer": 100_000},
+                "f": {
+                    "kind": "fleet",
+                    "replicas": 2,
+                    "rps_per_replica": 1_000 / 3,
+                    "service": {"mean_ms": 30},
+                },
+            },
+            [("src", "q"), ("q", "f")],
+        )
+    )
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 10, "base_rps": 1_000, "arrivals": "deterministic"}
+    )
+    starts = gym.simulate(d, sc, seed=0).metrics.record.components["f"].processed
+    assert starts[:9].tolist() == [10, 10, 0] * 3
+    assert (starts[3:] == starts[:-3]).all()
+    assert starts.sum() == 333 * 20 + 10
+    request = gym.simulate(d, sc, seed=0, engine="request").metrics.record
+    assert request.components["f"].processed.tolist() == starts.tolist()
+
+
+@pytest.mark.parametrize("on_crash", ["fail", "requeue"])
+def test_a_slotted_fleet_through_a_crash_starts_as_the_request_engine(on_crash: str) -> None:
+    """The same fleet (20 slots of 30 ms) fed 1,000/s evenly spaced, one replica down from
+    2 s to 3 s: its 10 fetches in flight fail (or go back to the queue), and back up its
+    slots open one by one at rps_per_replica. The flow engine starts what the request
+    engine does, tick by tick, and fails as many. With 25 ms services (2.5 ticks: a
+    start frees its slot 2 or 3 ticks later, a carried share of each tick's) the totals
+    agree within 0.1% (the ticks' counts differ: the request engine's instants are exact)."""
+
+    def fleet(service_ms: float) -> GraphDesign:
+        f = {
+            "kind": "fleet",
+            "replicas": 2,
+            "rps_per_replica": 10_000 / service_ms,
+            "service": {"mean_ms": service_ms},
+            "on_crash": on_crash,
+        }
+        q = {"kind": "queue", "drain_rps": 5_000, "buffer": 100_000}
+        return GraphDesign.model_validate(
+            graph({"src": {"kind": "source"}, "q": q, "f": f}, [("src", "q"), ("q", "f")])
+        )
+
+    crash = {"kind": "crash", "at_s": 2, "for_s": 1, "target": "f", "replicas": 1}
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 6,
+            "base_rps": 1_000,
+            "arrivals": "deterministic",
+            "faults": [crash],
+        }
+    )
+    flow = gym.simulate(fleet(30), sc, seed=0).metrics.record.components["f"]
+    request = gym.simulate(fleet(30), sc, seed=0, engine="request").metrics.record.components
+    assert flow.processed.tolist() == request["f"].processed.tolist()
+    assert flow.failed["f_crash_loss"].sum() == request["f"].failed["f_crash_loss"].sum()
+    assert flow.failed["f_crash_loss"].sum() == (10 if on_crash == "fail" else 0)
+    flow = gym.simulate(fleet(25), sc, seed=0).metrics.record.components["f"]
+    request = gym.simulate(fleet(25), sc, seed=0, engine="request").metrics.record.components
+    assert abs(flow.processed.sum() / request["f"].processed.sum() - 1.0) < 0.001
 
 
 # -- queueing through graphs --------------------------------------------------------------

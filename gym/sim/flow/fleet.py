@@ -6,6 +6,11 @@ replica never holds more than rps_per_replica x fetch time fetches in flight.
 Starts are spread evenly over the live replicas; when c of the n live replicas crash,
 c/n of the fetches in flight (rounded down) are on them and fail (``crash_loss``), or
 go back to the head of the frontier if the design says ``on_crash: requeue``.
+
+A graph design's fleet of fixed times of a tick or more (:attr:`Fleet.slotted`) starts
+no more than its slots have free instead: live replicas x round(rps_per_replica x
+service) slots, each held for the service time (c parallel servers, as in the request
+engine).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import CrashFault, FetchersConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
-from gym.sim.grid import paced_starts, start_depth
+from gym.sim.grid import paced_starts, start_depth, station_slots
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
 from gym.system.topology import Node
@@ -56,6 +61,25 @@ class Fleet(Component):
         self.paced = paced_starts(config)
         self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
         self._carry = 0.0
+        # A graph's fleet of fixed times is c parallel servers, as in the request engine:
+        # what it starts in a tick is what its slots have free (its queue's
+        # :meth:`~gym.sim.flow.queue.Queue._to_slots`), not a rate's quota, so where URLs
+        # wait its starts repeat its ends one service time later, the pattern the backlog
+        # froze (the stations downstream meet it again every service time). Services
+        # shorter than a tick keep the rate's quota (a slot starts several a tick).
+        ticks = config.service.mean_ms / ledger.tick_ms
+        self.slotted = self.fixed_time and not self.paced and ticks >= 1.0 - 1e-9
+        self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
+        self.slots = ledger.zeros()  # slots open during each tick (reserved with the quota)
+        self._returned: list[tuple[int, int]] = []  # (tick, replicas) back from a crash
+        # A start holds its slot for the service time, not the rounded fetch ticks: it
+        # frees it ``hold`` ticks later, or for the fraction of a tick beyond them (in
+        # units of 2^-LATE_BITS) one tick later: a share of each tick's starts, the rest
+        # of a whole start carried (in whole numbers: the same in any stride).
+        self.hold = int(ticks + 1e-9)
+        self.late = round((ticks - self.hold) * (1 << LATE_BITS)) if self.slotted else 0
+        self.frees = ledger.zeros(self.hold + 2)  # slots freed in each tick
+        self._late_carry = 0
 
     @property
     def up(self) -> int:
@@ -65,9 +89,51 @@ class Fleet(Component):
         quota, self._carry = tick_quota(
             self.up * self.rps_per_replica, self.ledger.tick_ms, n, self._carry
         )
-        self.live[self._reserved : self._reserved + n] = self.up
-        self.rates[self._reserved : self._reserved + n] = self.up * self.rps_per_replica
+        a, b = self._reserved, self._reserved + n
+        self.live[a:b] = self.up
+        self.rates[a:b] = self.up * self.rps_per_replica
+        if self.slotted:
+            self.slots[a:b] = self.up * self.slots_per_replica
+            # A replica back from a crash opens its slots one by one at rps_per_replica,
+            # as the request engine's does (the i-th i / rps_per_replica after its return).
+            per_tick = self.rps_per_replica * self.ledger.tick_ms / 1000.0
+            for tick, replicas in self._returned:
+                ticks = np.arange(max(a, tick), b)
+                if not len(ticks):
+                    continue
+                opened = np.ceil((ticks - tick + 1) * per_tick - 1e-9)
+                closed = np.maximum(self.slots_per_replica - opened, 0).astype(np.int64)
+                self.slots[ticks] -= replicas * closed
         return quota
+
+    def held(self, t0: int) -> int:
+        """The slots fetches begun before tick ``t0`` hold through it (those freeing one in
+        it, at its instant, leave it to a start of that tick)."""
+        return int(self.frees[t0 + 1 : t0 + self.hold + 2].sum())
+
+    def book(self, t0: int, starts: IntArray) -> None:
+        """Book the slots ``starts`` (from tick ``t0``) free, as :meth:`book_one` does
+        tick by tick."""
+        if not self.late:
+            self.frees[t0 + self.hold : t0 + self.hold + len(starts)] += starts
+            return
+        cum = self._late_carry + np.cumsum(starts * self.late)
+        whole = cum >> LATE_BITS
+        later = np.diff(whole, prepend=0)
+        self._late_carry = int(cum[-1]) - (int(whole[-1]) << LATE_BITS) if len(cum) else 0
+        at = t0 + self.hold
+        self.frees[at : at + len(starts)] += starts - later
+        self.frees[at + 1 : at + 1 + len(starts)] += later
+
+    def book_one(self, tick: int, starts: int) -> None:
+        """Book the slots ``starts`` started in ``tick`` free."""
+        later = 0
+        if self.late:
+            self._late_carry += starts * self.late
+            later = self._late_carry >> LATE_BITS
+            self._late_carry -= later << LATE_BITS
+        self.frees[tick + self.hold] += starts - later
+        self.frees[tick + self.hold + 1] += later
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
@@ -135,6 +201,8 @@ class Fleet(Component):
         yield self.env.timeout(end - start)
         self.ledger.sync(end)
         self.down -= crashed
+        if crashed and self.slotted:
+            self._returned.append((end, crashed))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
         """Take the crashed replicas' share of the fetches in flight at ``tick``."""
@@ -143,15 +211,12 @@ class Fleet(Component):
         lost_total = total * crashed // self.up
         if lost_total == 0:
             return
-        # Apportion the loss over the finishing ticks: each tick's share rounded down,
-        # the rest to the ticks with the largest remainders (earliest first on ties).
-        exact = pending * crashed / self.up
-        lost = np.floor(exact).astype(np.int64)
-        rest = lost_total - int(lost.sum())
-        if rest > 0:
-            order = np.argsort(-(exact - lost), kind="stable")[:rest]
-            lost[order] += 1
+        lost = _apportion(pending, lost_total, crashed, self.up)
         pending -= lost
+        if self.slotted:
+            # Their slots are gone with their replicas: no longer held, nor freed later.
+            holding = self.frees[tick : tick + self.hold + 2]
+            holding -= _apportion(holding, min(lost_total, int(holding.sum())), crashed, self.up)
         if self.requeue_on_crash:
             self.requeued[tick] += lost_total
             frontier = self.upstream
@@ -166,6 +231,25 @@ class Fleet(Component):
 
     def tally(self) -> Tally:
         return Tally.of(self, live=self.live, requeued=self.requeued)
+
+
+#: The fraction of a tick a slotted fleet's service runs beyond whole ticks, in units of
+#: 2^-LATE_BITS of a tick (whole numbers, so a stride's booking is the same as a tick's).
+LATE_BITS = 20
+
+
+def _apportion(pending: IntArray, total: int, crashed: int, up: int) -> IntArray:
+    """``total`` of ``pending`` (per tick) apportioned over its ticks by the share
+    ``crashed / up``: each tick's share rounded down, the rest to the ticks with the
+    largest remainders (earliest first on ties)."""
+    exact = pending * crashed / up
+    lost = np.floor(exact).astype(np.int64)
+    rest = total - int(lost.sum())
+    if rest > 0:
+        order = np.argsort(-(exact - lost), kind="stable")[:rest]
+        lost[order] += 1
+    capped: IntArray = np.minimum(lost, pending)
+    return capped
 
 
 def build(b: Build, node: Node) -> Fleet:

@@ -18,6 +18,7 @@ from gym.sim.flow.base import (
     connect_upstream,
     thinned,
 )
+from gym.sim.flow.fleet import Fleet
 from gym.sim.grid import start_depth
 from gym.sim.record import Tally
 from gym.system.topology import Node
@@ -25,7 +26,9 @@ from gym.system.topology import Node
 
 class Queue(RatedComponent):
     """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fetcher quota);
-    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``).
+    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``). In front of a
+    slotted fleet (:attr:`~gym.sim.flow.fleet.Fleet.slotted`) the fleet's part is the
+    slots it has free (:meth:`_to_slots`).
 
     The hand-out rate is min(drain_rps, active hosts / crawl delay): politeness lets each
     back queue (one host) release one URL per crawl delay. At the door, the seen set drops
@@ -78,9 +81,13 @@ class Queue(RatedComponent):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
+        slotted = isinstance(self.fleet, Fleet) and self.fleet.slotted
         if self.fleet is not None:
             self.fleet.reserve(t1)
-            limit, fleet_quota = self._paired(t0, t1)
+            if slotted:
+                limit = fleet_quota = self.capacity[t0:t1]  # the slots' limit: below
+            else:
+                limit, fleet_quota = self._paired(t0, t1)
         else:
             limit = fleet_quota = self.capacity[t0:t1]
         offered = self.upstream.out[t0:t1]
@@ -117,12 +124,24 @@ class Queue(RatedComponent):
         self.fleet_bound[t0:t1] = False
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
-        if queue == 0 and not requeued.any() and bool((arrived <= limit).all()):
+        if (
+            queue == 0
+            and not requeued.any()
+            and bool((arrived <= limit).all())
+            and (not slotted or self._slots_hold(arrived, t0, t1))
+        ):
             # Nothing waits and nothing arrives beyond what can be handed out: pass through.
             self.processed[t0:t1] = arrived
             self.out[t0:t1] = arrived
+            if slotted:
+                self._bank = None
             return
-        dispatched, overflow, held = _queue(queue, self.buffer, arrived + requeued, limit)
+        if slotted:
+            dispatched, overflow, held, fleet_quota = self._to_slots(
+                queue, arrived + requeued, t0, t1
+            )
+        else:
+            dispatched, overflow, held = _queue(queue, self.buffer, arrived + requeued, limit)
         self.processed[t0:t1] = dispatched
         self.out[t0:t1] = dispatched
         self.failed[self.causes[0]][t0:t1] = overflow
@@ -141,6 +160,72 @@ class Queue(RatedComponent):
         # bucket spaces them.
         if self.fleet is not None:
             self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
+
+    def _slots_hold(self, arrived: IntArray, t0: int, t1: int) -> bool:
+        """Whether a slotted fleet (:attr:`Fleet.slotted`) has a slot free for every URL
+        of ``arrived`` as it comes (each held for its service time, taken here as the
+        whole ticks after it and one more: an upper bound). If so, they are booked."""
+        fleet = self.fleet
+        assert isinstance(fleet, Fleet)
+        n = t1 - t0
+        span = fleet.hold + (1 if fleet.late else 0)
+        # Each tick's slots held by fetches begun before t0 (those freeing one in a later
+        # tick), and by the stride's own, each through ``span`` ticks from its start.
+        later = fleet.frees[t0 + 1 : t1 + fleet.hold + 2]
+        running = np.cumsum(later[::-1])[::-1][:n]
+        begun = np.cumsum(arrived)
+        within = begun - np.concatenate((np.zeros(span, dtype=np.int64), begun))[:n]
+        if not bool((running + within <= fleet.slots[t0:t1]).all()):
+            return False
+        fleet.book(t0, arrived)
+        return True
+
+    def _to_slots(
+        self, queue: int, arriving: IntArray, t0: int, t1: int
+    ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
+        """The queue's rule in front of a slotted fleet, tick by tick (a start holds a slot
+        for the fetch time, so each tick's room depends on the starts before it): each
+        tick hands out up to its quota, plus what it banked while the slots were full (up
+        to max(1, drain x tick) whole URLs, the request engine's bucket), and no more than
+        the slots have free. Dispatched, overflow and held per tick, and the free slots."""
+        fleet = self.fleet
+        assert isinstance(fleet, Fleet)
+        n = t1 - t0
+        depth = int(max(1.0, self.base_rate * self.ledger.tick_ms / 1000.0) + 1e-9)
+        bank = self._bank or 0
+        out, over, kept, room = [0] * n, [0] * n, [0] * n, [0] * n
+        frees = fleet.frees
+        busy = fleet.held(t0)
+        for i, (a, q, c, r) in enumerate(
+            zip(
+                arriving.tolist(),
+                self.capacity[t0:t1].tolist(),
+                fleet.slots[t0:t1].tolist(),
+                self.rates[t0:t1].tolist(),
+                strict=True,
+            )
+        ):
+            free = max(c - busy, 0)
+            allowed = q + bank if r > 0 else 0
+            queue += a
+            d = min(queue, allowed, free)
+            queue -= d
+            # What the slots held back is banked, as a bucket fills while starts wait.
+            bank = min(depth, allowed - d) if queue and d == free else 0
+            if queue > self.buffer:
+                over[i] = queue - self.buffer
+                queue = self.buffer
+            out[i], kept[i], room[i] = d, queue, free
+            if d:
+                fleet.book_one(t0 + i, d)
+            busy += d - int(frees[t0 + i + 1])
+        self._bank = bank
+        return (
+            np.array(out, dtype=np.int64),
+            np.array(over, dtype=np.int64),
+            np.array(kept, dtype=np.int64),
+            np.array(room, dtype=np.int64),
+        )
 
     def _paired(self, t0: int, t1: int) -> tuple[IntArray, IntArray]:
         """What may be handed out to the fleet in each tick of [t0, t1), and what the
@@ -301,8 +386,6 @@ def build(b: Build, node: Node) -> Queue:
 
 def connect(component: Queue, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
     """Fed by its upstream; hands out to the fleet it feeds, if any."""
-    from gym.sim.flow.fleet import Fleet
-
     connect_upstream(component, inputs, outputs)
     fleets = [c for c in outputs if isinstance(c, Fleet)]
     if fleets:
