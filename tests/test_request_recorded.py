@@ -5,9 +5,11 @@ link-discovery crawlers' runs (every per-tick count of every component, the late
 samples as a multiset, the ``--json`` object), recorded with the engine of one SimPy
 process per URL at 4ed3957 (``tests/golden/record_request.py``, whose module docstring
 says how). The callback engine that replaced it must give the same digest for each: a
-single count, sample or figure that moves fails its case. One entry was recorded again
-since, with the callback engine, on purpose: ``ingestion``, whose write buffer flushes as
-its store's slots free, no longer once a tick (``tests/test_write_buffer.py``).
+single count, sample or figure that moves fails its case. Two entries were recorded
+again since, with the callback engine, on purpose: ``ingestion``, whose write buffer
+flushes as its store's slots free, no longer once a tick (``tests/test_write_buffer.py``),
+and ``ingestion-no-headroom``, whose consumers' replica back from its crash opens its
+slots at uniform instants, no longer evenly spaced (:func:`gym.sim.grid.ramp_openings`).
 """
 
 from __future__ import annotations

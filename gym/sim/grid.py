@@ -57,3 +57,16 @@ def station_slots(rate: float, mean_ms: float) -> int:
     """The request engine's concurrent slots for a station: round(rate x mean service
     time), at least one, so its capacity stays near what the design says."""
     return max(1, round(rate * mean_ms / 1000.0))
+
+
+def ramp_openings(rng: Any, slots: int, rps_per_replica: float) -> Any:
+    """When a replica back from a crash opens its ``slots`` (seconds after its return),
+    in both engines (the same draws, from the fleet's stream ``ramp``): each at a uniform
+    instant within ``slots / rps_per_replica``, so it ramps up at ``rps_per_replica`` on
+    average. Not all at once: with URLs waiting they would start together and, with fixed
+    times, end and start again together every service time, a burst the stations
+    downstream would meet again and again. Nor evenly spaced: an evenly spaced stream's
+    arrivals and its own ends interleave exactly at a fixed-time station downstream, a
+    coincidence of the model that no real restart keeps (and that the flow engine's walk,
+    which takes a tick's arrivals and ends in a random order, cannot see)."""
+    return rng.uniform(0.0, slots / rps_per_replica, size=slots)

@@ -7,7 +7,9 @@ The record in ``tests/golden/request_topologies.json`` was made with the engine 
 SimPy process per URL (``gym/engines/request_graph.py`` at 4ed3957) before that engine
 was replaced by the callback one; ``tests/test_request_recorded.py`` checks the engine of
 today against it (its ``ingestion`` entry recorded again with the callback engine when
-the write buffer began flushing as the store's slots free, not once a tick). Run as a
+the write buffer began flushing as the store's slots free, not once a tick, and its
+``ingestion-no-headroom`` entry when a replica back from a crash began opening its slots
+at uniform instants, not evenly spaced). Run as a
 script to record again, or with ``--check`` to compare a wider set (``--wide``) against a
 file made the same way.
 

@@ -20,10 +20,10 @@ from collections.abc import Generator
 import numpy as np
 import simpy
 
-from gym.core.streams import stream
+from gym.core.streams import stream, substream
 from gym.models import CrashFault, FetchersConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
-from gym.sim.grid import paced_starts, start_depth, station_slots
+from gym.sim.grid import paced_starts, ramp_openings, start_depth, station_slots
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
 from gym.system.topology import Node
@@ -71,7 +71,9 @@ class Fleet(Component):
         self.slotted = self.fixed_time and not self.paced and ticks >= 1.0 - 1e-9
         self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
         self.slots = ledger.zeros()  # slots open during each tick (reserved with the quota)
-        self._returned: list[tuple[int, int]] = []  # (tick, replicas) back from a crash
+        # Replicas back from a crash: the tick, and their slots open by each tick from it.
+        self._returned: list[tuple[int, IntArray]] = []
+        self._ramp_rng: np.random.Generator | None = None
         # A start holds its slot for the service time, not the rounded fetch ticks: it
         # frees it ``hold`` ticks later, or for the fraction of a tick beyond them (in
         # units of 2^-LATE_BITS) one tick later: a share of each tick's starts, the rest
@@ -94,16 +96,13 @@ class Fleet(Component):
         self.rates[a:b] = self.up * self.rps_per_replica
         if self.slotted:
             self.slots[a:b] = self.up * self.slots_per_replica
-            # A replica back from a crash opens its slots one by one at rps_per_replica,
-            # as the request engine's does (the i-th i / rps_per_replica after its return).
-            per_tick = self.rps_per_replica * self.ledger.tick_ms / 1000.0
-            for tick, replicas in self._returned:
+            # Replicas back from a crash open their slots one by one, as the request
+            # engine's do (gym.sim.grid.ramp_openings): those not open yet in each tick.
+            for tick, opened in self._returned:
                 ticks = np.arange(max(a, tick), b)
-                if not len(ticks):
-                    continue
-                opened = np.ceil((ticks - tick + 1) * per_tick - 1e-9)
-                closed = np.maximum(self.slots_per_replica - opened, 0).astype(np.int64)
-                self.slots[ticks] -= replicas * closed
+                ticks = ticks[ticks - tick < len(opened)]
+                if len(ticks):
+                    self.slots[ticks] -= opened[-1] - opened[ticks - tick]
         return quota
 
     def held(self, t0: int) -> int:
@@ -202,7 +201,16 @@ class Fleet(Component):
         self.ledger.sync(end)
         self.down -= crashed
         if crashed and self.slotted:
-            self._returned.append((end, crashed))
+            # The ticks from its return in which each of their slots opens, the same
+            # draws as the request engine's; then how many are open in each.
+            if self._ramp_rng is None:
+                self._ramp_rng = substream(self.rng, "ramp")
+            spr, tick_s = self.slots_per_replica, self.ledger.tick_ms / 1000.0
+            at = np.concatenate(
+                [ramp_openings(self._ramp_rng, spr, self.rps_per_replica) for _ in range(crashed)]
+            )
+            opened = np.cumsum(np.bincount((at / tick_s).astype(np.int64)))
+            self._returned.append((end, opened))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
         """Take the crashed replicas' share of the fetches in flight at ``tick``."""

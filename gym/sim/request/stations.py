@@ -13,8 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from gym.core.streams import substream
 from gym.models import CrashFault, ServiceTime
-from gym.sim.grid import PACED_BELOW_CV, paced_starts, start_depth, station_slots
+from gym.sim.grid import (
+    PACED_BELOW_CV,
+    paced_starts,
+    ramp_openings,
+    start_depth,
+    station_slots,
+)
 from gym.sim.request.base import Log, Url
 from gym.sim.request.kernel import Kernel
 from gym.sim.request.sampling import Sampler
@@ -131,8 +138,9 @@ class WaitingRoom:
     says (0.7-1.0 availability points on three of tests/test_engines_agree.py's designs).
     The price: its queue waits as one server at the fleet's rate (M/D/1 at c mu), not
     M/D/c. A graph's fleet is not paced; with fixed times, a replica back from a crash
-    opens its slots one by one at ``rps_per_replica`` (else, behind a backlog, they
-    would start and end together every service time).
+    opens its slots one by one over slots / ``rps_per_replica``
+    (:func:`~gym.sim.grid.ramp_openings`; else, behind a backlog, they would start and
+    end together every service time).
 
     A queue that feeds no fleet (``fleet`` None) hands out at its rate alone: the URL
     goes on as soon as the bucket has a token for it.
@@ -175,6 +183,8 @@ class WaitingRoom:
         self.refilled_at = 0.0
         self.wake_pending = False
         self.fleet_params = fleet_params
+        self._fetch_rng = fetch_rng
+        self._ramp_rng: np.random.Generator | None = None  # made at the first return
         # The fleet's start rate when paced: live replicas x rps_per_replica (set again
         # on a crash), 5% of a tick's starts deep; unpaced, a bucket that never runs dry.
         self.start_rate = 0.0
@@ -189,7 +199,6 @@ class WaitingRoom:
             # An unpaced fleet of fixed or nearly fixed times (a graph's): a replica back
             # from a crash opens its slots at rps_per_replica, not all at once.
             self.ramp = not self.paced and f.service.cv_value < PACED_BELOW_CV
-            self.ramp_gap = 1.0 / f.rps_per_replica
             slots = station_slots(f.rps_per_replica, f.service.mean_ms)
             self.replicas = [Replica(slots) for _ in range(f.replicas)]
             self.free: float = slots * f.replicas
@@ -387,13 +396,14 @@ class WaitingRoom:
         for r in victims:
             r.up = True
             if self.ramp:
-                # Its slots open one by one, evenly spaced at rps_per_replica (the flow
-                # engine's start quota): all at once, with URLs waiting, they would start
-                # together and, with fixed times, end and start again together every
-                # service time, a burst the stations downstream would meet again and again.
+                # Its slots open one by one over slots / rps_per_replica (ramp_openings).
+                if self._ramp_rng is None:
+                    assert self._fetch_rng is not None
+                    self._ramp_rng = substream(self._fetch_rng, "ramp")
                 r.busy = r.slots
-                for i in range(r.slots):
-                    self.env.schedule(i * self.ramp_gap, self._open_slot, (r, r.downs))
+                rate = self.fleet_params.rps_per_replica
+                for delay in ramp_openings(self._ramp_rng, r.slots, rate).tolist():
+                    self.env.schedule(delay, self._open_slot, (r, r.downs))
             else:
                 self.free += r.slots
         self._log_fleet(tick)
