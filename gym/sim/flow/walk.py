@@ -115,11 +115,18 @@ class SlotWalk:
     ) -> IntArray:
         """The URLs turned away in each tick from ``t0`` on of ``arriving`` (none where
         ``down``: the caller fails those as unavailable, and no service starts)."""
-        ends = self.ends
-        n = len(ends)
+        count = len(arriving)
+        stretch = factors[t0 : t0 + count]
+        # The ends of this stretch and of the takes it books, as a list (numpy's scalar
+        # reads and writes cost more than the rest of a tick), written back at the end.
+        reach = self.span(float(stretch.max()))[0] + 2 if count else 0
+        top = min(len(self.ends), t0 + count + reach)
+        ends = self.ends[t0:top].tolist()
+        n = top - t0
         slots = self.slots
         busy, carry = self.busy, self.carry
-        lost = np.zeros(len(arriving), dtype=np.int64)
+        lost = [0] * count
+        even_shares = shares.tolist() if smooth.any() else []
         last, (whole, late) = 1.0, self.span(1.0)
         for i, (k, off, paced, even, factor) in enumerate(
             zip(
@@ -127,18 +134,17 @@ class SlotWalk:
                 down.tolist(),
                 never.tolist(),
                 smooth.tolist(),
-                factors[t0 : t0 + len(arriving)].tolist(),
+                stretch.tolist(),
                 strict=True,
             )
         ):
-            j = t0 + i
-            r = int(ends[j])
+            r = ends[i]
             take = 0 if off else k
             if take and not paced:
                 free = slots - busy
                 cut = 0
                 if even:
-                    carry += k * float(shares[i])
+                    carry += k * even_shares[i]
                     cut = min(max(math.floor(carry), k - r - max(free, 0), 0), k)
                     carry -= cut
                 elif k > free:
@@ -152,12 +158,13 @@ class SlotWalk:
                 if factor != last:
                     last, (whole, late) = factor, self.span(factor)
                 later = int(self._split().binomial(take, late)) if late else 0
-                if j + whole < n:
-                    ends[j + whole] += take - later
-                if j + whole + 1 < n:
-                    ends[j + whole + 1] += later
+                if i + whole < n:
+                    ends[i + whole] += take - later
+                if i + whole + 1 < n:
+                    ends[i + whole + 1] += later
+        self.ends[t0:top] = ends
         self.busy, self.carry = busy, carry
-        return lost
+        return np.array(lost, dtype=np.int64)
 
 
 class DrawnWalk(SlotWalk):
