@@ -195,6 +195,10 @@ class Page:
     def _show(self, view: View) -> None:
         s = self.session
         self.view = view
+        # The design's text first: the browser gets the changes in this order, so by the
+        # time it shows the new figures a download already saves the new design (after
+        # them, a click as the cost changed could save the design before the change).
+        self._show_yaml()
         self.doc.title = f"gym playground: {s.design.name}"
         if list(view.saturation) != self.figures.sat_components:
             self.figures.draw_saturation(view)
@@ -208,7 +212,6 @@ class Page:
         )
         self.budget.text = "<h3>Error budget</h3>" + view.budget_html
         self.figures.show(view)
-        self._show_yaml()
 
     def _show_yaml(self) -> None:
         self.files.show(self.session)
