@@ -71,7 +71,8 @@ class Fleet(Component):
         self.slotted = self.fixed_time and not self.paced and ticks >= 1.0 - 1e-9
         self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
         self.slots = ledger.zeros()  # slots open during each tick (reserved with the quota)
-        # Replicas back from a crash: the tick, and their slots open by each tick from it.
+        # Replicas back from a crash, one by one: the tick, and its slots open by each tick
+        # from it.
         self._returned: list[tuple[int, IntArray]] = []
         self._ramp_rng: np.random.Generator | None = None
         # A start holds its slot for the service time, not the rounded fetch ticks: it
@@ -195,6 +196,11 @@ class Fleet(Component):
         if crashed:
             self._lose_in_flight(start, crashed)
             self.down += crashed
+            # Replicas still opening their slots go down first, as the request engine
+            # takes the lowest-numbered live ones (those back from the earliest crash):
+            # their slots not open yet are gone with them.
+            ramping = [(t, o) for t, o in self._returned if t + len(o) > start]
+            self._returned = ramping[crashed:]
         if end is None:
             return
         yield self.env.timeout(end - start)
@@ -206,11 +212,10 @@ class Fleet(Component):
             if self._ramp_rng is None:
                 self._ramp_rng = substream(self.rng, "ramp")
             spr, tick_s = self.slots_per_replica, self.ledger.tick_ms / 1000.0
-            at = np.concatenate(
-                [ramp_openings(self._ramp_rng, spr, self.rps_per_replica) for _ in range(crashed)]
-            )
-            opened = np.cumsum(np.bincount((at / tick_s).astype(np.int64)))
-            self._returned.append((end, opened))
+            for _ in range(crashed):  # one entry a replica
+                at = ramp_openings(self._ramp_rng, spr, self.rps_per_replica)
+                opened = np.cumsum(np.bincount((at / tick_s).astype(np.int64)))
+                self._returned.append((end, opened))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
         """Take the crashed replicas' share of the fetches in flight at ``tick``."""

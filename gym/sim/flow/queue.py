@@ -133,8 +133,10 @@ class Queue(RatedComponent):
             # Nothing waits and nothing arrives beyond what can be handed out: pass through.
             self.processed[t0:t1] = arrived
             self.out[t0:t1] = arrived
-            if slotted:
-                self._bank = None
+            if slotted:  # the bucket keeps what each tick's quota left, up to its depth
+                depth = self._depth()
+                bank = depth if self._bank is None else self._bank
+                self._bank = min(depth, bank + int((self.capacity[t0:t1] - arrived).sum()))
             return
         if slotted:
             dispatched, overflow, held, fleet_quota = self._to_slots(
@@ -161,6 +163,10 @@ class Queue(RatedComponent):
         if self.fleet is not None:
             self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
 
+    def _depth(self) -> int:
+        """The hand-out bucket's depth in whole URLs: max(1, drain x tick)."""
+        return int(max(1.0, self.base_rate * self.ledger.tick_ms / 1000.0) + 1e-9)
+
     def _slots_hold(self, arrived: IntArray, t0: int, t1: int) -> bool:
         """Whether a slotted fleet (:attr:`Fleet.slotted`) has a slot free for every URL
         of ``arrived`` as it comes (each held for its service time, taken here as the
@@ -185,14 +191,16 @@ class Queue(RatedComponent):
     ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """The queue's rule in front of a slotted fleet, tick by tick (a start holds a slot
         for the fetch time, so each tick's room depends on the starts before it): each
-        tick hands out up to its quota, plus what it banked while the slots were full (up
-        to max(1, drain x tick) whole URLs, the request engine's bucket), and no more than
-        the slots have free. Dispatched, overflow and held per tick, and the free slots."""
+        tick hands out up to its quota plus what its bucket holds, and no more than the
+        slots have free. The bucket is the request engine's: max(1, drain x tick) whole
+        URLs deep, full at the start, keeping what each tick's quota leaves (idle or not),
+        and left as it is while the queue is stalled. Dispatched, overflow and held per
+        tick, and the free slots."""
         fleet = self.fleet
         assert isinstance(fleet, Fleet)
         n = t1 - t0
-        depth = int(max(1.0, self.base_rate * self.ledger.tick_ms / 1000.0) + 1e-9)
-        bank = self._bank or 0
+        depth = self._depth()
+        bank = depth if self._bank is None else self._bank
         out, over, kept, room = [0] * n, [0] * n, [0] * n, [0] * n
         frees = fleet.frees
         busy = fleet.held(t0)
@@ -210,8 +218,8 @@ class Queue(RatedComponent):
             queue += a
             d = min(queue, allowed, free)
             queue -= d
-            # What the slots held back is banked, as a bucket fills while starts wait.
-            bank = min(depth, allowed - d) if queue and d == free else 0
+            if r > 0:
+                bank = min(depth, allowed - d)
             if queue > self.buffer:
                 over[i] = queue - self.buffer
                 queue = self.buffer
