@@ -279,6 +279,59 @@ def test_a_slotted_fleet_through_a_crash_starts_as_the_request_engine(on_crash: 
     assert abs(flow.processed.sum() / request["f"].processed.sum() - 1.0) < 0.001
 
 
+def _queue_fleet(drain: float, replicas: int, rps: float, service_ms: float) -> GraphDesign:
+    q = {"kind": "queue", "drain_rps": drain, "buffer": 10**7}
+    f = {"kind": "fleet", "replicas": replicas, "rps_per_replica": rps}
+    f["service"] = {"mean_ms": service_ms}
+    return GraphDesign.model_validate(
+        graph({"src": {"kind": "source"}, "q": q, "f": f}, [("src", "q"), ("q", "f")])
+    )
+
+
+def test_the_queue_in_front_of_a_slotted_fleet_hands_out_through_the_request_engines_bucket() -> (
+    None
+):
+    """30 slots of 30 ms fed 1,500/s evenly spaced (15 a tick) through a queue draining
+    1,200/s: its bucket is 12 deep and starts full, so the first tick hands out 12 + 12
+    allowed, the 15 that came (the slots hold 30); the second 9 + 12 left, 15 again; the
+    third none (the slots are full): 15, 15, 0, as the request engine, every tick of the
+    run (a bucket that started empty and kept only what the slots held back started 12,
+    12, 6 for ever)."""
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 20, "base_rps": 1_500, "arrivals": "deterministic"}
+    )
+    d = _queue_fleet(1_200, 3, 1_000 / 3, 30)
+    flow = gym.simulate(d, sc, seed=0).metrics.record.components["f"].processed
+    request = gym.simulate(d, sc, seed=0, engine="request").metrics.record.components
+    assert flow[:6].tolist() == [15, 15, 0, 15, 15, 0]
+    assert flow.tolist() == request["f"].processed.tolist()
+
+
+def test_a_replica_crashing_again_while_it_opens_its_slots_takes_them_with_it() -> None:
+    """One replica of 1,000 slots of 10 s (100/s), fed 300/s: down at 20-22 s, back opening
+    its slots over 10 s, down again at 23-24 s, back and opening them again. The flow
+    engine starts what the request engine does over the run, and its open slots never go
+    below 0 (the first return's unopened slots were taken off a second time)."""
+    crashes = [
+        {"kind": "crash", "at_s": 20, "for_s": 2, "target": "f", "replicas": 1},
+        {"kind": "crash", "at_s": 23, "for_s": 1, "target": "f", "replicas": 1},
+    ]
+    sc = Scenario.model_validate(
+        {
+            "system": "graph",
+            "duration_s": 60,
+            "base_rps": 300,
+            "arrivals": "deterministic",
+            "faults": crashes,
+        }
+    )
+    d = _queue_fleet(5_000, 1, 100, 10_000)
+    flow = gym.simulate(d, sc, seed=0).metrics.record.components["f"].processed
+    request = gym.simulate(d, sc, seed=0, engine="request").metrics.record.components
+    assert flow[2_400:2_600].sum() == request["f"].processed[2_400:2_600].sum() > 0
+    assert flow.sum() == request["f"].processed.sum()
+
+
 # -- queueing through graphs --------------------------------------------------------------
 
 
