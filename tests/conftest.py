@@ -18,6 +18,26 @@ settings.register_profile("ci", derandomize=True, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config: pytest.Config) -> None:
+    """Plain ``pytest`` runs the tests in parallel: pytest-xdist, one worker a core
+    (``-n auto``). Each worker starts with an even, contiguous share of the tests, so
+    that a module's fixtures mostly run in one of them, and takes tests from another
+    once its own are done (``--dist worksteal``). Set here rather than in ``addopts``,
+    so that ``-p no:xdist`` still works: ``-n0`` or ``-p no:xdist`` runs the tests in
+    this process, ``-n N`` picks the count. Tests named one by one
+    (``pytest tests/test_x.py::test_y``) run in this process, with no workers to start
+    (``-s`` and ``--pdb`` work as usual)."""
+    if not config.pluginmanager.hasplugin("xdist") or hasattr(config, "workerinput"):
+        return
+    if config.option.numprocesses is None:  # no -n given
+        named = config.args and all("::" in arg for arg in config.args)
+        config.option.numprocesses = 0 if named else "auto"
+    if config.option.numprocesses != 0 and config.option.dist == "no":
+        config.option.dist = "worksteal"
+
+
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "designs" / "reference.yaml"
 STARTER = ROOT / "designs" / "starter.yaml"

@@ -13,11 +13,13 @@ and the commit says which numbers moved and why.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import pytest
 
@@ -75,17 +77,50 @@ def _path(name: str, shipped: str) -> Path:
 def golden() -> dict[str, Any]:
     if not GOLDEN.exists():
         return {}
-    data: dict[str, Any] = json.loads(GOLDEN.read_text())
-    return data
+    if os.environ.get("GYM_UPDATE_GOLDEN"):  # another process may be writing it
+        with _locked() as file:
+            return _parse(file.read())
+    return _parse(GOLDEN.read_text())
 
 
 @pytest.fixture(scope="module")
 def updated(golden: dict[str, Any]) -> Any:
-    """With GYM_UPDATE_GOLDEN=1, the record is rewritten at the end of the module."""
+    """With GYM_UPDATE_GOLDEN=1, the record is rewritten at the end of the module.
+
+    The tests run in several processes (pytest-xdist), each with its share of the cases
+    and its own copy of the record: each writes only the cases it ran, into the record as
+    the file holds it then, under a lock on the file, so no process undoes another's."""
+    before = dict(golden)
     yield golden
     if os.environ.get("GYM_UPDATE_GOLDEN"):
-        text = json.dumps(dict(sorted(golden.items())), indent=1, sort_keys=True) + "\n"
-        GOLDEN.write_text(text)
+        ran = {key: got for key, got in golden.items() if got is not before.get(key)}
+        _record(ran)
+
+
+def _record(cases: dict[str, Any]) -> None:
+    """Write ``cases`` into the golden record, the others as the file has them."""
+    with _locked() as file:
+        record = _parse(file.read())
+        record.update(cases)
+        file.seek(0)
+        file.truncate()
+        file.write(json.dumps(dict(sorted(record.items())), indent=1, sort_keys=True) + "\n")
+
+
+@contextlib.contextmanager
+def _locked() -> Iterator[IO[str]]:
+    """The golden file (made when missing), open to read and write, and locked: one
+    process at a time reads or rewrites it."""
+    import fcntl
+
+    with os.fdopen(os.open(GOLDEN, os.O_RDWR | os.O_CREAT), "r+") as file:
+        fcntl.flock(file, fcntl.LOCK_EX)  # released when the file closes
+        yield file
+
+
+def _parse(text: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(text) if text.strip() else {}
+    return data
 
 
 @pytest.mark.parametrize(("design", "scenario", "engine"), CASES + EDGE_CASES, ids=lambda v: str(v))
