@@ -354,19 +354,22 @@ def _tandem() -> tuple[GraphDesign, Scenario]:
 
 def test_a_tandem_of_two_queues_by_hand() -> None:
     """1,000 URLs/s, evenly spaced, for 10 s into a queue draining 800/s, a fleet (250 ms
-    fetches), a second queue draining 600/s, a second fleet and a store. The first queue
-    hands out 800 x 10 = 8,000 and keeps 2,000; the first fleet finishes 7,800 (200 =
-    800/s x 0.25 s in flight). The second queue gets work from t = 0.25 s: it hands out
-    600 x 9.75 = 5,850 and keeps 7,800 - 5,850 = 1,950; the second fleet has 150 in
-    flight, and the store serves 5,700. Nothing fails: throughput 570/s, availability 1."""
+    fetches, 1,000 slots: never full), a second queue draining 600/s, a second fleet and a
+    store. Each queue hands out through a bucket one tick deep that starts full (8 URLs
+    at 800/s, 6 at 600/s, 10 ms ticks), as the request engine's. The first queue hands
+    out 800 x 10 + 8 = 8,008 and keeps 1,992; the first fleet finishes 7,808 (200 = 800/s
+    x 0.25 s in flight). The second queue gets work from t = 0.25 s: it hands out 600 x
+    9.75 + 6 = 5,856 and keeps 7,808 - 5,856 = 1,952; the second fleet has 150 in
+    flight, and the store serves 5,706. Nothing fails: throughput 570.6/s, availability
+    1."""
     d, sc = _tandem()
     m = gym.simulate(d, sc).metrics
     c = m.record.components
-    assert (c["q1"].out.sum(), c["q1"].backlog[-1]) == (8_000, 2_000)
-    assert (c["f1"].out.sum(), m.record.in_flight_end["f1"]) == (7_800, 200)
-    assert (c["q2"].out.sum(), c["q2"].backlog[-1]) == (5_850, 1_950)
-    assert (m.record.in_flight_end["f2"], c["out"].served.sum()) == (150, 5_700)
-    assert m.failed == 0 and m.throughput_rps == 570.0 and m.availability == 1.0
+    assert (c["q1"].out.sum(), c["q1"].backlog[-1]) == (8_008, 1_992)
+    assert (c["f1"].out.sum(), m.record.in_flight_end["f1"]) == (7_808, 200)
+    assert (c["q2"].out.sum(), c["q2"].backlog[-1]) == (5_856, 1_952)
+    assert (m.record.in_flight_end["f2"], c["out"].served.sum()) == (150, 5_706)
+    assert m.failed == 0 and m.throughput_rps == 570.6 and m.availability == 1.0
     # Saturation propagates along the edges: the first queue sees 1,000/800, the second
     # fleet's queue min(1,000, 800)/600 once work reaches it.
     assert m.components["q1"].saturation[5] == 1_000 / 800
@@ -376,8 +379,9 @@ def test_a_tandem_of_two_queues_by_hand() -> None:
 def test_the_tandem_through_the_request_engine() -> None:
     """The same tandem, one SimPy process per URL: each queue's token bucket starts full
     with one tick's hand-outs (8 at 800/s, 6 at 600/s, 10 ms ticks), so each hands out
-    at most that many more than the flow engine's 8,000 and 5,850; the fleets hold the
-    same 200 and 150 in flight (rate x 250 ms), and nothing fails."""
+    its rate's 8,000 and 5,850 and at most that many more (the flow engine: 8,008 and
+    5,856); the fleets hold the same 200 and 150 in flight (rate x 250 ms), and nothing
+    fails."""
     d, sc = _tandem()
     r = gym.simulate(d, sc, engine="request")
     c, flight = r.metrics.record.components, r.metrics.record.in_flight_end
