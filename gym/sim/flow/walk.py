@@ -72,6 +72,12 @@ class SlotWalk:
             span = self._spans[factor] = (whole, late)
         return span
 
+    def _uniform(self) -> float:
+        """One uniform draw for a tick's loss, from the station's stream ``walk``."""
+        if self._draws is None:
+            self._draws = substream(self.rng, "walk")
+        return float(self._draws.random())
+
     def _split(self) -> np.random.Generator:
         """The stream that splits takes between the two ticks they may end in."""
         if self._splits is None:
@@ -144,13 +150,9 @@ class SlotWalk:
                 free = slots - busy
                 cut = 0
                 if even:
-                    carry += k * even_shares[i]
-                    cut = min(max(math.floor(carry), k - r - max(free, 0), 0), k)
-                    carry -= cut
+                    cut, carry = _even_cut(carry, k * even_shares[i], k, r, free)
                 elif k > free:
-                    if self._draws is None:
-                        self._draws = substream(self.rng, "walk")
-                    cut = int(erlang.walk_overshoot(k, r, free, float(self._draws.random())))
+                    cut = int(erlang.walk_overshoot(k, r, free, self._uniform()))
                 lost[i] = cut
                 take = k - cut
             busy += take - r
@@ -243,7 +245,14 @@ class DrawnWalk(SlotWalk):
         counts = np.where(down, 0, arriving)
         parts = [
             self._step(
-                arriving[a:b], down[a:b], never[a:b], smooth[a:b], shares[a:b], factors, t0 + a
+                arriving[a:b],
+                counts[a:b],
+                down[a:b],
+                never[a:b],
+                smooth[a:b],
+                shares[a:b],
+                factors,
+                t0 + a,
             )
             for a, b in _chunks(counts)
         ]
@@ -252,6 +261,7 @@ class DrawnWalk(SlotWalk):
     def _step(
         self,
         arriving: IntArray,
+        counts: IntArray,
         down: np.ndarray,
         never: np.ndarray,
         smooth: np.ndarray,
@@ -261,7 +271,6 @@ class DrawnWalk(SlotWalk):
     ) -> IntArray:
         ends = self.ends
         n = len(ends)
-        counts = np.where(down, 0, arriving)
         offsets = self._offsets(counts, factors[t0 : t0 + len(arriving)])
         at, same = self._pre_book(counts, offsets, t0)
         slots = self.slots
@@ -285,13 +294,9 @@ class DrawnWalk(SlotWalk):
                 free = slots - busy
                 cut = 0
                 if even:
-                    carry += k * float(shares[i])
-                    cut = min(max(math.floor(carry), k - r - max(free, 0), 0), k)
-                    carry -= cut
+                    cut, carry = _even_cut(carry, k * float(shares[i]), k, r, free)
                 elif k > free:
-                    if self._draws is None:
-                        self._draws = substream(self.rng, "walk")
-                    u = float(self._draws.random())
+                    u = self._uniform()
                     cut = int(erlang.walk_overshoot(k, r, free, u))
                     if cut and quick:
                         # Takes whose services end within this tick free their slots for
@@ -314,6 +319,16 @@ class DrawnWalk(SlotWalk):
                 p += k
         self.busy, self.carry = busy, carry
         return lost
+
+
+def _even_cut(carry: float, due: float, k: int, r: int, free: int) -> tuple[int, float]:
+    """A smooth stream's loss in one tick of ``k`` arrivals and ``r`` ends with ``free``
+    slots free: ``due`` (its share of them) added to the ``carry``, in whole URLs, and at
+    least what the slots cannot hold (taken back from later ticks' shares); and the carry
+    left."""
+    carry += due
+    cut = min(max(math.floor(carry), k - r - max(free, 0), 0), k)
+    return cut, carry - cut
 
 
 #: Arrivals a drawn walk draws for at once, at most (a tick with more is a chunk alone): a
