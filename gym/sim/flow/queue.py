@@ -66,6 +66,9 @@ class Queue(RatedComponent):
         # matched by a fleet start, and the fleet's not yet matched by a hand-out, as one
         # walk (None: both empty, as at the start and when either rate changes).
         self._bank: int | None = None
+        # In front of a slotted fleet instead: the hand-out bucket's whole tokens (None:
+        # full, as at the start).
+        self._tokens: int | None = None
         self.skipped = {
             "seen_url": ledger.zeros(),
             "bloom_false_positive": ledger.zeros(),
@@ -135,8 +138,8 @@ class Queue(RatedComponent):
             self.out[t0:t1] = arrived
             if slotted:  # the bucket keeps what each tick's quota left, up to its depth
                 depth = self._depth()
-                bank = depth if self._bank is None else self._bank
-                self._bank = min(depth, bank + int((self.capacity[t0:t1] - arrived).sum()))
+                tokens = depth if self._tokens is None else self._tokens
+                self._tokens = min(depth, tokens + int((self.capacity[t0:t1] - arrived).sum()))
             return
         if slotted:
             dispatched, overflow, held, fleet_quota = self._to_slots(
@@ -200,7 +203,7 @@ class Queue(RatedComponent):
         assert isinstance(fleet, Fleet)
         n = t1 - t0
         depth = self._depth()
-        bank = depth if self._bank is None else self._bank
+        bank = depth if self._tokens is None else self._tokens
         out, over, kept, room = [0] * n, [0] * n, [0] * n, [0] * n
         frees = fleet.frees
         busy = fleet.held(t0)
@@ -227,7 +230,7 @@ class Queue(RatedComponent):
             if d:
                 fleet.book_one(t0 + i, d)
             busy += d - int(frees[t0 + i + 1])
-        self._bank = bank
+        self._tokens = bank
         return (
             np.array(out, dtype=np.int64),
             np.array(over, dtype=np.int64),
@@ -260,7 +263,7 @@ class Queue(RatedComponent):
         tick_ms = self.ledger.tick_ms
         mine = self.capacity[t0:t1]
         theirs = self.fleet.capacity[t0:t1]
-        own_depth = int(max(1.0, self.base_rate * tick_ms / 1000.0) + 1e-9)  # whole URLs
+        own_depth = self._depth()  # whole URLs
         # Stretches of one pair of rates (faults change them, a few times a run), from
         # the tick before this stride's: a stretch that goes on keeps its bank.
         a0 = max(t0 - 1, 0)
