@@ -18,7 +18,7 @@ from gym.core.errors import GymError, Problem
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
-    from gym.api import simulate, validate
+    from gym.api import simulate, simulate_many, validate
     from gym.inputs.loading import load_design, load_scenario
     from gym.models import Design, Scenario
     from gym.system.graph import GraphDesign
@@ -32,6 +32,7 @@ _LAZY = {
     "load_scenario": "gym.inputs.loading",
     "Result": "gym.analysis.result",
     "simulate": "gym.api",
+    "simulate_many": "gym.api",
     "validate": "gym.api",
 }
 
@@ -59,6 +60,7 @@ __all__ = [
     "load_design",
     "load_scenario",
     "simulate",
+    "simulate_many",
     "validate",
 ]
 __version__ = "0.1.0"

@@ -215,6 +215,33 @@ def simulate(
     minutes); ``progress`` is called with the simulated time as a long run goes.
     Raises :class:`gym.GymError` for anything invalid.
     """
+    return simulate_many(
+        design,
+        scenario,
+        seeds=[seed],
+        engine=engine,
+        tick_ms=tick_ms,
+        warmup_s=warmup_s,
+        max_urls=max_urls,
+        progress=progress,
+    )[0]
+
+
+def simulate_many(
+    design: Design | GraphDesign | str | Path,
+    scenario: Scenario | str | Path | None = None,
+    *,
+    seeds: Sequence[int],
+    engine: str = "flow",
+    tick_ms: int = 10,
+    warmup_s: float = 0.0,
+    max_urls: int = DEFAULT_MAX_URLS,
+    progress: Callable[[float], None] | None = None,
+) -> list[Result]:
+    """:func:`simulate` for each of ``seeds``: the inputs checked once, and the flow
+    engine's runs advanced together (one batch), each result the one :func:`simulate`
+    gives for its seed, to the last digit. The request engine runs them one by one
+    (``max_urls`` is per run)."""
     if not isinstance(design, Design | GraphDesign):
         design = load_design(design)
     if scenario is None:
@@ -225,8 +252,9 @@ def simulate(
         raise GymError.single(
             None, "engine", f"{engine!r} is not an engine; choose one of {', '.join(ENGINES)}"
         )
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
+    for seed in seeds:
+        if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+            raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
     problems = validate(design, scenario, tick_ms=tick_ms)
     if not 0 <= warmup_s < scenario.duration_s:
         problems.append(
@@ -249,27 +277,41 @@ def simulate(
     from gym.analysis import metrics, scoring
     from gym.analysis.result import Result
 
-    run: Engine = importlib.import_module(ENGINE_MODULES[engine]).run
-    record = run(
-        design,
-        scenario,
-        seed=seed,
-        timeline=timeline,
-        topology=topology,
-        warmup_s=warmup_s,
-        progress=progress,
-    )
-    record.topology = topology
-    m = metrics.compute(record, design, scenario)
-    checks = scoring.check(m, scenario.slos)
-    return Result(
-        design=design,
-        scenario=scenario,
-        engine=engine,
-        seed=seed,
-        tick_ms=tick_ms,
-        metrics=m,
-        checks=checks,
-        verdict=scoring.verdict(checks),
-        warmup_s=warmup_s,
-    )
+    module = importlib.import_module(ENGINE_MODULES[engine])
+    if engine == "flow":
+        records = module.run_many(
+            design, scenario, seeds=seeds, timeline=timeline, topology=topology, warmup_s=warmup_s
+        )
+    else:
+        run: Engine = module.run
+        records = [
+            run(
+                design,
+                scenario,
+                seed=seed,
+                timeline=timeline,
+                topology=topology,
+                warmup_s=warmup_s,
+                progress=progress,
+            )
+            for seed in seeds
+        ]
+    results = []
+    for seed, record in zip(seeds, records, strict=True):
+        record.topology = topology
+        m = metrics.compute(record, design, scenario)
+        checks = scoring.check(m, scenario.slos)
+        results.append(
+            Result(
+                design=design,
+                scenario=scenario,
+                engine=engine,
+                seed=seed,
+                tick_ms=tick_ms,
+                metrics=m,
+                checks=checks,
+                verdict=scoring.verdict(checks),
+                warmup_s=warmup_s,
+            )
+        )
+    return results

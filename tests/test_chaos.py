@@ -362,11 +362,17 @@ def _flow_arrays(
     from gym.sim.timeline import Timeline
     from gym.system import crawler
 
-    seen: list[Any] = []
+    arrays = {}
     collect = flow.RunRecord.collect
 
     def spy(**kwargs: Any) -> Any:
-        seen.extend(kwargs["components"])
+        # Copied as the record is made: the engine unlinks the components after a run.
+        for c in kwargs["components"]:
+            got = {f: np.array(getattr(c, f)) for f in FLOW_ARRAYS}
+            got |= {f"failed {cause}": np.array(v) for cause, v in c.failed.items()}
+            if hasattr(c, "_admitted"):
+                got["expected admissions"] = np.array(c._admitted)
+            arrays[c.name] = got
         return collect(**kwargs)
 
     monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
@@ -374,13 +380,6 @@ def _flow_arrays(
         d, sc, seed=3, timeline=Timeline(sc, 10), topology=crawler.system_topology(d, sc), step=step
     )
     monkeypatch.undo()
-    arrays = {}
-    for c in seen:
-        got = {f: np.array(getattr(c, f)) for f in FLOW_ARRAYS}
-        got |= {f"failed {cause}": np.array(v) for cause, v in c.failed.items()}
-        if hasattr(c, "_admitted"):
-            got["expected admissions"] = np.array(c._admitted)
-        arrays[c.name] = got
     return arrays
 
 

@@ -160,7 +160,7 @@ def test_the_fluid_network_takes_a_loop_at_its_rate() -> None:
     design, sc = _loop(0.2, 0.1), _steady(160, 30)
     topology = crawler.system_topology(design, sc)
     built: dict[str, Any] = {}
-    record = engine.run_graph(topology, sc, 0, Timeline(sc), built=built)
+    record = engine.run_graph(topology, sc, [0], Timeline(sc), built=[built])[0]
     net = fluid.network(topology, record, fluid.captured(topology, built))
     rate = net.rate["q"][500:] / 0.01  # from t = 5 s
     assert rate == pytest.approx(np.full(len(rate), 200.0), rel=1e-6)

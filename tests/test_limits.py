@@ -68,12 +68,13 @@ class _StopAfter:
 
 
 def test_ctrl_c_keeps_the_finished_points() -> None:
-    """Ctrl-C after 5 of 3 x 4 simulations: the first point (runs 0-3) and part of the
-    second were done; rows say which points finished and which did not run."""
+    """Ctrl-C once 4 of 3 x 4 simulations are done: the first point (runs 0-3, one batch:
+    progress comes a batch at a time) is kept; rows say which points finished and which
+    did not run."""
     points = sweep.grid(REFERENCE, ["fetchers.replicas=3..5"])
     with pytest.raises(sweep.SweepInterrupted) as stop:
         sweep.run(
-            points, gym.load_scenario(CHAOS), runs=4, executor=Serial(), progress=_StopAfter(5)
+            points, gym.load_scenario(CHAOS), runs=4, executor=Serial(), progress=_StopAfter(4)
         )
     assert [r["status"] for r in stop.value.rows] == ["ok", "not run", "not run"]
     assert stop.value.rows[0]["runs"] == 4

@@ -1085,7 +1085,7 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
         }
     )
     tl = Timeline(sc, 10)
-    a = flow.run_graph(graph_, sc, 0, tl)
+    a = flow.run_graph(graph_, sc, [0], tl)[0]
     b = engine.run_graph(graph_, sc, seed=0, timeline=tl)
     assert a.failed_by_cause() == {"lim_rejected": 4_500, "lim_unavailable": 1_000, **_none(a)}
     assert b.failed_by_cause()["lim_unavailable"] == 1_000

@@ -11,6 +11,7 @@ are 95% sure the design passes at least that often (a single run keeps its own v
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,7 +19,7 @@ import numpy as np
 
 from gym.analysis.scoring import SLO_NAMES
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, MAX_RUNS
-from gym.explore.parallel import Executor, Progress, Serial
+from gym.explore.parallel import Executor, Interrupted, Progress, Serial
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
@@ -75,29 +76,157 @@ def tasks_for(
 
 def evaluate(t: Task) -> dict[str, Any]:
     """Run one task; returns what aggregation needs (picklable, small)."""
-    from gym.api import simulate
+    return evaluate_batch(Batch(t.design, t.scenario, (t.seed,), t.engine, t.tick_ms, t.max_urls))[
+        0
+    ]
 
-    model = GraphDesign if "graph" in t.design else Design
-    design = model.model_validate(t.design)
-    scenario = Scenario.model_validate(t.scenario)
-    r = simulate(
-        design, scenario, seed=t.seed, engine=t.engine, tick_ms=t.tick_ms, max_urls=t.max_urls
+
+@dataclass(frozen=True)
+class Batch:
+    """Tasks of one design and scenario that differ in their seeds only: run together, the
+    flow engine's runs advanced at once (:func:`gym.api.simulate_many`)."""
+
+    design: dict[str, Any]
+    scenario: dict[str, Any]
+    seeds: tuple[int, ...]
+    engine: str = "flow"
+    tick_ms: int = 10
+    max_urls: int = DEFAULT_MAX_URLS
+
+
+def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
+    """Run one batch; what aggregation needs of each run, in seed order."""
+    from gym.api import simulate_many
+
+    model = GraphDesign if "graph" in b.design else Design
+    design = model.model_validate(b.design)
+    scenario = Scenario.model_validate(b.scenario)
+    results = simulate_many(
+        design, scenario, seeds=b.seeds, engine=b.engine, tick_ms=b.tick_ms, max_urls=b.max_urls
     )
-    m = r.metrics
-    return {
-        "seed": t.seed,
-        "verdict": r.verdict,
-        "slos": {
-            c.name: {"op": c.op, "target": c.target, "measured": c.measured, "passed": c.passed}
-            for c in r.checks
-        },
-        "cost_units": m.cost_units,
-        "throughput_rps": m.throughput_rps,
-        "availability": m.availability,
-        "peak_saturation": m.peak_saturation()[0],
-        "failed": m.failed,
-        "failed_by_cause": {c: n for c, n in m.failed_by_cause.items() if n},
-    }
+    out = []
+    for r in results:
+        m = r.metrics
+        out.append(
+            {
+                "seed": r.seed,
+                "verdict": r.verdict,
+                "slos": {
+                    c.name: {
+                        "op": c.op,
+                        "target": c.target,
+                        "measured": c.measured,
+                        "passed": c.passed,
+                    }
+                    for c in r.checks
+                },
+                "cost_units": m.cost_units,
+                "throughput_rps": m.throughput_rps,
+                "availability": m.availability,
+                "peak_saturation": m.peak_saturation()[0],
+                "failed": m.failed,
+                "failed_by_cause": {c: n for c, n in m.failed_by_cause.items() if n},
+            }
+        )
+    return out
+
+
+#: What one batch may hold of per-tick tallies, in bytes: a batch of runs keeps every
+#: run's arrays until its results are summed up, so big batches are split by it.
+BATCH_BYTES = 384 * 2**20
+
+#: Bytes of per-tick arrays one run holds per node of its topology and tick, at most: a
+#: node's tallies and stream figures (measured on the shipped designs: 149 B for the
+#: reference's nodes, 308 B on average for a design with a seen-URL lookup, whose shards
+#: keep their own; ``tests/test_batch.py`` checks the bound on every shipped design).
+NODE_TICK_BYTES = {"lookup": 1024}
+NODE_TICK_BYTES_DEFAULT = 200
+RETRY_TICK_BYTES = 400  # a retry policy's feed and tries, per node that has one
+
+
+def batches(tasks: Sequence[Task], parts: int = 1, budget: int = BATCH_BYTES) -> list[Batch]:
+    """``tasks`` in batches, in order: consecutive tasks of the same design, scenario and
+    settings together, as many runs to a batch as ``budget`` holds (:func:`run_bytes`),
+    and at least ``parts`` batches where there are that many tasks (one for each
+    worker)."""
+    groups: list[list[Task]] = []
+    for t in tasks:
+        last = groups[-1][-1] if groups else None
+        if last is not None and _same_but_seed(last, t):
+            groups[-1].append(t)
+        else:
+            groups.append([t])
+    size = max(1, -(-len(tasks) // max(1, parts)))
+    out = []
+    for group in groups:
+        first = group[0]
+        most = max(1, min(size, budget // max(1, run_bytes(first))))
+        for i in range(0, len(group), most):
+            chunk = group[i : i + most]
+            seeds = tuple(t.seed for t in chunk)
+            out.append(Batch(first.design, first.scenario, seeds, *_settings(first)))
+    return out
+
+
+def _same_but_seed(a: Task, b: Task) -> bool:
+    return (
+        (a.design is b.design or a.design == b.design)
+        and (a.scenario is b.scenario or a.scenario == b.scenario)
+        and _settings(a) == _settings(b)
+    )
+
+
+def _settings(t: Task) -> tuple[str, int, int]:
+    return t.engine, t.tick_ms, t.max_urls
+
+
+def run_bytes(t: Task) -> int:
+    """At most what one run of ``t`` holds of per-tick arrays, in bytes: by the scenario's
+    ticks and the topology's nodes (:data:`NODE_TICK_BYTES`, more with a retry policy), and
+    the components where flows divide, join or wait on an edge. A design that does not load counts as one node (its batch fails at once
+    anyway)."""
+    from gym.core.errors import GymError
+    from gym.system import crawler
+
+    ticks = math.ceil(float(t.scenario.get("duration_s", 0)) * 1000.0 / t.tick_ms)
+    try:
+        design = (GraphDesign if "graph" in t.design else Design).model_validate(t.design)
+        scenario = Scenario.model_validate(t.scenario)
+        graph = crawler.system_topology(design, scenario)
+        per_tick = sum(
+            NODE_TICK_BYTES.get(n.kind, NODE_TICK_BYTES_DEFAULT)
+            + (RETRY_TICK_BYTES if n.retry is not None else 0)
+            for n in graph.nodes
+        )
+        # Where flows divide (a port per edge), join or wait on an edge, components too.
+        outs = [len(graph.outputs(n.name)) for n in graph.nodes]
+        joins = sum(len(graph.inputs(n.name)) > 1 for n in graph.nodes)
+        waits = sum(bool(e.delay_ticks(t.tick_ms)) for e in graph.edges)
+        extra = sum(k for k in outs if k > 1) + joins + waits
+        per_tick += NODE_TICK_BYTES_DEFAULT * extra
+    except (GymError, ValueError):
+        per_tick = NODE_TICK_BYTES_DEFAULT
+    return max(1, ticks) * per_tick
+
+
+def run_tasks(
+    tasks: Sequence[Task], executor: Executor | None = None, progress: Progress | None = None
+) -> list[dict[str, Any]]:
+    """Every task's results, in task order: the tasks run in batches
+    (:func:`batches`), one batch to an executor's task. Ctrl-C keeps the batches done."""
+    executor = executor or Serial()
+    work = batches(tasks, parts=getattr(executor, "workers", 1))
+    sizes = iter([len(b.seeds) for b in work])
+
+    def done(n: int) -> None:  # n batches done: their runs (in order, but for Dask's)
+        if progress:
+            progress(sum(next(sizes, 0) for _ in range(n)))
+
+    try:
+        results = executor.map(evaluate_batch, work, done)
+    except Interrupted as stop:
+        raise Interrupted([r for batch in stop.done for r in batch]) from None
+    return [r for batch in results for r in batch]
 
 
 @dataclass(frozen=True)
@@ -218,5 +347,5 @@ def run_many(
 
         raise GymError.single(None, "runs", f"{runs:,} must be 1 to {MAX_RUNS:,}")
     tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
-    results = (executor or Serial()).map(evaluate, tasks, progress)
+    results = run_tasks(tasks, executor, progress)
     return MonteCarloResult(results, confidence)

@@ -25,7 +25,7 @@ from typing import Any
 
 from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_CONFIDENCE
-from gym.explore.montecarlo import MonteCarloResult, evaluate, tasks_for
+from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Progress, Serial
 from gym.explore.unit_space import (
     Space,
@@ -353,7 +353,7 @@ def search(
             plan(len(designs) * len(seeds))
         picked = range(seed + seeds.start, seed + seeds.stop)
         tasks = [t for d in designs for t in tasks_for(d, scenario, picked)]
-        results = executor.map(evaluate, tasks, progress)
+        results = run_tasks(tasks, executor, progress)
         opt.simulations += len(tasks)
         k = len(seeds)
         return [results[i * k : (i + 1) * k] for i in range(len(designs))]

@@ -235,11 +235,17 @@ class DaskCluster:
             raise GymError.single(None, "--scheduler", message)
         return box["client"]
 
+    @property
+    def workers(self) -> int:
+        """The scheduler's workers now (at least one): batches of runs are split so that
+        each has work."""
+        return max(1, len(self.client.scheduler_info().get("workers", {})))
+
     def map(
         self, fn: Callable[[Any], Any], tasks: Sequence[Any], progress: Progress | None = None
     ) -> list[Any]:
         # A flow run takes milliseconds, about what Dask spends on a task: send chunks.
-        workers = max(1, len(self.client.scheduler_info().get("workers", {})))
+        workers = self.workers
         size = max(1, len(tasks) // (workers * 8))
         chunks = [list(tasks[i : i + size]) for i in range(0, len(tasks), size)]
         futures = self.client.map(_run_chunk, [fn] * len(chunks), chunks, pure=False)

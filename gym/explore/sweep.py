@@ -22,8 +22,8 @@ from gym.analysis import rounding
 from gym.api import url_budget
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS
-from gym.explore.montecarlo import MonteCarloResult, evaluate, tasks_for
-from gym.explore.parallel import Executor, Interrupted, Progress, Serial
+from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
+from gym.explore.parallel import Executor, Interrupted, Progress
 from gym.inputs.loading import load_design, parse_override, whole_number
 from gym.inputs.strict_yaml import read_yaml
 from gym.models import Design, Scenario
@@ -311,7 +311,7 @@ def run(
             raise GymError([over])
     interrupted: Interrupted | None = None
     try:
-        results = (executor or Serial()).map(evaluate, tasks, progress)
+        results = run_tasks(tasks, executor, progress)
     except Interrupted as stop:
         results, interrupted = stop.done, stop
     by_point: dict[int, list[dict[str, Any]]] = {}

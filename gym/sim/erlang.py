@@ -331,11 +331,11 @@ def offered_load(
     for factor, kernel in kernels.items():
         mine = np.where(factors == factor, arrivals, 0).astype(np.float64)
         if mine.any():
-            load += _convolve(mine, kernel)[:n]
+            load += convolve(mine, kernel)[:n]
     return load
 
 
-def _convolve(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
+def convolve(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     """np.convolve, through the FFT when both are long (a service of minutes on 10 ms
     ticks has a kernel of tens of thousands of ticks)."""
     if len(x) * len(kernel) <= 4_000_000:

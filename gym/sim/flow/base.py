@@ -40,8 +40,10 @@ class Ledger:
     tick_ms: int
     sync: Callable[[int], None] = field(default=lambda _t: None)
 
-    def zeros(self, extra: int = 0) -> IntArray:
-        return np.zeros(self.n_ticks + extra, dtype=np.int64)
+    def zeros(self, extra: int = 0, rows: int | None = None) -> IntArray:
+        """Per-tick int64 zeros: one run's (``rows`` None), or one row per run of a batch."""
+        n = self.n_ticks + extra
+        return np.zeros(n if rows is None else (rows, n), dtype=np.int64)
 
 
 def thinned(dispersion: IntArray, kept: float | np.ndarray) -> IntArray:
@@ -56,16 +58,16 @@ def running_max(x: np.ndarray, width: int) -> np.ndarray:
     vectorized. The maximum over a power-of-two window p is built from two of p/2; any
     width is covered by two overlapping windows of the largest p <= width."""
     out = np.asarray(x, dtype=np.float64).copy()
-    if width <= 1 or len(out) <= 1:
+    if width <= 1 or out.shape[-1] <= 1:
         return out
     span = 1
-    while span * 2 <= width:
-        shifted = out[:-span]
-        out[span:] = np.maximum(out[span:], shifted)
+    while span * 2 <= width:  # along the last axis: rows of a batch each on their own
+        shifted = out[..., :-span]
+        out[..., span:] = np.maximum(out[..., span:], shifted)
         span *= 2
     rest = width - span
     if rest > 0:
-        out[rest:] = np.maximum(out[rest:], out[:-rest].copy())
+        out[..., rest:] = np.maximum(out[..., rest:], out[..., :-rest].copy())
     return out
 
 
@@ -129,49 +131,72 @@ class Component:
     #: the run record lists those in ``in_flight_end``.
     holds_work: bool = False
 
-    def __init__(self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger) -> None:
+    def __init__(
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator | PerRow,
+        ledger: Ledger,
+        rows: int | None = None,
+    ) -> None:
         self.env = env
-        self.rng = rng
+        # One run's generator; in a batch each run's (a PerRow: one run's code reads its
+        # own through a RowView, as it reads every per-run value of a batch).
+        self.rng: np.random.Generator = rng  # type: ignore[assignment]
         self.ledger = ledger
-        self.arrived = ledger.zeros()  # work reaching the input this tick
+        #: None for one run's component (1-D arrays per tick); else the runs of a batch it
+        #: advances together: per-tick arrays with a row per run (the capacity and rate,
+        #: which the timeline sets alike for every run, stay 1-D).
+        self.rows = rows
+        shape = ledger.n_ticks if rows is None else (rows, ledger.n_ticks)
+        self.arrived = ledger.zeros(rows=rows)  # work reaching the input this tick
         self.capacity = ledger.zeros()  # whole URLs it could take this tick
-        self.processed = ledger.zeros()  # work it took this tick
-        self.out = ledger.zeros()  # passed on downstream this tick
-        self.served = ledger.zeros()  # finished here, successfully, this tick
-        self.backlog = ledger.zeros()  # held at the end of this tick
+        self.processed = ledger.zeros(rows=rows)  # work it took this tick
+        self.out = ledger.zeros(rows=rows)  # passed on downstream this tick
+        self.served = ledger.zeros(rows=rows)  # finished here, successfully, this tick
+        self.backlog = ledger.zeros(rows=rows)  # held at the end of this tick
         self.rates = np.zeros(ledger.n_ticks)  # capacity per second in force each tick
         # How irregular the stream sent on in each tick is: the variance of its counts over
         # short windows per URL (1 for Poisson, 0 for a paced stream). Erlang loss at the
         # stations downstream depends on it (:func:`gym.sim.erlang.erlang_b_peaked`).
-        self.dispersion = np.ones(ledger.n_ticks)
+        self.dispersion = np.ones(shape)
         # The spread (standard deviation, s) of the random times the stream's URLs went
         # through since it was last paced (a fetch, a lookup): it scatters a paced stream
         # toward Poisson over windows shorter than it (gym.sim.erlang.jittered).
-        self.jitter = np.zeros(ledger.n_ticks)
+        self.jitter = np.zeros(shape)
         # The URLs expected to be sent on in each tick given the pipeline's state: the
         # counts without the chance in Poisson arrivals and cache hits. A loss station's
         # offered load is built from it; Erlang's formula brings the chance back, once.
-        self.expected = np.zeros(ledger.n_ticks)
+        self.expected = np.zeros(shape)
         # The rate of the token bucket that paced this stream, if one did (inf if none): no
         # window of w seconds holds more than about pace x w of its URLs, so a station with
         # more slots than that never turns one away (gym.sim.grid.paced_most).
-        self.pace = np.full(ledger.n_ticks, np.inf)
-        self.depth = np.ones(ledger.n_ticks)  # the bucket's tokens: a burst it allows
+        self.pace = np.full(shape, np.inf)
+        self.depth = np.ones(shape)  # the bucket's tokens: a burst it allows
         # Whether the stream is strictly periodic at ``pace`` (a bucket that always binds,
         # or a whole number of evenly spaced arrivals per tick): D/D/c loss applies.
-        self.periodic = np.zeros(ledger.n_ticks, dtype=bool)
+        self.periodic = np.zeros(shape, dtype=bool)
         # A bound a station with fixed service times puts on what it takes: no window of
         # ``cap_s`` seconds holds more than ``cap`` of its URLs (all of them would hold a
         # slot at the window's end). inf where nothing bounds the stream so.
-        self.cap = np.full(ledger.n_ticks, np.inf)
-        self.cap_s = np.zeros(ledger.n_ticks)
+        self.cap = np.full(shape, np.inf)
+        self.cap_s = np.zeros(shape)
         # Ticks that ended with URLs waiting and the start quota of the fleet this component
         # feeds used up (only a queue feeding a fleet sets it): the fleet's bucket spaced
         # that tick's starts exactly.
-        self.fleet_bound = np.zeros(ledger.n_ticks, dtype=bool)
-        self.failed = {cause: ledger.zeros() for cause in self.causes}
+        self.fleet_bound = np.zeros(shape, dtype=bool)
+        self.failed = {cause: ledger.zeros(rows=rows) for cause in self.causes}
         self.t = 0  # ticks advanced so far
         self._reserved = 0  # ticks whose capacity is fixed already
+
+    def binomial(self, n: IntArray, p: float) -> IntArray:
+        """Binomial(n, p) draws from each run's generator (its row of ``n``)."""
+        if self.rows is None:
+            return self.rng.binomial(n, p)
+        return np.stack([rng.binomial(n[k], p) for k, rng in enumerate(per_row(self.rng))])
+
+    def row(self, k: int) -> Component:
+        """Run ``k`` of a batched component; one run's component is its own."""
+        return self if self.rows is None else view_of(self, k)
 
     def named(self, name: str, causes: tuple[str, ...]) -> Component:
         """This component as node ``name`` of a topology, recording ``causes`` (the same
@@ -188,14 +213,14 @@ class Component:
         ticks earlier, for a delayed edge): what a loss station downstream needs besides
         the counts (a component that changes the stream sets its own after this)."""
         a, b = t0 - lag, t1 - lag
-        self.expected[t0:t1] = source.expected[a:b]
-        self.dispersion[t0:t1] = source.dispersion[a:b]
-        self.jitter[t0:t1] = source.jitter[a:b]
-        self.pace[t0:t1] = source.pace[a:b]
-        self.depth[t0:t1] = source.depth[a:b]
-        self.periodic[t0:t1] = source.periodic[a:b]
-        self.cap[t0:t1] = source.cap[a:b]
-        self.cap_s[t0:t1] = source.cap_s[a:b]
+        self.expected[..., t0:t1] = source.expected[..., a:b]
+        self.dispersion[..., t0:t1] = source.dispersion[..., a:b]
+        self.jitter[..., t0:t1] = source.jitter[..., a:b]
+        self.pace[..., t0:t1] = source.pace[..., a:b]
+        self.depth[..., t0:t1] = source.depth[..., a:b]
+        self.periodic[..., t0:t1] = source.periodic[..., a:b]
+        self.cap[..., t0:t1] = source.cap[..., a:b]
+        self.cap_s[..., t0:t1] = source.cap_s[..., a:b]
 
     # -- the contract -------------------------------------------------------------------
     def advance(self, t1: int) -> None:
@@ -235,9 +260,14 @@ class RatedComponent(Component):
     """A component with a rate capacity that stalls and slowdowns act on."""
 
     def __init__(
-        self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger, rate: float
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator | PerRow,
+        ledger: Ledger,
+        rate: float,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger)
+        super().__init__(env, rng, ledger, rows=rows)
         self.base_rate = rate
         self._stalls = 0
         self._slowdowns: list[float] = []
@@ -294,11 +324,11 @@ class RatedComponent(Component):
         taken: IntArray = np.minimum(arriving, cap)
         lost = arriving - taken
         down = cap == 0
-        self.arrived[t0:t1] = arriving
-        self.processed[t0:t1] = taken
+        self.arrived[..., t0:t1] = arriving
+        self.processed[..., t0:t1] = taken
         overload, unavailable = self.causes[:2]
-        self.failed[unavailable][t0:t1] = np.where(down, lost, 0)
-        self.failed[overload][t0:t1] = np.where(down, 0, lost)
+        self.failed[unavailable][..., t0:t1] = np.where(down, lost, 0)
+        self.failed[overload][..., t0:t1] = np.where(down, 0, lost)
         return taken
 
 
@@ -319,3 +349,123 @@ def connect_upstream(
     """The usual connection: the one component feeding this one is its upstream."""
     if inputs:
         component.upstream = inputs[0]  # type: ignore[attr-defined]
+
+
+# -- batches ---------------------------------------------------------------------------
+# A batch advances the runs of one design and scenario under several seeds together. A
+# kind with a batched component (``rows`` set) holds one row per run in each per-tick
+# array and pays its per-stretch Python work once for all of them; a kind without one has
+# a component per run (the engine's ``Each``). Where the two meet, each sees the other as
+# it expects: a run's component reads row k of a batched one through a :class:`RowView`,
+# and a batched one reads the components of every run as rows through :class:`Stacked`.
+
+
+class PerRow(list):  # type: ignore[type-arg]
+    """One value per run of a batched component (a generator, a walk, a carried fraction):
+    its :class:`RowView` for run k reads and writes item k."""
+
+
+def per_row(value: object) -> PerRow:
+    """A batched component's per-run values (annotated as one run's, which its RowViews
+    give one run's code)."""
+    assert isinstance(value, PerRow)
+    return value
+
+
+def row_value(value: object, k: int) -> object:
+    """What a batched component's attribute ``value`` is for run ``k``."""
+    if isinstance(value, np.ndarray):
+        return value[k] if value.ndim == 2 else value
+    if isinstance(value, PerRow):
+        return value[k]
+    if isinstance(value, Stacked):
+        return value.parts[k]
+    if isinstance(value, Component) and value.rows is not None:
+        return value.row(k)
+    if isinstance(value, dict) and any(
+        isinstance(v, np.ndarray) and v.ndim == 2 for v in value.values()
+    ):
+        return {key: v[k] for key, v in value.items()}
+    return value
+
+
+class RowView:
+    """Run ``k`` of a batched component, as that run's own component: its per-tick arrays
+    are the component's row k, its per-run values item k, and its methods the class's,
+    working on that row (one run's code, as it runs in a run of its own). Advancing and
+    reserving capacity are the batch's: they act on every run at once."""
+
+    def __getattribute__(self, name: str) -> object:
+        own = object.__getattribute__(self, "__dict__")
+        if name in own or name.startswith("__"):
+            return object.__getattribute__(self, name)
+        of = own["_of"]
+        if name in of.__dict__:
+            return row_value(of.__dict__[name], own["_k"])
+        return object.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        own = object.__getattribute__(self, "__dict__")
+        of, k = own["_of"], own["_k"]
+        current = of.__dict__.get(name)
+        if isinstance(current, PerRow) or (isinstance(current, np.ndarray) and current.ndim == 2):
+            current[k] = value
+        else:
+            raise AttributeError(f"{name!r} is the batch's, not one run's, in {of.name}")
+
+    def whole(self) -> Component:
+        """The batched component this is one run of."""
+        of: Component = object.__getattribute__(self, "__dict__")["_of"]
+        return of
+
+    def advance(self, t1: int) -> None:
+        object.__getattribute__(self, "__dict__")["_of"].advance(t1)
+
+    def reserve(self, t1: int) -> None:
+        object.__getattribute__(self, "__dict__")["_of"].reserve(t1)
+
+
+_VIEWS: dict[type, type] = {}
+
+
+def view_of(component: Component, k: int) -> Component:
+    """Run ``k`` of batched ``component`` (a :class:`RowView` of its class)."""
+    cls = type(component)
+    view = _VIEWS.get(cls)
+    if view is None:
+        view = _VIEWS[cls] = type(f"{cls.__name__}Row", (RowView, cls), {})
+    row: Component = object.__new__(view)
+    own = object.__getattribute__(row, "__dict__")
+    own["_of"], own["_k"] = component, k
+    return row
+
+
+class Stacked:
+    """The components of one node in each run of a batch (a kind without a batched
+    component), read by a batched one as rows: ``stacked.out[..., t0:t1]`` is every run's
+    ``out[t0:t1]``, one row each."""
+
+    def __init__(self, parts: Sequence[Component]) -> None:
+        self.parts = list(parts)
+        self.rows = len(self.parts)
+
+    def __getattr__(self, name: str) -> _Rows:
+        return _Rows([getattr(p, name) for p in self.parts])
+
+    def of(self) -> Component:
+        """One run's component (what kind it is, and its settings)."""
+        return self.parts[0]
+
+
+class _Rows:
+    def __init__(self, arrays: list[np.ndarray]) -> None:
+        self.arrays = arrays
+
+    def __getitem__(self, key: tuple[object, slice]) -> np.ndarray:
+        assert isinstance(key, tuple) and key[0] is Ellipsis and len(key) == 2
+        return np.stack([a[key[1]] for a in self.arrays])
+
+
+def one_of(component: object) -> object:
+    """A component as one run's (for what kind it is): one of a :class:`Stacked`'s."""
+    return component.of() if isinstance(component, Stacked) else component

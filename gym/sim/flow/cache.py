@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import simpy
 
 from gym.core.streams import stream
 from gym.models import ServiceTime
-from gym.sim.flow.base import Build, Ledger, connect_upstream, thinned
+from gym.sim.flow.base import Build, Ledger, PerRow, connect_upstream, thinned
 from gym.sim.flow.loss import LossStation
 from gym.system.topology import Node
 
@@ -22,28 +24,38 @@ class Cache(LossStation):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         hit_ratio: float,
         lookups_rps: float,
         service: ServiceTime,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger, lookups_rps, service)
+        super().__init__(env, rng, ledger, lookups_rps, service, rows=rows)
         self.hit_ratio = hit_ratio
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        looked_up = self._take(self.upstream.out[t0:t1], t0, t1)
-        hits = self.rng.binomial(looked_up, self.hit_ratio)
-        self.served[t0:t1] = hits
-        self.out[t0:t1] = looked_up - hits
-        self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.hit_ratio)
-        self.expected[t0:t1] *= 1.0 - self.hit_ratio
+        looked_up = self._take(self.upstream.out[..., t0:t1], t0, t1)
+        hits = self.binomial(looked_up, self.hit_ratio)
+        self.served[..., t0:t1] = hits
+        self.out[..., t0:t1] = looked_up - hits
+        self.dispersion[..., t0:t1] = thinned(self.dispersion[..., t0:t1], 1.0 - self.hit_ratio)
+        self.expected[..., t0:t1] *= 1.0 - self.hit_ratio
 
 
 def build(b: Build, node: Node) -> Cache:
     p = node.params
     return Cache(b.env, stream(b.seed, node.name), b.ledger, p.hit_ratio, p.rps, p.service)
+
+
+def batch(builds: Sequence[Build], node: Node) -> Cache | None:
+    """One cache for the runs of a batch (none with a retry policy: each run has its own)."""
+    if node.retry is not None:
+        return None
+    b, p = builds[0], node.params
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    return Cache(b.env, rngs, b.ledger, p.hit_ratio, p.rps, p.service, rows=len(builds))
 
 
 connect = connect_upstream

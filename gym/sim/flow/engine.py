@@ -14,8 +14,9 @@ Collect: the components' per-tick tallies become a :class:`~gym.sim.record.RunRe
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Generator
-from typing import Protocol, runtime_checkable
+from collections.abc import Callable, Generator, Sequence
+from functools import partial
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import simpy
@@ -24,7 +25,7 @@ from gym.core.streams import stream
 from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
 from gym.sim import latency
 from gym.sim.flow import fluid, graph_latency
-from gym.sim.flow.base import Build, Component, Ledger
+from gym.sim.flow.base import Build, Component, Ledger, RowView, Stacked
 from gym.sim.flow.junction import Delay, Junction, Splitter
 from gym.sim.flow.loss import LossStation
 from gym.sim.flow.rules import RULES
@@ -54,23 +55,70 @@ def run(
     Components advance over the whole interval between two timeline events. ``step``
     also advances them every ``step`` ticks; the results do not depend on it (the tests
     check that every per-tick array is the same tick by tick as in one stride)."""
-    if isinstance(design, Design):
-        record = run_graph(topology, scenario, seed, timeline, step, causes=crawler.causes(design))
+    return run_many(
+        design,
+        scenario,
+        seeds=[seed],
+        timeline=timeline,
+        topology=topology,
+        warmup_s=warmup_s,
+        step=step,
+    )[0]
+
+
+def run_many(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    *,
+    seeds: Sequence[int],
+    timeline: Timeline,
+    topology: Topology,
+    warmup_s: float = 0.0,
+    step: int | None = None,
+) -> list[RunRecord]:
+    """The runs of ``design`` under ``scenario`` for each of ``seeds``, advanced together
+    (a batch): record k is the one :func:`run` gives for ``seeds[k]``, to the last digit."""
+    causes = crawler.causes(design) if isinstance(design, Design) else None
+    built: list[dict[str, Component]] = [{} for _ in seeds]
+    records = run_graph(topology, scenario, seeds, timeline, step, causes=causes, built=built)
+    for record, seed, got in zip(records, seeds, built, strict=True):
         # Through a weak reference: the record holds the estimate, which must not hold the
         # record (a cycle would keep every unread run of a sweep until the cyclic GC ran).
         of = weakref.ref(record)
-        record.latency = latency.Deferred(
-            lambda: latency.estimate_flow(_alive(of), design, scenario, warmup_s)
-        )
-    else:
-        built: dict[str, Component] = {}
-        record = run_graph(topology, scenario, seed, timeline, step, built=built)
-        got = fluid.captured(topology, built)
-        of = weakref.ref(record)
-        record.latency = latency.Deferred(
-            lambda: graph_latency.estimate(_alive(of), topology, got, seed=seed, warmup_s=warmup_s)
-        )
-    return record
+        if isinstance(design, Design):
+            record.latency = latency.Deferred(
+                partial(_crawler_latency, of, design, scenario, warmup_s)
+            )
+        else:
+            captured = fluid.captured(topology, got)
+            record.latency = latency.Deferred(
+                partial(_graph_latency, of, topology, captured, seed, warmup_s)
+            )
+    # The records hold what they need (their tallies' arrays). The components refer to one
+    # another (a queue to its fleet and back, a loop's edges): unlinked now, a batch's
+    # arrays go when its records go, not at the next full cyclic collection (a sweep's
+    # batches would pile up until then).
+    for got in built:
+        for component in got.values():
+            whole = component.whole() if isinstance(component, RowView) else component
+            whole.__dict__.clear()
+    return records
+
+
+def _crawler_latency(
+    of: weakref.ReferenceType[RunRecord], design: Design, scenario: Scenario, warmup_s: float
+) -> dict[str, latency.Samples]:
+    return latency.estimate_flow(_alive(of), design, scenario, warmup_s)
+
+
+def _graph_latency(
+    of: weakref.ReferenceType[RunRecord],
+    topology: Topology,
+    captured: dict[str, np.ndarray],
+    seed: int,
+    warmup_s: float,
+) -> dict[str, latency.Samples]:
+    return graph_latency.estimate(_alive(of), topology, captured, seed=seed, warmup_s=warmup_s)
 
 
 def _alive(ref: weakref.ReferenceType[RunRecord]) -> RunRecord:
@@ -79,76 +127,130 @@ def _alive(ref: weakref.ReferenceType[RunRecord]) -> RunRecord:
     return record
 
 
+class Each:
+    """One node of a batch of runs by a kind with no batched component: a component per
+    run, each built, connected and advanced as in a run of its own."""
+
+    def __init__(self, parts: list[Component]) -> None:
+        self.parts = parts
+
+    def advance(self, t1: int) -> None:
+        for part in self.parts:
+            part.advance(t1)
+
+    def row(self, k: int) -> Component:
+        return self.parts[k]
+
+
+def _batch_of(parts: list[Component]) -> Any:
+    """Each run's component of one node (or edge), as a batched component reads it: the
+    batched component itself, or the runs' own as a :class:`Stacked` (read as one)."""
+    first = parts[0]
+    if isinstance(first, RowView):
+        return first.whole()
+    return Stacked(parts)
+
+
 def run_graph(
     graph: Topology,
     scenario: Scenario,
-    seed: int,
+    seeds: Sequence[int],
     timeline: Timeline,
     step: int | None = None,
     causes: tuple[str, ...] | None = None,
-    built: dict[str, Component] | None = None,
-) -> RunRecord:
-    """Run any topology: one component per node, built by its kind, connected along the
-    edges and advanced in the topology's order; the scenario's events act on the nodes
-    they name. ``causes``: the failure causes the record lists (by default every node's,
-    in the topology's order); ``built``, if given, receives each node's component."""
+    built: list[dict[str, Component]] | None = None,
+) -> list[RunRecord]:
+    """Run any topology, once per seed, the runs advanced together: one component per node
+    and run, built by its kind, connected along the edges and advanced in the topology's
+    order; the scenario's events act on the nodes they name. ``causes``: the failure
+    causes the records list (by default every node's, in the topology's order);
+    ``built``, if given, receives each run's components by node."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
-    build = Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
+    runs = range(len(seeds))
+    builds = [
+        Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
+        for seed in seeds
+    ]
     order = graph.order()
-    built = {} if built is None else built
+    built = [{} for _ in runs] if built is None else built
+    nodes: dict[str, Each | Component] = {}
     for name in order:
         node = graph.node(name)
         k = kinds.kind(node.kind)
-        component = RULES[node.kind].build(build, node)
-        if not k.source:
-            component.named(name, node.causes(k.causes))
-        component.holds_work = k.holds_work
-        built[name] = component
+        rule = RULES[node.kind]
+        # Several runs: one batched component for them all where the kind has one for
+        # this node (else a component per run).
+        batched = rule.batch(builds, node) if rule.batch and len(builds) > 1 else None
+        parts = [rule.build(b, node) for b in builds] if batched is None else [batched]
+        for component in parts:
+            if not k.source:
+                component.named(name, node.causes(k.causes))
+            component.holds_work = k.holds_work
+        nodes[name] = Each(parts) if batched is None else batched
+        for r in runs:
+            built[r][name] = nodes[name].row(r)
     # Where a node's output divides (several outgoing edges) a splitter sends each URL
     # along one edge; where several edges reach a node a junction adds them.
-    splitters: dict[str, Splitter] = {}
-    feeds: dict[tuple[str, str], Component] = {}
+    splitters: dict[str, Each] = {}
+    feeds: dict[tuple[str, str], list[Component]] = {}
     for name in order:
         out = graph.outputs(name)
+        rows = [built[r][name] for r in runs]
         if len(out) > 1:
-            rngs = [stream(seed, f"{name}->{e.target}") for e in out]
-            splitter = Splitter(env, rngs, ledger, built[name], [e.share for e in out])
-            splitters[name] = splitter
-            feeds.update({(name, e.target): p for e, p in zip(out, splitter.ports, strict=True)})
+            shares = [e.share for e in out]
+            split = [
+                Splitter(env, [stream(seed, f"{name}->{e.target}") for e in out], ledger, c, shares)
+                for seed, c in zip(seeds, rows, strict=True)
+            ]
+            splitters[name] = Each(list(split))
+            for i, e in enumerate(out):
+                feeds[(name, e.target)] = [s.ports[i] for s in split]
         else:
-            feeds.update({(name, e.target): built[name] for e in out})
+            feeds.update({(name, e.target): rows for e in out})
         # A tee sees what the node passes on, whatever edge each URL then takes.
-        feeds.update({(name, e.target): built[name] for e in graph.tees(name)})
+        feeds.update({(name, e.target): rows for e in graph.tees(name)})
     # An edge with a delay hands its feeder's output on that many ticks later.
-    delays: dict[str, list[Delay]] = {}
+    delays: dict[str, list[Each]] = {}
     for e in graph.edges:
         if ticks := e.delay_ticks(timeline.tick_ms):
-            delay = Delay(env, ledger, feeds[(e.source, e.target)], ticks)
-            feeds[(e.source, e.target)] = delay
-            delays.setdefault(e.target, []).append(delay)
-    junctions: dict[str, Junction] = {}
+            parts = [Delay(env, ledger, feed, ticks) for feed in feeds[(e.source, e.target)]]
+            feeds[(e.source, e.target)] = list(parts)
+            delays.setdefault(e.target, []).append(Each(list(parts)))
+    junctions: dict[str, Each] = {}
     for name in order:
         inputs = [feeds[(e.source, name)] for e in graph.inputs(name)]
         if len(inputs) > 1:
-            junctions[name] = Junction(env, stream(seed, f"{name}/join"), ledger, inputs)
-            inputs = [junctions[name]]
-        outputs = [built[e.target] for e in graph.outputs(name)]
-        RULES[graph.node(name).kind].connect(built[name], inputs, outputs)
+            joins = [
+                Junction(env, stream(seed, f"{name}/join"), ledger, [i[r] for i in inputs])
+                for r, seed in zip(runs, seeds, strict=True)
+            ]
+            junctions[name] = Each(list(joins))
+            inputs = [list(joins)]
+        connect = RULES[graph.node(name).kind].connect
+        node_of = nodes[name]
+        if isinstance(node_of, Each):
+            for r in runs:
+                outputs = [built[r][e.target] for e in graph.outputs(name)]
+                connect(built[r][name], [i[r] for i in inputs], outputs)
+        else:  # a batched component: its inputs and outputs as batches too
+            outputs = [_batch_of([built[r][e.target] for r in runs]) for e in graph.outputs(name)]
+            connect(node_of, [_batch_of(i) for i in inputs], outputs)
     # A retry policy on a loss station: its failures come back to it after their waits.
     retry_strides = []
     for name in order:
         node = graph.node(name)
         if node.retry is not None:
-            station = built[name]
-            assert isinstance(station, LossStation)
-            retry_strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
-    pipeline: list[Component] = []
+            for r, seed in zip(runs, seeds, strict=True):
+                station = built[r][name]
+                assert isinstance(station, LossStation)
+                retry_strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
+    pipeline: list[Each | Component] = []
     for name in order:
         pipeline += delays.get(name, [])
         if name in junctions:
             pipeline.append(junctions[name])
-        pipeline.append(built[name])
+        pipeline.append(nodes[name])
         if name in splitters:
             pipeline.append(splitters[name])
 
@@ -156,7 +258,7 @@ def run_graph(
     # reads only ticks its feeder has computed (the feeder may come later in the order).
     # With retries, in strides no longer than the shortest wait (a stretch's failures come
     # back after it).
-    waits = [d.ticks for ds in delays.values() for d in ds] + retry_strides
+    waits = [d.parts[0].ticks for ds in delays.values() for d in ds] + retry_strides  # type: ignore[attr-defined]
     stride = min(waits, default=None)
     synced = [0]
 
@@ -169,52 +271,83 @@ def run_graph(
 
     ledger.sync = sync
 
-    # The timeline: one SimPy process per scenario event, on the component it acts on.
+    # The timeline: one SimPy process per scenario event and run, on the component it
+    # acts on (each run's in the order a run of its own starts them).
     offers = [n for n in order if kinds.kind(graph.node(n).kind).source]
-    sources = [built[n] for n in offers]  # each offers the load: a load_stage process
+
+    def each(name: str) -> list[Component]:
+        """The components of ``name`` a timeline event acts on: the batched one, or each
+        run's."""
+        node_of = nodes[name]
+        return node_of.parts if isinstance(node_of, Each) else [node_of]
+
     for stage in scenario.load:
-        for source in sources:
-            assert isinstance(source, Source)  # the source kind's component
-            env.process(source.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
+        for name in offers:
+            for source in each(name):
+                assert isinstance(source, Source)  # the source kind's component
+                env.process(source.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
     for fault in scenario.faults:
         start, end = timeline.fault_ticks(fault)
-        target = built[fault.target]
-        # The node's kind says it suffers this fault (gym.api.graph_check); its
-        # component has the process for it.
-        if isinstance(fault, CrashFault):
-            assert isinstance(target, Crashable)
-            env.process(target.crash(fault, start, end))
-        else:
-            assert end is not None and isinstance(target, Faultable)
-            if isinstance(fault, StallFault):
-                env.process(target.stall(fault, start, end))
+        for target in each(fault.target):
+            # The node's kind says it suffers this fault (gym.api.graph_check); its
+            # component has the process for it.
+            if isinstance(fault, CrashFault):
+                assert isinstance(target, Crashable)
+                env.process(target.crash(fault, start, end))
             else:
-                env.process(target.slowdown(fault, start, end))
+                assert end is not None and isinstance(target, Faultable)
+                if isinstance(fault, StallFault):
+                    env.process(target.stall(fault, start, end))
+                else:
+                    env.process(target.slowdown(fault, start, end))
 
     if step is not None:
         env.process(_every(env, step, sync))
     env.run(until=timeline.n_ticks)
     sync(timeline.n_ticks)
+    # The events still scheduled refer to the components (their processes).
+    ledger.sync = _unsynced
+    env._queue.clear()
+    return [
+        _record(graph, built[r], seed, timeline, causes, offers, delays, r)
+        for r, seed in zip(runs, seeds, strict=True)
+    ]
+
+
+def _record(
+    graph: Topology,
+    built: dict[str, Component],
+    seed: int,
+    timeline: Timeline,
+    causes: tuple[str, ...] | None,
+    offers: list[str],
+    delays: dict[str, list[Each]],
+    r: int,
+) -> RunRecord:
+    """The record of run ``r`` of a batch, from its components ``built``."""
+    order = graph.order()
     # What a node without an outgoing edge passes on is finished there (served).
     for name in order:
         component = built[name]
         if not graph.leaving(name) and name not in offers and component.out.any():
             component.served = component.served + component.out
             component.out = np.zeros_like(component.out)
-
     # Nodes that make URLs (links found on pages) add them to what the run offered.
     makers = [n for n in order if kinds.kind(graph.node(n).kind).creates]
     return RunRecord.collect(
         timeline=timeline,
         engine="flow",
         seed=seed,
-        offered=sources[0].out,  # one source per graph (gym.system.graph)
+        offered=built[offers[0]].out,  # one source per graph (gym.system.graph)
         # the sources offer; the rest hold, serve or fail URLs
         components=[built[n] for n in order if n not in offers and n not in makers],
         created={n: built[n].out for n in makers},
         causes=causes or tuple(cause for n in order for cause in built[n].causes),
         # URLs on a delayed edge at the end are in flight, on the way to its target.
-        in_transit={name: sum(d.in_transit() for d in ds) for name, ds in delays.items()},
+        in_transit={
+            name: sum(d.row(r).in_transit() for d in ds)  # type: ignore[attr-defined]
+            for name, ds in delays.items()
+        },
     )
 
 
@@ -238,6 +371,10 @@ class Faultable(Protocol):
     def slowdown(
         self, fault: SlowdownFault, start: int, end: int
     ) -> Generator[simpy.Event, None, None]: ...
+
+
+def _unsynced(_tick: int) -> None:
+    """A finished run's ledger: nothing left to bring up to date."""
 
 
 def _every(

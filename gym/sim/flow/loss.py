@@ -10,15 +10,22 @@ import simpy
 
 from gym.models import RetryPolicy, ServiceTime
 from gym.sim import erlang
-from gym.sim.flow.base import Component, IntArray, Ledger, RatedComponent, running_max, steps
+from gym.sim.flow.base import (
+    Component,
+    IntArray,
+    Ledger,
+    PerRow,
+    RatedComponent,
+    per_row,
+    running_max,
+    steps,
+)
+from gym.sim.flow.hold import SURE, StationHold
+from gym.sim.flow.loss_rows import StationRows
 from gym.sim.flow.retry import Retries
 from gym.sim.flow.walk import DrawnWalk, SlotWalk
 from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import Tally
-
-#: A request this likely to hold its slot still counts as holding it, in the ledger of a
-#: station with random services (:meth:`LossStation._hold`).
-SURE = 0.99
 
 #: Random services this many ticks long on average, or longer, are walked
 #: (:class:`~gym.sim.flow.walk.DrawnWalk`): Erlang's formula on the modified offered load
@@ -30,7 +37,7 @@ SURE = 0.99
 DRAWN_TICKS = 5
 
 
-class LossStation(RatedComponent):
+class LossStation(StationRows, StationHold, RatedComponent):
     """A station with concurrent slots and no waiting room (cache, resolver, store).
 
     It has ``slots = round(rate x mean service time)`` (at least one), as in the request
@@ -51,12 +58,14 @@ class LossStation(RatedComponent):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         rate: float,
         service: ServiceTime,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger, rate)
+        super().__init__(env, rng, ledger, rate, rows=rows)
+        shape = ledger.n_ticks if rows is None else (rows, ledger.n_ticks)
         self.service = service
         self.slots = station_slots(rate, service.mean_ms)
         self.factors = np.ones(ledger.n_ticks)  # the slowdown in force each tick
@@ -67,7 +76,7 @@ class LossStation(RatedComponent):
         self._kernels: dict[float, np.ndarray] = {}
         self._holding: dict[float, np.ndarray] = {}
         self._sure: dict[float, np.ndarray] = {}  # the holding kernels cut to SURE
-        self._admitted = np.zeros(ledger.n_ticks)  # expected admissions per tick
+        self._admitted = np.zeros(shape)  # expected admissions per tick
         self._memory = 0  # ticks the longest kernel reaches back
         # The expected loss not yet a whole URL. With random services it starts at one
         # half, so a run rounds its loss to the nearest URL (a floor loses half a URL a
@@ -79,17 +88,30 @@ class LossStation(RatedComponent):
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
         self.retries: Retries | None = None  # a retry policy's machinery (gym.sim.flow.retry)
         # Fixed services of at least a tick: the busy slots walked tick by tick.
-        self.walk: SlotWalk | None = None
         # Random services of several ticks: theirs drawn one by one (:class:`DrawnWalk`).
+        walk: type[SlotWalk] | None = None
         if self.fixed_time and service.mean_ms >= ledger.tick_ms:
-            self.walk = SlotWalk(self.slots, service, ledger, rng)
+            walk = SlotWalk
         elif not self.fixed_time and service.mean_ms >= DRAWN_TICKS * ledger.tick_ms:
-            self.walk = DrawnWalk(self.slots, service, ledger, rng)
+            walk = DrawnWalk
+        self.walk: SlotWalk | None = None
+        if walk is not None and rows is None:
+            self.walk = walk(self.slots, service, ledger, self.rng)
+        elif walk is not None:  # each run's own, with its own draws
+            walks = PerRow(walk(self.slots, service, ledger, g) for g in per_row(self.rng))
+            if walk is SlotWalk:  # their ends as rows of one array (book_rows)
+                self._walk_ends = np.zeros((len(walks), ledger.n_ticks + 1), dtype=np.int64)
+                for k, w in enumerate(walks):
+                    w.ends = self._walk_ends[k]
+            self.walk = walks  # type: ignore[assignment]  # one run's, through its RowView
+        if rows is not None:  # each run's own (its RowView reads and writes them)
+            self._lost_carry = PerRow([self._lost_carry] * rows)  # type: ignore[assignment]
+            self._owed = PerRow([0] * rows)
         #: The expected share of each tick's arrivals it turns away (Erlang's chance and the
         #: fill-up's cut): what a station like it, fed as it is, loses on average.
-        self.loss_expected = np.zeros(ledger.n_ticks)
+        self.loss_expected = np.zeros(shape)
         #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
-        self.loss_share = np.zeros(ledger.n_ticks)
+        self.loss_share = np.zeros(shape)
 
     def retry(self, policy: RetryPolicy, rng: np.random.Generator) -> int:
         """Retry what fails here under ``policy`` (after the upstream is connected): the
@@ -190,13 +212,13 @@ class LossStation(RatedComponent):
         """The bound this station's takes keep: a subset of its arrivals, within theirs;
         with fixed service times, at most its slots in any window as short as its
         shortest service over the stretch (each would still hold a slot at its end)."""
-        self.cap[t0:t1] = upstream.cap[t0:t1]
-        self.cap_s[t0:t1] = upstream.cap_s[t0:t1]
+        self.cap[..., t0:t1] = upstream.cap[..., t0:t1]
+        self.cap_s[..., t0:t1] = upstream.cap_s[..., t0:t1]
         if self.fixed_time and not self.gated:
             window = float(self.factors[lo:t1].min()) * self.service.mean_ms / 1000.0
-            own = self.slots < self.cap[t0:t1]
-            self.cap[t0:t1] = np.where(own, self.slots, self.cap[t0:t1])
-            self.cap_s[t0:t1] = np.where(own, window, self.cap_s[t0:t1])
+            own = self.slots < self.cap[..., t0:t1]
+            self.cap[..., t0:t1] = np.where(own, self.slots, self.cap[..., t0:t1])
+            self.cap_s[..., t0:t1] = np.where(own, window, self.cap_s[..., t0:t1])
 
     def _within_slots(self, admitted: np.ndarray, t0: int, t1: int, lo: int) -> np.ndarray:
         """The share of each tick's expected admissions ``admitted`` the slots can hold: a
@@ -225,115 +247,30 @@ class LossStation(RatedComponent):
             held[i : i + reach] -= cut * kernel[:reach]
         return share
 
-    def _hold(
-        self, taken: IntArray, lost: IntArray, full: np.ndarray, t0: int, t1: int, lo: int
-    ) -> tuple[IntArray, IntArray]:
-        """The ledger of the requests really taken: the slots they hold at the end of each
-        tick (each tick's takes weighted by the holding kernel) never exceed ``slots``.
-
-        Where the expected load fills the station (``full``: the fill-up
-        :meth:`_within_slots` finds, which Erlang's formula does not see) a tick takes what
-        its arrivals need of the free slots, and the rest are turned away. Elsewhere the
-        loss is Erlang's on the expected load, spread over the ticks in proportion to their
-        arrivals; a tick whose random count overfills the slots has its excess turned away
-        too. That excess is a loss Erlang's average already counts, so it is owed back:
-        later ticks turn away that many fewer where the slots have room for them. The
-        totals stay Erlang's, and the station holds at most its slots (with fixed services
-        longer than a tick, exactly: 100 slots filled by 50 writes/s take exactly 100)."""
-        off = t0 - lo
-        factors = self.factors[lo:t1]
-        history = self.processed[lo:t1].astype(np.float64)
-        # A full tick's takes are decided below, from the room the others leave.
-        history[off:] = np.where(full, 0, taken)
-        held_now = erlang.offered_load(history, factors, self._holding)
-        slots = float(self.slots)
-        # A tick whose random count overfills the slots is cut to them. With fixed
-        # services the weighted takes are the busy slots. With random ones they are not (a
-        # take is made only where an earlier request has ended, which the chance each
-        # still holds its slot does not know): cutting to whole free slots of them let
-        # one slot of 1 s exponential services take one request in 20 s (loss 0.73 where
-        # Erlang B is 1/3). So random services are cut on the requests all but sure to
-        # hold their slots still (a chance of at least ``SURE``): a station filling up
-        # from its random counts (100 slots of 10-minute writes) is cut as a fixed one
-        # is, and a busy station in steady load is left to Erlang's formula. Those cuts
-        # are not owed back: no random count is that far above Erlang's average load.
-        fixed = self.fixed_time
-        sure = self._holding if fixed else self._sure
-        held_sure = held_now if fixed else erlang.offered_load(history, factors, sure)
-        over = (held_sure[off:] > slots + 1e-9) & (taken > 0)
-        if not over.any() and not full.any() and self._owed == 0:
-            return taken, lost
-        visit = np.flatnonzero(over | full | (taken > 0) | (lost > 0)).tolist()
-        n = len(held_now)
-        kernels = {f: k[: min(len(k), n)] for f, k in self._holding.items()}
-        sures = {f: k[: min(len(k), n)] for f, k in sure.items()}
-        short = max(len(k) for k in kernels.values()) <= 64
-        # Short kernels (services of a few ticks) are updated in plain Python, which beats
-        # numpy's per-call cost; long ones (a fill-up over minutes) with numpy slices.
-        held: list[float] | np.ndarray = held_now.tolist() if short else held_now
-        held_s: list[float] | np.ndarray = (
-            held if fixed else (held_sure.tolist() if short else held_sure)
-        )
-        lists = {f: k.tolist() for f, k in kernels.items()} if short else {}
-        sure_lists = {f: k.tolist() for f, k in sures.items()} if short else {}
-        taken_l, lost_l, full_l, over_l = (
-            taken.tolist(),
-            lost.tolist(),
-            full.tolist(),
-            over.tolist(),
-        )
-        factor_l = factors[off:].tolist()
-        firsts = {f: max(float(k[0]), 1e-12) for f, k in kernels.items()}
-        sure_firsts = {f: max(float(k[0]), 1e-12) for f, k in sures.items()}
-        owed, stirred = self._owed, False  # stirred: room given back may overfill later
-        for i in visit:
-            if not (full_l[i] or over_l[i] or stirred or owed):
-                continue
-            j = off + i
-            f = factor_l[i]
-            kernel = kernels[f]
-            free = math.floor((slots - float(held[j])) / firsts[f] + 1e-9)  # room for takes
-            if full_l[i]:
-                lost_l[i] += taken_l[i]
-                taken_l[i] = 0
-                change = max(0, min(free, lost_l[i]))
-            else:
-                room = (
-                    free
-                    if fixed
-                    else math.floor((slots - float(held_s[j])) / sure_firsts[f] + 1e-9)
-                )
-                if room < 0 and taken_l[i] > 0:
-                    change = max(-taken_l[i], room)
-                    if fixed:
-                        owed -= change
-                elif owed > 0 and lost_l[i] > 0 and free > 0:
-                    change = min(owed, lost_l[i], free)
-                    owed -= change
-                else:
-                    continue
-            if change:
-                stirred = stirred or change > 0
-                taken_l[i] += change
-                lost_l[i] -= change
-                _add(held, j, change, kernel, lists.get(f))
-                if not fixed:
-                    _add(held_s, j, change, sures[f], sure_lists.get(f))
-        self._owed = owed
-        return np.array(taken_l, dtype=np.int64), np.array(lost_l, dtype=np.int64)
-
     def _roomy(self, offered: np.ndarray, factors: np.ndarray) -> bool:
         """Whether the slots exceed any load these arrivals can offer by so much that Erlang
         loss is below about 1e-12 (a smoother stream only loses less): most ticks of a design
         with headroom."""
         if not len(offered):
             return True
-        most = float(offered.max()) * self.service.mean_ms * float(factors.max())
+        return self._roomy_most(float(offered.max()), factors)
+
+    def _roomy_most(self, top: float, factors: np.ndarray) -> bool:
+        """:meth:`_roomy` for arrivals of at most ``top`` a tick."""
+        most = top * self.service.mean_ms * float(factors.max())
         most /= self.ledger.tick_ms
         return bool(self.slots > most + erlang.WIDTH * (most**0.5 + 1.0) + 1.0)
 
     def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
-        """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record it."""
+        """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record
+        it: one run's (:meth:`_take_run`), or every run's of a batch (:meth:`_take_rows`)."""
+        if self.rows is None:
+            return self._take_run(arriving, t0, t1)
+        return self._take_rows(arriving, t0, t1)
+
+    def _take_run(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
+        """Take one run's arrivals of ticks [t0, t1) but those Erlang loss turns away, and
+        record it."""
         if self.gated:
             # Behind a write buffer: it takes all the buffer sends, a stream as it was.
             assert self.upstream is not None
@@ -445,16 +382,3 @@ class LossStation(RatedComponent):
                 down, 1.0, np.where(arriving > 0, lost / np.maximum(arriving, 1), loss)
             )
         return taken
-
-
-def _add(
-    held: list[float] | np.ndarray, j: int, change: int, kernel: np.ndarray, row: list[float] | None
-) -> None:
-    """Add ``change`` takes at tick ``j`` to the slots ``held`` at each tick's end: in plain
-    Python along ``row`` (a short kernel as a list), else with a numpy slice."""
-    reach = min(len(kernel), len(held) - j)
-    if row is not None:
-        for d in range(reach):
-            held[j + d] += change * row[d]
-    else:
-        held[j : j + reach] += change * kernel[:reach]

@@ -31,11 +31,14 @@ class FlowRule:
     #: The node's component (before any edge is connected).
     build: Callable[[Build, Node], Component]
     #: Connects a built component to the components feeding it and fed by it.
-    connect: Callable[[Any, Sequence[Component], Sequence[Component]], None] = connect_upstream
+    connect: Callable[[Any, Sequence[Any], Sequence[Any]], None] = connect_upstream
+    #: One component for the runs of a batch (each build's run a row), or None where the
+    #: kind has none, or not for this node: then each run has its own.
+    batch: Callable[[Sequence[Build], Node], Component | None] | None = None
 
 
 def _rule(module: Any) -> FlowRule:
-    return FlowRule(module.build, module.connect)
+    return FlowRule(module.build, module.connect, getattr(module, "batch", None))
 
 
 #: The flow rule of every kind, by the kind's name (a kind registered from outside adds

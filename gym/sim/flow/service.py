@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import simpy
 
 from gym.core.streams import stream
 from gym.models import ServiceTime
-from gym.sim.flow.base import Build, Ledger, connect_upstream, thinned
+from gym.sim.flow.base import Build, Ledger, PerRow, connect_upstream, thinned
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
 from gym.system.topology import Node
@@ -24,15 +26,16 @@ class Service(LossStation):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         rate: float,
         service: ServiceTime,
         duplicate_bodies: float = 0.0,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger, rate, service)
+        super().__init__(env, rng, ledger, rate, service, rows=rows)
         self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
-        self.writes_saved = ledger.zeros()
+        self.writes_saved = ledger.zeros(rows=rows)
 
     def tally(self) -> Tally:
         tally = Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
@@ -42,16 +45,17 @@ class Service(LossStation):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        resolved = self._take(self.upstream.out[t0:t1], t0, t1)
+        resolved = self._take(self.upstream.out[..., t0:t1], t0, t1)
         if self.duplicate_bodies > 0:
             # Content hashing: a body already stored needs no write; the page is done.
-            same = self.rng.binomial(resolved, self.duplicate_bodies)
-            self.served[t0:t1] = same
-            self.writes_saved[t0:t1] = same
+            same = self.binomial(resolved, self.duplicate_bodies)
+            self.served[..., t0:t1] = same
+            self.writes_saved[..., t0:t1] = same
             resolved = resolved - same
-            self.dispersion[t0:t1] = thinned(self.dispersion[t0:t1], 1.0 - self.duplicate_bodies)
-            self.expected[t0:t1] *= 1.0 - self.duplicate_bodies
-        self.out[t0:t1] = resolved
+            kept = 1.0 - self.duplicate_bodies
+            self.dispersion[..., t0:t1] = thinned(self.dispersion[..., t0:t1], kept)
+            self.expected[..., t0:t1] *= kept
+        self.out[..., t0:t1] = resolved
 
 
 def build(b: Build, node: Node) -> Service:
@@ -67,3 +71,19 @@ def build(b: Build, node: Node) -> Service:
 
 
 connect = connect_upstream
+
+
+def batch(builds: Sequence[Build], node: Node) -> Service | None:
+    """One service for the runs of a batch (none with a retry policy: each run has its own)."""
+    if node.retry is not None:
+        return None
+    b, p = builds[0], node.params
+    return Service(
+        b.env,
+        PerRow(stream(x.seed, node.name) for x in builds),
+        b.ledger,
+        p.rps,
+        p.service,
+        duplicate_bodies=p.finish_share,
+        rows=len(builds),
+    )

@@ -9,7 +9,7 @@ import simpy
 
 from gym.core.streams import stream
 from gym.models import PageStoreConfig
-from gym.sim.flow.base import Build, Component, Ledger, connect_upstream
+from gym.sim.flow.base import Build, Component, Ledger, PerRow, connect_upstream, one_of
 from gym.sim.flow.loss import LossStation
 from gym.system.topology import Node
 
@@ -25,11 +25,12 @@ class Store(LossStation):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         config: PageStoreConfig,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger, config.rps, config.service)
+        super().__init__(env, rng, ledger, config.rps, config.service, rows=rows)
 
     #: Whether what it writes is finished here (served) or passed on along its edge (a
     #: store in the middle of a graph's chain).
@@ -37,15 +38,24 @@ class Store(LossStation):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
-        taken = self._take(self.upstream.out[t0:t1], t0, t1)
+        taken = self._take(self.upstream.out[..., t0:t1], t0, t1)
         if self.finishes:
-            self.served[t0:t1] = taken
+            self.served[..., t0:t1] = taken
         else:
-            self.out[t0:t1] = taken
+            self.out[..., t0:t1] = taken
 
 
 def build(b: Build, node: Node) -> Store:
     return Store(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+def batch(builds: Sequence[Build], node: Node) -> Store | None:
+    """One store for the runs of a batch (none with a retry policy: each run has its own)."""
+    if node.retry is not None:
+        return None
+    b = builds[0]
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    return Store(b.env, rngs, b.ledger, node.params, rows=len(builds))
 
 
 def connect(component: Store, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
@@ -54,6 +64,6 @@ def connect(component: Store, inputs: Sequence[Component], outputs: Sequence[Com
     from gym.sim.flow.write_buffer import WriteBuffer
 
     connect_upstream(component, inputs, outputs)
-    if inputs and isinstance(inputs[0], WriteBuffer):
+    if inputs and isinstance(one_of(inputs[0]), WriteBuffer):
         component.gated = True
     component.finishes = not outputs

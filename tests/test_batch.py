@@ -1,0 +1,249 @@
+"""The flow engine's batches: the runs of one design and scenario under several seeds,
+advanced together (:func:`gym.simulate_many`, :func:`gym.sim.flow.engine.run_many`).
+
+Run k of a batch is the run of its seed on its own, to the last digit: every per-tick
+array of every component, what is in flight at the end, and the latency estimates. And
+``--runs N`` (in batches) gives what N runs of :func:`gym.simulate` give.
+"""
+
+from __future__ import annotations
+
+import gc
+import tracemalloc
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gym
+from gym.explore import montecarlo
+from gym.sim.flow import walk
+from gym.sim.record import RunRecord
+from tests import randgraph
+from tests.conftest import ROOT
+
+SEEDS = [0, 1, 2]
+
+DESIGNS = sorted((ROOT / "designs").glob("*.yaml")) + sorted(
+    (ROOT / "designs" / "levers").glob("*.yaml")
+)
+SCENARIOS = sorted((ROOT / "scenarios").glob("*.yaml")) + sorted(
+    (ROOT / "scenarios" / "levers").glob("*.yaml")
+)
+EDGES = ROOT / "tests" / "golden" / "edges"
+# Every shipped crawler design under the default scenario, every shipped scenario with the
+# reference and the starter, the systems under theirs, and the edge cases of the golden
+# tests (every fault, requeued crashes, random and fixed services, the writer, dedup).
+PAIRS = (
+    [(d, ROOT / "scenarios" / "crawler-chaos.yaml") for d in DESIGNS]
+    + [(ROOT / "designs" / n, s) for s in SCENARIOS for n in ("reference.yaml", "starter.yaml")]
+    + [
+        (d, ROOT / "scenarios" / "systems" / f"{system}.yaml")
+        for system in ("ingestion", "url-shortener")
+        for d in sorted((ROOT / "designs" / "systems").glob(f"{system}*.yaml"))
+    ]
+    + [
+        (EDGES / f"{d}.yaml", EDGES / f"{s}.yaml")
+        for s, d in (
+            ("every-fault", "requeue-random"),
+            ("every-fault", "requeue-fixed"),
+            ("every-fault-poisson", "requeue-random"),
+            ("every-fault-dedup", "fail-canonical"),
+        )
+    ]
+)
+
+
+def differences(a: RunRecord, b: RunRecord) -> list[str]:
+    """Every figure in which two records differ (none: the same run, to the last digit)."""
+    out = []
+    if not np.array_equal(a.offered, b.offered):
+        out.append("offered")
+    if a.in_flight_end != b.in_flight_end:
+        out.append("in_flight_end")
+    if a.components.keys() != b.components.keys():
+        out.append("components")
+    for name, x in a.components.items():
+        y = b.components[name]
+        for f in ("capacity", "arrived", "processed", "out", "served", "backlog", "rate"):
+            u, v = getattr(x, f), getattr(y, f)
+            if (u is None) != (v is None) or (u is not None and not np.array_equal(u, v)):
+                out.append(f"{name}.{f}")
+        for group in ("failed", "extra", "skipped"):
+            u, v = getattr(x, group), getattr(y, group)
+            if u.keys() != v.keys() or any(not np.array_equal(u[k], v[k]) for k in u):
+                out.append(f"{name}.{group}")
+    la, lb = dict(a.latency), dict(b.latency)
+    if la.keys() != lb.keys():
+        out.append("latency")
+    for key in la:
+        u, v = la[key], lb[key]
+        pairs = [(u.ticks, v.ticks), (u.values_ms, v.values_ms), (u.weights, v.weights)]
+        if not all(_same(x, y) for x, y in pairs):
+            out.append(f"latency.{key}")
+    return out
+
+
+def _same(x: np.ndarray | None, y: np.ndarray | None) -> bool:
+    return (x is None and y is None) or (x is not None and y is not None and np.array_equal(x, y))
+
+
+def _records(design: Any, scenario: Any, seeds: list[int]) -> tuple[list[Any], list[Any]]:
+    many = gym.simulate_many(design, scenario, seeds=seeds)
+    ones = [gym.simulate(design, scenario, seed=seed) for seed in seeds]
+    return [r.metrics.record for r in many], [r.metrics.record for r in ones]
+
+
+@pytest.mark.parametrize(("design", "scenario"), PAIRS, ids=lambda p: f"{p.parent.name}/{p.stem}")
+def test_run_k_of_a_batch_is_its_seed_run(design: Any, scenario: Any) -> None:
+    many, ones = _records(design, scenario, SEEDS)
+    for seed, a, b in zip(SEEDS, many, ones, strict=True):
+        assert a.seed == b.seed == seed
+        assert differences(a, b) == [], f"seed {seed}"
+
+
+@pytest.mark.parametrize("draw", range(12))
+def test_random_graphs_batched_as_run_alone(draw: int) -> None:
+    """Drawn graphs (splits, joins, loops, delays, retries, write buffers, every fault)."""
+    case = randgraph.draw(draw)
+    many, ones = _records(case.design, case.scenario, [3, 0, 7])
+    for a, b in zip(many, ones, strict=True):
+        assert differences(a, b) == [], case.describe()
+
+
+def test_a_batch_is_independent_of_its_other_runs() -> None:
+    """Seed 5's run is the same in any batch: alone, first, last, with itself twice."""
+    design = gym.load_design(ROOT / "designs" / "starter.yaml")
+    scenario = gym.load_scenario(ROOT / "scenarios" / "crawler-chaos.yaml")
+    alone = gym.simulate(design, scenario, seed=5).metrics.record
+    for seeds, k in (([5, 1, 2], 0), ([9, 8, 5], 2), ([5, 5], 1)):
+        got = gym.simulate_many(design, scenario, seeds=seeds)[k].metrics.record
+        assert differences(got, alone) == []
+
+
+def test_runs_in_batches_equal_separate_runs() -> None:
+    """``run_many`` (``--runs``) gives each seed's figures as :func:`gym.simulate` does."""
+    design = gym.load_design(ROOT / "designs" / "starter.yaml")
+    scenario = gym.load_scenario(ROOT / "scenarios" / "crawler-chaos.yaml")
+    tasks = montecarlo.tasks_for(design, scenario, range(10, 17))
+    work = montecarlo.batches(tasks, budget=3 * montecarlo.run_bytes(tasks[0]))
+    assert [b.seeds for b in work] == [(10, 11, 12), (13, 14, 15), (16,)]
+    batched = montecarlo.run_tasks(tasks)
+    alone = [
+        montecarlo.evaluate_batch(montecarlo.Batch(t.design, t.scenario, (t.seed,)))[0]
+        for t in tasks
+    ]
+    assert batched == alone
+    for got, t in zip(batched, tasks, strict=True):
+        r = gym.simulate(design, scenario, seed=t.seed)
+        assert got["seed"] == t.seed
+        assert got["availability"] == r.metrics.availability
+        assert got["throughput_rps"] == r.metrics.throughput_rps
+
+
+def test_batches_split_by_design_budget_and_workers() -> None:
+    design = gym.load_design(ROOT / "designs" / "reference.yaml")
+    other = gym.load_design(ROOT / "designs" / "starter.yaml")
+    scenario = gym.load_scenario(ROOT / "scenarios" / "crawler-chaos.yaml")
+    tasks = montecarlo.tasks_for(design, scenario, range(6)) + montecarlo.tasks_for(
+        other, scenario, range(6)
+    )
+    # A design's tasks never share a batch with another's.
+    assert [b.seeds for b in montecarlo.batches(tasks)] == [tuple(range(6))] * 2
+    # Two workers: at least two batches of all twelve, each at most six runs.
+    two = montecarlo.batches(tasks, parts=2)
+    assert [len(b.seeds) for b in two] == [6, 6]
+    # A budget of 4 runs' arrays: 4 + 2 for each design.
+    four = montecarlo.batches(tasks, budget=4 * montecarlo.run_bytes(tasks[0]))
+    assert [b.seeds for b in four] == [(0, 1, 2, 3), (4, 5)] * 2
+    # A budget below one run still runs each run (alone).
+    assert len(montecarlo.batches(tasks[:3], budget=1)) == 3
+
+
+def _shipped(design: str) -> tuple[Any, Any]:
+    return gym.load_design(ROOT / "designs" / design), ROOT / "scenarios" / "crawler-chaos.yaml"
+
+
+def _drawn(seed: int) -> tuple[Any, Any]:
+    case = randgraph.draw(seed)
+    return case.design, case.scenario
+
+
+MEMORY_CASES = {
+    "reference": (lambda: _shipped("reference.yaml"), 8),
+    "seen-set-8": (lambda: _shipped("levers/seen-set-8.yaml"), 1),  # lookups: the heaviest
+    "retry-backoff": (lambda: _shipped("levers/retry-backoff.yaml"), 2),
+    # Drawn graphs: splits, joins, delays, loops, a write buffer (under tracemalloc a run
+    # takes several times as long: two of them).
+    "drawn-3": (lambda: _drawn(3), 2),
+    "drawn-4": (lambda: _drawn(4), 2),
+}
+
+
+@pytest.mark.parametrize("case", list(MEMORY_CASES))
+def test_batch_memory_within_the_estimate(case: str) -> None:
+    """What a batch allocates at its peak, per run, stays within :func:`run_bytes` (the
+    figure batches are split by: shipped designs and drawn graphs, with splits, joins,
+    delays and retries), and nothing of it is left once its results are read."""
+    make, runs = MEMORY_CASES[case]
+    d, sc = make()
+    scenario = sc if isinstance(sc, gym.Scenario) else gym.load_scenario(sc)
+    tasks = montecarlo.tasks_for(d, scenario, range(runs))
+    montecarlo.evaluate_batch(montecarlo.batches(tasks[:1])[0])  # imports, caches
+    gc.collect()
+    tracemalloc.start()
+    try:
+        montecarlo.evaluate_batch(montecarlo.batches(tasks, budget=10**12)[0])
+        left, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak / len(tasks) <= montecarlo.run_bytes(tasks[0])
+    # The components refer to one another; the engine unlinks them after a batch, so
+    # its arrays go with its results (not at the next full cyclic collection).
+    assert left < peak / 10
+
+
+@pytest.mark.parametrize(
+    "service",
+    [
+        {"dist": "deterministic", "mean_ms": 15},  # a walk ending a share a tick later
+        {"dist": "deterministic", "mean_ms": 40},  # a walk of whole ticks (booked at once)
+        {"dist": "lognormal", "mean_ms": 60, "cv": 1.5},  # a drawn walk (6 ticks)
+        {"dist": "exponential", "mean_ms": 8},  # Erlang's formula and the ledger
+    ],
+    ids=lambda s: f"{s['dist']}-{s['mean_ms']}ms",
+)
+@pytest.mark.parametrize("at_once", [False, True], ids=["run by run", "at once"])
+def test_each_way_a_station_walks_its_slots(
+    service: dict[str, Any], at_once: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every way a loss station keeps its busy slots, at the starter's store (near its
+    slots, through the surge, the stall and the slowdown), batched as run alone; the
+    walk of fixed services tick by tick for all runs at once (as big batches do) too."""
+    if at_once:
+        monkeypatch.setattr(walk, "ROWS_AT_ONCE", 1)
+    data = {
+        "name": "walks",
+        "frontier": {"drain_rps": 12000, "buffer": 50000},
+        "fetchers": {"replicas": 3, "rps_per_replica": 3000},
+        "cache": {"hit_ratio": 0.6},
+        "page_store": {"rps": 4000, "service": service},
+    }
+    design = gym.Design.model_validate(data)
+    many, ones = _records(design, ROOT / "scenarios" / "crawler-chaos.yaml", [4, 2, 9])
+    for a, b in zip(many, ones, strict=True):
+        assert differences(a, b) == []
+    # Not a trivial case: the store turned writes away, differently from seed to seed.
+    lost = [int(sum(v.sum() for v in r.components["page_store"].failed.values())) for r in many]
+    assert min(lost) > 0 and len(set(lost)) > 1
+
+
+@pytest.mark.parametrize("design", ["starter.yaml", "reference.yaml", "levers/retry-none.yaml"])
+def test_walks_at_once_as_run_alone(design: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The walks of a batch's runs tick by tick at once (a smooth stream's carried loss at
+    the starter's resolver in its slowdown; the reference's, which turns nothing away)."""
+    monkeypatch.setattr(walk, "ROWS_AT_ONCE", 1)
+    d, sc = _shipped(design)
+    many, ones = _records(d, sc, [6, 1, 8])
+    for a, b in zip(many, ones, strict=True):
+        assert differences(a, b) == []
