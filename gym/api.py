@@ -252,6 +252,8 @@ def simulate_many(
         raise GymError.single(
             None, "engine", f"{engine!r} is not an engine; choose one of {', '.join(ENGINES)}"
         )
+    if isinstance(seeds, str | bytes) or not isinstance(seeds, Sequence):
+        raise GymError.single(None, "seeds", f"must be a list of seeds (got {seeds!r})")
     for seed in seeds:
         if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
             raise GymError.single(None, "seed", f"must be a whole number >= 0 (got {seed!r})")
@@ -267,6 +269,8 @@ def simulate_many(
         problems.append(over)
     if problems:
         raise GymError(problems)
+    if not seeds:
+        return []
     timeline = Timeline(scenario, tick_ms)
     # The design's topology, built once: the engine runs it, the metrics read it.
     topology = crawler.system_topology(design, scenario)

@@ -247,3 +247,21 @@ def test_walks_at_once_as_run_alone(design: str, monkeypatch: pytest.MonkeyPatch
     many, ones = _records(d, sc, [6, 1, 8])
     for a, b in zip(many, ones, strict=True):
         assert differences(a, b) == []
+
+
+def test_no_seeds_and_bad_seeds() -> None:
+    """No seeds: no runs (a graph with delayed edges too); seeds that are not a list of
+    whole numbers: a GymError naming them."""
+    d, sc = _drawn(44)
+    assert gym.simulate_many(d, sc, seeds=[]) == []
+    ref, chaos = _shipped("reference.yaml")
+    for bad in (3, "12", [1, -1], [0.5]):
+        with pytest.raises(gym.GymError, match="seed"):
+            gym.simulate_many(ref, chaos, seeds=bad)  # type: ignore[arg-type]
+
+
+def test_request_runs_go_one_to_a_batch() -> None:
+    """The request engine runs one by one and each run keeps its samples: one a batch."""
+    d, sc = _shipped("starter.yaml")
+    tasks = montecarlo.tasks_for(d, gym.load_scenario(sc), range(5), engine="request")
+    assert [b.seeds for b in montecarlo.batches(tasks)] == [(k,) for k in range(5)]
