@@ -121,6 +121,42 @@ def test_a_batch_is_independent_of_its_other_runs() -> None:
         assert differences(got, alone) == []
 
 
+@pytest.mark.parametrize(
+    ("design", "scenario", "own"),
+    [
+        # Every crawler node has one component for the batch (a row per run).
+        ("designs/reference.yaml", "scenarios/crawler-chaos.yaml", set()),
+        ("designs/levers/canonicalized.yaml", "scenarios/crawler-chaos.yaml", set()),
+        ("tests/golden/edges/requeue-fixed.yaml", "tests/golden/edges/every-fault.yaml", set()),
+        # A graph's fleet of fixed times of a tick or more books its slots start by start:
+        # each run has its own, and the batched queue in front hands out run by run. A
+        # write buffer has no batched component.
+        (
+            "designs/systems/ingestion.yaml",
+            "scenarios/systems/ingestion.yaml",
+            {"consumers", "buffer"},
+        ),
+    ],
+)
+def test_which_nodes_a_batch_shares(design: str, scenario: str, own: set[str]) -> None:
+    from gym.sim.flow import engine
+    from gym.sim.flow.base import RowView
+    from gym.sim.timeline import Timeline
+    from gym.system import crawler
+
+    d = gym.load_design(ROOT / design)
+    s = gym.load_scenario(ROOT / scenario)
+    built: list[dict[str, Any]] = [{}, {}, {}]
+    records = engine.run_graph(
+        crawler.system_topology(d, s), s, [4, 5, 6], Timeline(s, 10), built=built
+    )
+    assert {n for n, c in built[0].items() if not isinstance(c, RowView)} == own
+    for k, record in enumerate(records):
+        alone = gym.simulate(d, s, seed=record.seed).metrics.record
+        record.latency = alone.latency  # (run_many adds the estimates: compared above)
+        assert differences(record, alone) == [], f"run {k}"
+
+
 def test_runs_in_batches_equal_separate_runs() -> None:
     """``run_many`` (``--runs``) gives each seed's figures as :func:`gym.simulate` does."""
     design = gym.load_design(ROOT / "designs" / "starter.yaml")

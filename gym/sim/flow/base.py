@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import numpy as np
 import simpy
@@ -399,6 +399,8 @@ class RowView:
         own = object.__getattribute__(self, "__dict__")
         if name in own or name.startswith("__"):
             return object.__getattribute__(self, name)
+        if name == "rows":  # one run's component
+            return None
         of = own["_of"]
         if name in of.__dict__:
             return row_value(of.__dict__[name], own["_k"])
@@ -426,15 +428,16 @@ class RowView:
 
 
 _VIEWS: dict[type, type] = {}
+C = TypeVar("C", bound=Component)
 
 
-def view_of(component: Component, k: int) -> Component:
+def view_of(component: C, k: int) -> C:
     """Run ``k`` of batched ``component`` (a :class:`RowView` of its class)."""
     cls = type(component)
     view = _VIEWS.get(cls)
     if view is None:
         view = _VIEWS[cls] = type(f"{cls.__name__}Row", (RowView, cls), {})
-    row: Component = object.__new__(view)
+    row: C = object.__new__(view)
     own = object.__getattribute__(row, "__dict__")
     own["_of"], own["_k"] = component, k
     return row

@@ -15,14 +15,23 @@ engine).
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 
 import numpy as np
 import simpy
 
 from gym.core.streams import stream, substream
 from gym.models import CrashFault, FetchersConfig
-from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream, tick_quota
+from gym.sim.flow.base import (
+    Build,
+    Component,
+    IntArray,
+    Ledger,
+    PerRow,
+    connect_upstream,
+    tick_quota,
+    view_of,
+)
 from gym.sim.grid import paced_starts, ramp_openings, start_depth, station_slots
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
@@ -39,11 +48,12 @@ class Fleet(Component):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         config: FetchersConfig,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger)
+        super().__init__(env, rng, ledger, rows=rows)
         self.replicas = config.replicas
         self.rps_per_replica = config.rps_per_replica
         self.requeue_on_crash = config.on_crash == "requeue"
@@ -51,8 +61,8 @@ class Fleet(Component):
         self.down = 0
         self.upstream: Component | None = None  # the frontier, set by the engine
         self.live = ledger.zeros()  # live replicas during each tick
-        self.requeued = ledger.zeros()  # in-flight fetches sent back to the frontier
-        self._due = ledger.zeros(self.fetch_ticks)  # fetches finishing in each tick
+        self.requeued = ledger.zeros(rows=rows)  # in-flight fetches sent back to the frontier
+        self._due = ledger.zeros(self.fetch_ticks, rows=rows)  # fetches finishing in each tick
         # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
@@ -136,55 +146,62 @@ class Fleet(Component):
         self.frees[tick + self.hold + 1] += later
 
     def _advance(self, t0: int, t1: int) -> None:
+        # One run's arrays, or a row per run of a batch ([..., a:b] is either's ticks).
         assert self.upstream is not None
-        starts = self.upstream.out[t0:t1]
-        self.arrived[t0:t1] = starts
-        self.processed[t0:t1] = starts
-        self._due[t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
-        done = self._due[t0:t1]
-        self.out[t0:t1] = done
+        up = self.upstream
+        starts = up.out[..., t0:t1]
+        self.arrived[..., t0:t1] = starts
+        self.processed[..., t0:t1] = starts
+        self._due[..., t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
+        done = self._due[..., t0:t1]
+        self.out[..., t0:t1] = done
         first = max(t0, self.fetch_ticks)  # the first tick whose fetches started in the run
         if t1 > first:
             lag = self.fetch_ticks
-            began = self.processed[first - lag : t1 - lag]
-            finished = done[first - t0 :]
+            began_at = slice(first - lag, t1 - lag)
+            began = self.processed[..., began_at]
+            finished = done[..., first - t0 :]
+            expected = up.expected[..., began_at]
             if (finished == began).all():  # no crash took any: the share that survived is 1
-                self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag]
-            else:
+                self.expected[..., first:t1] = expected
+            else:  # (x / x is 1 exactly: a run no crash took from keeps its figures)
                 survived = np.where(began > 0, finished / np.maximum(began, 1), 1.0)
-                self.expected[first:t1] = self.upstream.expected[first - lag : t1 - lag] * survived
-            self.dispersion[first:t1] = self.upstream.dispersion[first - lag : t1 - lag]
-            self.jitter[first:t1] = self.spread
+                self.expected[..., first:t1] = expected * survived
+            self.dispersion[..., first:t1] = up.dispersion[..., began_at]
+            self.jitter[..., first:t1] = self.spread
             if self.fixed_time and not self.paced:
                 # A graph's fleet, c parallel servers: where URLs waited for its slots, each
                 # slot took the next as it freed, so its starts repeat its ends one service
                 # time before, a pattern frozen since the backlog formed, as irregular as
                 # its stream was then (taken as Poisson), not evenly spaced.
-                bound = self.upstream.fleet_bound[first - lag : t1 - lag]
-                self.dispersion[first:t1][bound] = 1.0
+                bound = up.fleet_bound[..., began_at]
+                self.dispersion[..., first:t1][bound] = 1.0
             if self.fixed_time and self.paced:
                 # Starts are paced by live replicas x rps_per_replica (the request engine's
                 # start bucket); a fixed fetch time keeps the spacing.
                 # An evenly spaced stream slower than the bucket passes it unchanged.
-                began_at = slice(first - lag, t1 - lag)
                 bucket = self.live[began_at] * self.rps_per_replica
-                slower = self.upstream.pace[began_at] <= bucket
+                pace = up.pace[..., began_at]
+                slower = pace <= bucket
                 tokens = start_depth(bucket, self.ledger.tick_ms)
                 # Strictly periodic: a periodic stream passed unchanged, or the bucket's own
                 # rate where URLs waited for it all tick.
-                by_bucket = self.upstream.fleet_bound[began_at]
+                by_bucket = up.fleet_bound[..., began_at]
                 if not slower.any():  # the bucket paces every tick (a Poisson source's)
-                    self.pace[first:t1] = bucket
-                    self.depth[first:t1] = tokens
-                    self.periodic[first:t1] = by_bucket
+                    self.pace[..., first:t1] = bucket
+                    self.depth[..., first:t1] = tokens
+                    self.periodic[..., first:t1] = by_bucket
                 else:
-                    self.pace[first:t1] = np.where(slower, self.upstream.pace[began_at], bucket)
-                    self.depth[first:t1] = np.where(slower, self.upstream.depth[began_at], tokens)
-                    passed = slower & self.upstream.periodic[began_at]
-                    self.periodic[first:t1] = passed | (by_bucket & ~slower)
-        before = int(self.backlog[t0 - 1]) if t0 > 0 else 0
-        change = starts - done - self.failed[self.causes[0]][t0:t1] - self.requeued[t0:t1]
-        self.backlog[t0:t1] = before + np.cumsum(change)
+                    self.pace[..., first:t1] = np.where(slower, pace, bucket)
+                    self.depth[..., first:t1] = np.where(slower, up.depth[..., began_at], tokens)
+                    passed = slower & up.periodic[..., began_at]
+                    self.periodic[..., first:t1] = passed | (by_bucket & ~slower)
+        change = starts - done - self.failed[self.causes[0]][..., t0:t1]
+        change -= self.requeued[..., t0:t1]
+        held = np.cumsum(change, axis=-1)
+        if t0 > 0:
+            held += self.backlog[..., t0 - 1 : t0]
+        self.backlog[..., t0:t1] = held
 
     def crash(
         self, fault: CrashFault, start: int, end: int | None
@@ -218,7 +235,16 @@ class Fleet(Component):
                 self._returned.append((end, opened))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
-        """Take the crashed replicas' share of the fetches in flight at ``tick``."""
+        """Take the crashed replicas' share of the fetches in flight at ``tick`` (in each
+        run of a batch: its fetches in flight are its own)."""
+        if self.rows is None:
+            self._lose_run(tick, crashed)
+        else:
+            for k in range(self.rows):
+                view_of(self, k)._lose_run(tick, crashed)
+
+    def _lose_run(self, tick: int, crashed: int) -> None:
+        """:meth:`_lose_in_flight` in one run (of a batch: on its row's view)."""
         pending = self._due[tick : tick + self.fetch_ticks]
         total = int(pending.sum())
         lost_total = total * crashed // self.up
@@ -267,6 +293,15 @@ def _apportion(pending: IntArray, total: int, crashed: int, up: int) -> IntArray
 
 def build(b: Build, node: Node) -> Fleet:
     return Fleet(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+def batch(builds: Sequence[Build], node: Node) -> Fleet | None:
+    """One fleet for the runs of a batch, a row each; none for a slotted fleet (its queue
+    books each run's slots start by start: each run has its own)."""
+    b = builds[0]
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    fleet = Fleet(b.env, rngs, b.ledger, node.params, rows=len(builds))
+    return None if fleet.slotted else fleet
 
 
 connect = connect_upstream

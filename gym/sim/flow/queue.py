@@ -14,9 +14,13 @@ from gym.sim.flow.base import (
     Component,
     IntArray,
     Ledger,
+    PerRow,
     RatedComponent,
     connect_upstream,
+    one_of,
+    per_row,
     thinned,
+    view_of,
 )
 from gym.sim.flow.fleet import Fleet
 from gym.sim.grid import start_depth
@@ -44,15 +48,16 @@ class Queue(RatedComponent):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         buffer: int,
         rate: float,
         seen_fraction: float = 0.0,
         false_positive_rate: float = 0.0,
         variant_fraction: float = 0.0,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger, rate)
+        super().__init__(env, rng, ledger, rate, rows=rows)
         self.buffer = buffer
         self.upstream: Component | None = None  # what feeds it, set by the engine
         # The fleet it hands out to, if it feeds one: it never hands out more than the
@@ -61,18 +66,20 @@ class Queue(RatedComponent):
         self.seen_fraction = seen_fraction
         self.false_positive_rate = false_positive_rate
         self.variant_fraction = variant_fraction
-        self.requeued = ledger.zeros()  # URLs put back at the head of the queue this tick
+        self.requeued = ledger.zeros(rows=rows)  # URLs put back at the head of the queue this tick
         # The two quotas' banks (see _paired): the hand-out quota's whole URLs not yet
         # matched by a fleet start, and the fleet's not yet matched by a hand-out, as one
         # walk (None: both empty, as at the start and when either rate changes).
-        self._bank: int | None = None
+        # In a batch, the same in every run (only the rates and quotas, alike in all, move
+        # it): each run's row view reads and writes its own item, and the batch's row 0.
+        self._bank: int | None = None if rows is None else PerRow([None] * rows)  # type: ignore[assignment]
         # In front of a slotted fleet instead: the hand-out bucket's whole tokens (None:
-        # full, as at the start).
-        self._tokens: int | None = None
+        # full, as at the start); a batch's each run's own.
+        self._tokens: int | None = None if rows is None else PerRow([None] * rows)  # type: ignore[assignment]
         self.skipped = {
-            "seen_url": ledger.zeros(),
-            "bloom_false_positive": ledger.zeros(),
-            "url_variant": ledger.zeros(),
+            "seen_url": ledger.zeros(rows=rows),
+            "bloom_false_positive": ledger.zeros(rows=rows),
+            "url_variant": ledger.zeros(rows=rows),
         }
 
     def tally(self) -> Tally:
@@ -83,6 +90,97 @@ class Queue(RatedComponent):
         self.requeued[tick] += n
 
     def _advance(self, t0: int, t1: int) -> None:
+        if self.rows is None:
+            self._advance_run(t0, t1)
+            return
+        fleet = self.fleet
+        if fleet is None or (isinstance(fleet, Fleet) and fleet.rows is not None):
+            self._advance_rows(t0, t1)  # (a batched fleet is never slotted)
+        else:  # a run's own fleets (slotted: each books its slots start by start)
+            for k in range(self.rows):
+                view_of(self, k)._advance_run(t0, t1)
+
+    def _advance_rows(self, t0: int, t1: int) -> None:
+        """:meth:`_advance_run` for every run of a batch at once, to the last digit: the
+        quotas are alike in every run (:meth:`_paired` once, on run 0's view); the runs in
+        which nothing waits and nothing arrives beyond them pass through, and the others'
+        queues are each run's walk (:func:`_queue`); what follows is the same array
+        operations on every row (on a passing row they change nothing)."""
+        upstream, rows = self.upstream, self.rows
+        assert upstream is not None and rows is not None
+        if self.fleet is not None:
+            self.fleet.reserve(t1)
+            limit, fleet_quota = view_of(self, 0)._paired(t0, t1)
+            banks = per_row(self._bank)
+            banks[1:] = [banks[0]] * (rows - 1)
+        else:
+            limit = fleet_quota = self.capacity[t0:t1]
+        arrived = upstream.out[..., t0:t1]
+        self.arrived[:, t0:t1] = arrived
+        arrived, kept = self._skip(arrived, t0, t1)
+        if kept == 1.0:
+            np.add(upstream.dispersion[..., t0:t1], 0.0, out=self.dispersion[:, t0:t1])
+            self.expected[:, t0:t1] = upstream.expected[..., t0:t1]
+            self.periodic[:, t0:t1] = upstream.periodic[..., t0:t1]
+        else:
+            self.dispersion[:, t0:t1] = thinned(upstream.dispersion[..., t0:t1], kept)
+            self.expected[:, t0:t1] = kept * upstream.expected[..., t0:t1]
+            self.periodic[:, t0:t1] = False
+        self.pace[:, t0:t1] = upstream.pace[..., t0:t1]
+        self.depth[:, t0:t1] = upstream.depth[..., t0:t1]
+        self.jitter[:, t0:t1] = upstream.jitter[..., t0:t1]
+        self.fleet_bound[:, t0:t1] = False
+        queue = self.backlog[:, t0 - 1] if t0 > 0 else np.zeros(rows, dtype=np.int64)
+        requeued = self.requeued[:, t0:t1]
+        waits = (queue > 0) | requeued.any(axis=1) | (arrived > limit).any(axis=1)
+        if not waits.any():  # nothing waits in any run: every run passes through
+            self.processed[:, t0:t1] = arrived
+            self.out[:, t0:t1] = arrived
+            return
+        dispatched = arrived.copy()
+        overflow = np.zeros_like(arrived)
+        held = np.zeros_like(arrived)
+        for k in np.flatnonzero(waits).tolist():
+            got = _queue(int(queue[k]), self.buffer, arrived[k] + requeued[k], limit)
+            dispatched[k], overflow[k], held[k] = got
+        self.processed[:, t0:t1] = dispatched
+        self.out[:, t0:t1] = dispatched
+        self.failed[self.causes[0]][:, t0:t1] = overflow
+        self.backlog[:, t0:t1] = held
+        paced = held > 0
+        self.dispersion[:, t0:t1][paced] = 0.0
+        self.jitter[:, t0:t1][paced] = 0.0
+        waited = np.concatenate((queue[:, None], held[:, :-1]), axis=1) > 0
+        unpaced = waited | (requeued > 0)
+        known = paced | unpaced
+        self.expected[:, t0:t1][known] = dispatched[known]
+        self.pace[:, t0:t1][unpaced] = np.inf
+        self.periodic[:, t0:t1][unpaced] = False
+        if self.fleet is not None:
+            self.fleet_bound[:, t0:t1] = paced & (dispatched >= fleet_quota)
+
+    def _skip(self, arrived: IntArray, t0: int, t1: int) -> tuple[IntArray, float]:
+        """Draw what the seen set skips of ``arrived`` (one run's, or a row per run) into
+        :attr:`skipped`, in each run's order (seen, variants, false positives: each from
+        what the one before left): what is left, and the share it keeps."""
+        fractions = (
+            ("seen_url", self.seen_fraction),
+            ("url_variant", self.variant_fraction),
+            ("bloom_false_positive", self.false_positive_rate),
+        )
+        for cause, fraction in fractions:
+            if fraction > 0:
+                skipped = self.binomial(arrived, fraction)
+                self.skipped[cause][..., t0:t1] = skipped
+                arrived = arrived - skipped
+        return arrived, (
+            (1.0 - self.seen_fraction)
+            * (1.0 - self.variant_fraction)
+            * (1.0 - self.false_positive_rate)
+        )
+
+    def _advance_run(self, t0: int, t1: int) -> None:
+        """One run's stretch (of a batch: on its row's view)."""
         assert self.upstream is not None
         slotted = isinstance(self.fleet, Fleet) and self.fleet.slotted
         if self.fleet is not None:
@@ -95,24 +193,7 @@ class Queue(RatedComponent):
             limit = fleet_quota = self.capacity[t0:t1]
         offered = self.upstream.out[t0:t1]
         self.arrived[t0:t1] = offered
-        arrived = offered
-        if self.seen_fraction > 0:
-            seen = self.rng.binomial(arrived, self.seen_fraction)
-            self.skipped["seen_url"][t0:t1] = seen
-            arrived = arrived - seen
-        if self.variant_fraction > 0:  # canonicalized: a variant of a known URL
-            variant = self.rng.binomial(arrived, self.variant_fraction)
-            self.skipped["url_variant"][t0:t1] = variant
-            arrived = arrived - variant
-        if self.false_positive_rate > 0:
-            wrong = self.rng.binomial(arrived, self.false_positive_rate)
-            self.skipped["bloom_false_positive"][t0:t1] = wrong
-            arrived = arrived - wrong
-        kept = (
-            (1.0 - self.seen_fraction)
-            * (1.0 - self.variant_fraction)
-            * (1.0 - self.false_positive_rate)
-        )
+        arrived, kept = self._skip(offered, t0, t1)
         if kept == 1.0:  # nothing skipped: the stream as it came (thinned by 1: I + 0)
             np.add(self.upstream.dispersion[t0:t1], 0.0, out=self.dispersion[t0:t1])
             self.expected[t0:t1] = self.upstream.expected[t0:t1]
@@ -395,9 +476,26 @@ def build(b: Build, node: Node) -> Queue:
     )
 
 
+def batch(builds: Sequence[Build], node: Node) -> Queue:
+    """One queue for the runs of a batch, a row each, each run's own generator."""
+    b, p = builds[0], node.params
+    return Queue(
+        b.env,
+        PerRow(stream(x.seed, node.name) for x in builds),
+        b.ledger,
+        p.buffer,
+        p.drain_rps,
+        seen_fraction=p.seen_fraction,
+        false_positive_rate=p.false_positive_rate,
+        variant_fraction=p.variant_fraction,
+        rows=len(builds),
+    )
+
+
 def connect(component: Queue, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
-    """Fed by its upstream; hands out to the fleet it feeds, if any."""
+    """Fed by its upstream; hands out to the fleet it feeds, if any (in a batch, the
+    fleet's batched component, or each run's as rows)."""
     connect_upstream(component, inputs, outputs)
-    fleets = [c for c in outputs if isinstance(c, Fleet)]
+    fleets = [c for c in outputs if isinstance(one_of(c), Fleet)]
     if fleets:
         component.fleet = fleets[0]

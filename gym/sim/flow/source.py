@@ -10,7 +10,7 @@ import simpy
 
 from gym.core.streams import stream
 from gym.models import Scenario
-from gym.sim.flow.base import Build, Component, IntArray, Ledger, tick_quota
+from gym.sim.flow.base import Build, Component, IntArray, Ledger, PerRow, per_row, tick_quota
 from gym.sim.timeline import Timeline
 from gym.system.topology import Node
 
@@ -22,9 +22,14 @@ class Source(Component):
     name = "client"
 
     def __init__(
-        self, env: simpy.Environment, rng: np.random.Generator, ledger: Ledger, scenario: Scenario
+        self,
+        env: simpy.Environment,
+        rng: np.random.Generator | PerRow,
+        ledger: Ledger,
+        scenario: Scenario,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger)
+        super().__init__(env, rng, ledger, rows=rows)
         self.base_rps = scenario.base_rps
         self.poisson = scenario.arrivals == "poisson"
         self.multiplier = 1.0
@@ -38,23 +43,27 @@ class Source(Component):
         n = t1 - t0
         if self.poisson:
             mean = self.rate * self.ledger.tick_ms / 1000.0
-            offered = self.rng.poisson(mean, size=n)
-            self.expected[t0:t1] = mean
+            if self.rows is None:
+                offered = self.rng.poisson(mean, size=n)
+            else:  # each run's draws from its own generator
+                offered = np.stack([g.poisson(mean, size=n) for g in per_row(self.rng)])
+            self.expected[..., t0:t1] = mean
         else:
+            # The same in every run of a batch (no draws): the rows share it.
             offered, self._carry = tick_quota(self.rate, self.ledger.tick_ms, n, self._carry)
-            self.expected[t0:t1] = offered
+            self.expected[..., t0:t1] = offered
             # Evenly spaced: no two closer than a tick over its largest count.
             per_tick = math.ceil(self.rate * self.ledger.tick_ms / 1000.0 - 1e-9)
-            self.pace[t0:t1] = per_tick * 1000.0 / self.ledger.tick_ms
+            self.pace[..., t0:t1] = per_tick * 1000.0 / self.ledger.tick_ms
             mean = self.rate * self.ledger.tick_ms / 1000.0
-            self.periodic[t0:t1] = abs(per_tick - mean) < 1e-9
+            self.periodic[..., t0:t1] = abs(per_tick - mean) < 1e-9
             # Counts of n and n + 1 (a share p of ticks get the extra one): variance
             # p (1 - p) over a mean of n + p; 0 for a whole number per tick.
             p = mean - math.floor(mean + 1e-9) if mean > 0 else 0.0
-            self.dispersion[t0:t1] = p * (1.0 - p) / mean if mean > 0 else 0.0
-        self.arrived[t0:t1] = offered
-        self.processed[t0:t1] = offered
-        self.out[t0:t1] = offered
+            self.dispersion[..., t0:t1] = p * (1.0 - p) / mean if mean > 0 else 0.0
+        self.arrived[..., t0:t1] = offered
+        self.processed[..., t0:t1] = offered
+        self.out[..., t0:t1] = offered
 
     def load_stage(self, start: int, multiplier: float) -> Generator[simpy.Event, None, None]:
         """From tick ``start`` on, offer ``multiplier`` x base_rps."""
@@ -89,6 +98,13 @@ def arrival_counts(scenario: Scenario, timeline: Timeline, rng: np.random.Genera
 
 def build(b: Build, node: Node) -> Source:
     return Source(b.env, stream(b.seed, node.name), b.ledger, b.scenario)
+
+
+def batch(builds: Sequence[Build], node: Node) -> Source:
+    """One source for the runs of a batch: a row each, each run's own generator."""
+    b = builds[0]
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    return Source(b.env, rngs, b.ledger, b.scenario, rows=len(builds))
 
 
 def connect(
