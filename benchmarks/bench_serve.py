@@ -8,7 +8,9 @@ number of seconds, as a drag does: each move sets the slider's value in the brow
 which sends it to the server. The last move of a burst sets a value no earlier move set,
 and the benchmark times how long after it the page shows that value's result (its cost in
 units). A page that falls behind shows that lag growing with the burst's length; one that
-keeps up shows the same lag after 2 s and after 10 s, about one update's time.
+keeps up shows the same lag after 2 s and after 10 s, about one update's time. It also
+times how long after the last move the page shows the final design's pass probability
+over 20 seeds, which follows each run (one batch of seeds at a time, in a thread).
 
 Also measured, in this process: the time of one update (a flow run of the design and the
 figures the page shows), which bounds how many updates a second the server can make; the
@@ -63,10 +65,12 @@ def update_ms(rounds: int = 30) -> float:
     return statistics.median(times)
 
 
-def burst(page: object, rate: float, seconds: float, final: int) -> tuple[float, float]:
+def burst(page: object, rate: float, seconds: float, final: int) -> tuple[float, float, float]:
     """Move the slider ``rate`` times a second for ``seconds``, ending on ``final``; the
-    seconds from the last move until the page shows its cost, and the moves a second the
-    browser took (it takes them on its main thread, between redraws)."""
+    seconds from the last move until the page shows its cost, the moves a second the
+    browser took (it takes them on its main thread, between redraws), and the seconds
+    from the last move until the page shows the final design's pass probability over 20
+    seeds (worked out after each run, one batch at a time)."""
     moves = int(rate * seconds)
     start = time.perf_counter()
     for i in range(moves):
@@ -78,7 +82,10 @@ def burst(page: object, rate: float, seconds: float, final: int) -> tuple[float,
     last = time.perf_counter()
     units = 3 + final  # frontier 1, cache 1, page store 1, a unit per replica
     page.wait_for_selector(f"[data-cost='{units}']", timeout=60_000)  # type: ignore[attr-defined]
-    return time.perf_counter() - last, (moves - 1) / (last - start)
+    shown = time.perf_counter() - last
+    odds = f"[data-odds-verdict][data-units='{units}']"
+    page.wait_for_selector(odds, timeout=60_000)  # type: ignore[attr-defined]
+    return shown, (moves - 1) / (last - start), time.perf_counter() - last
 
 
 def main() -> None:
@@ -104,6 +111,7 @@ def main() -> None:
     server.stdout.readline()
     lags: dict[float, list[float]] = {s: [] for s in lengths}
     rates: dict[float, list[float]] = {s: [] for s in lengths}
+    odds: dict[float, list[float]] = {s: [] for s in lengths}
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=args.chromium, args=CHROMIUM_ARGS)
@@ -114,9 +122,10 @@ def main() -> None:
             for _ in range(args.rounds):
                 for seconds in lengths:
                     final = 11 if final == 10 else 10  # never a value the burst set
-                    lag, taken = burst(page, args.rate, seconds, final)
+                    lag, taken, odds_lag = burst(page, args.rate, seconds, final)
                     lags[seconds].append(lag)
                     rates[seconds].append(taken)
+                    odds[seconds].append(odds_lag)
             browser.close()
     finally:
         server.terminate()
@@ -126,6 +135,8 @@ def main() -> None:
             "median_lag_ms": statistics.median(v) * 1000,
             "lags_ms": [x * 1000 for x in v],
             "moves_per_s": rates[s],
+            "median_odds_lag_ms": statistics.median(odds[s]) * 1000,
+            "odds_lags_ms": [x * 1000 for x in odds[s]],
         }
         for s, v in lags.items()
     }
@@ -136,7 +147,8 @@ def main() -> None:
         taken = min(row["moves_per_s"])
         print(
             f"  burst of {name}: median {row['median_lag_ms']:.0f} ms ({shown}); "
-            f"the browser took {taken:.1f} moves/s or more"
+            f"the browser took {taken:.1f} moves/s or more; P(pass) over 20 seeds "
+            f"shown after a median {row['median_odds_lag_ms']:.0f} ms"
         )
     out = HERE / "results" / "serve.json"
     out.write_text(

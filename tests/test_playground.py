@@ -185,6 +185,32 @@ def test_what_the_page_shows_of_a_run(session: Session) -> None:
     assert view.verdict == "PASS" and view.ceiling == 0.9 and view.buffer == 80000
 
 
+def test_the_pass_probability_over_twenty_seeds(tmp_path: Path) -> None:
+    """The page's odds are ``gym run --runs 20``'s: seeds 0-19, each its own run's verdict,
+    and the Wilson interval of their passes. The availability SLO is set inside the spread
+    of the reference's runs, so some seeds pass and some fail."""
+    from gym.explore.montecarlo import wilson
+    from gym.playground.texts import odds_html
+
+    ones = [gym.simulate(REFERENCE, CHAOS, seed=seed) for seed in range(20)]
+    values = sorted(r.metrics.availability for r in ones)
+    target = (values[9] + values[10]) / 2  # half the runs above it
+    edited = yaml.safe_load(CHAOS.read_text())
+    edited["slos"]["availability"]["min"] = target
+    path = tmp_path / "edge.yaml"
+    path.write_text(yaml.safe_dump(edited))
+    scenario = gym.load_scenario(path)
+    odds = Session(gym.load_design(REFERENCE), scenario, "reference.yaml").odds()
+    passes = [gym.simulate(REFERENCE, scenario, seed=seed).passed for seed in range(20)]
+    assert [r["seed"] for r in odds.runs] == list(range(20))
+    assert [r["verdict"] == "pass" for r in odds.runs] == passes
+    assert odds.passes == sum(passes) == 10
+    assert odds.ci == wilson(10, 20) and odds.verdict == "fail"  # 0.29 < 0.8
+    text = odds_html(odds, 0)
+    assert "data-passes='10'" in text and "data-runs='20'" in text
+    assert "P(pass) 0.50</b> [0.30, 0.70]" in text and "(0-19," in text
+
+
 def test_optional_sections_are_added_and_removed(session: Session) -> None:
     """An async writer added from the page is one catalog unit (100,000 writes), costs a
     unit, and its fields appear; removed, the design is the reference again."""

@@ -134,6 +134,28 @@ def test_replicas_slider_4_to_3_fails_and_redraws_the_saturation(page: Any) -> N
     page.screenshot(path=str(ARTIFACTS / "playground.png"), full_page=True)
 
 
+def test_the_pass_probability_over_twenty_seeds_follows_each_change(page: Any) -> None:
+    """The odds over seeds 0-19 come after the verdict of seed 0 and follow every change:
+    the figures of ``gym run --runs 20`` for the design shown."""
+    from gym.playground.state import Session
+
+    scenario = gym.load_scenario(ROOT / "scenarios/crawler-chaos.yaml")
+    for replicas, verdict in ((4, "PASS"), (3, "FAIL")):
+        design = gym.load_design(ROOT / "designs/reference.yaml", [f"fetchers.replicas={replicas}"])
+        want = Session(design, scenario, "reference.yaml").odds()
+        if replicas == 3:
+            box = page.locator(".gym-input-fetchers-replicas input")
+            box.fill("3")
+            box.press("Enter")
+            _verdict(page, "FAIL")
+        page.wait_for_selector(
+            f"[data-odds-verdict='{verdict}'][data-runs='20'][data-passes='{want.passes}']",
+            timeout=30_000,
+        )
+    text = page.locator("[data-odds-verdict]").inner_text()
+    assert "P(pass) 0.00 [0.00, 0.16]" in text and "0 of 20 seeds pass (0-19" in text
+
+
 def test_download_gives_a_design_gym_run_loads(page: Any, tmp_path: Path) -> None:
     box = page.locator(".gym-input-fetchers-replicas input")
     box.fill("5")

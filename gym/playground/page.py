@@ -34,6 +34,7 @@ from gym.playground.texts import (
     cost_html,
     esc,
     fix_html,
+    odds_html,
     progress_html,
     title_html,
     verdict_html,
@@ -66,16 +67,25 @@ class Page:
         self.fix_timer: Any = None
         self.busy = False  # a request-engine run in progress
         self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gym-page")
+        # The pass probability over many seeds, worked out in a thread of its own after
+        # each change, one batch at a time (a change meanwhile asks for one more, for the
+        # newest design): the run of one seed is shown at once, the odds a batch later.
+        self.odds_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gym-odds")
+        self.odds_running = False
+        self.odds_wanted = False
+        self.odds_version = -1  # the design version the odds shown are of
         self.view: View | None = None
         self._build()  # runs the design once, for the plots' first figures
         assert self.view is not None
         self._show(self.view)
         self._schedule_fix()
+        self._want_odds()
         doc.on_session_destroyed(self._closed)
 
     def _closed(self, _context: Any) -> None:
         """The tab is gone: drop the fix or run it waits for, free its worker thread."""
         self.pool.shutdown(wait=False, cancel_futures=True)
+        self.odds_pool.shutdown(wait=False, cancel_futures=True)
 
     # -- layout -----------------------------------------------------------------------------
     def _build(self) -> None:
@@ -85,6 +95,7 @@ class Page:
         s = self.session
         self.title = Div(name="title")
         self.verdict = Div(name="verdict", width=180)
+        self.odds = Div(name="odds", width=330, text="<i>P(pass): running the seeds...</i>")
         self.cost = Div(name="cost")
         self.error = Div(name="error", styles={"color": "#b42318"}, text="")
         self.status = Div(name="status", text="")
@@ -124,7 +135,7 @@ class Page:
         self.view = view
         self.figures = Figures(view)
         results = column(
-            row(self.verdict, self.cost),
+            row(self.verdict, self.odds, self.cost),
             self.slos,
             *self.figures.plots,
             self.why,
@@ -173,9 +184,10 @@ class Page:
         return self.session.design is not before
 
     def update(self) -> None:
-        """Run the design (flow engine) and show it."""
+        """Run the design (flow engine) and show it; its odds over many seeds follow."""
         self.generation += 1
         self.fix.text = ""
+        self._want_odds()
         if self.engine.active == 1:
             self._show_yaml()
             self.status.text = "The design changed: <i>Run the request engine</i> to see it."
@@ -246,6 +258,42 @@ class Page:
     def _fix_found(self, generation: int, text: str) -> None:
         if generation == self.generation:
             self.fix.text = "<h3>Suggested fix</h3>" + text
+
+    # -- the pass probability over many seeds ------------------------------------------------
+    def _want_odds(self) -> None:
+        """Ask for the current design's odds (none if they are shown already)."""
+        if self.odds_version == self.version:
+            return
+        self.odds_wanted = True
+        if not self.odds_running:
+            self._start_odds()
+
+    def _start_odds(self) -> None:
+        self.odds_wanted = False
+        self.odds_running = True
+        version, session = self.version, self.session
+        design, seed = session.design, session.seed
+
+        def work() -> None:
+            try:
+                text = odds_html(Session(design, session.scenario, "", seed).odds(), seed)
+            except Exception as exc:  # shown on the page, not raised
+                text = f"<small>P(pass): internal error: {esc(type(exc).__name__)}</small>"
+                log.exception("the playground's odds failed")
+            self._later(partial(self._odds_done, version, text))
+
+        with contextlib.suppress(RuntimeError):  # the tab was closed meanwhile
+            self.odds_pool.submit(work)
+
+    def _odds_done(self, version: int, text: str) -> None:
+        self.odds_running = False
+        if version == self.version:
+            self.odds.text = text
+            self.odds_version = version
+        else:
+            self.odds_wanted = True
+        if self.odds_wanted:
+            self._start_odds()
 
     # -- the request engine -----------------------------------------------------------------
     def _engine_changed(self) -> None:

@@ -25,6 +25,7 @@ from gym.system.graph import GraphDesign
 if TYPE_CHECKING:
     from gym.analysis.result import Result
     from gym.explore.fix import Fix, NoFix
+    from gym.explore.montecarlo import MonteCarloResult
 
 Kind = Literal["int", "float", "choice"]
 
@@ -300,6 +301,14 @@ class Session:
         )
         return view(result)
 
+    def odds(self, runs: int | None = None) -> MonteCarloResult:
+        """The design's pass probability over seeds ``seed .. seed + runs - 1`` (by
+        default :data:`ODDS_RUNS`) with the flow engine, as ``gym run --runs`` gives it:
+        one batch of runs (:func:`gym.explore.montecarlo.run_many`)."""
+        from gym.explore.montecarlo import run_many
+
+        return run_many(self.design, self.scenario, runs=runs or ODDS_RUNS, seed=self.seed)
+
     def fix(self, result: Result) -> Fix | NoFix | None:
         """The cheapest change that passes, for a failing flow run (None if it passed)."""
         if result.passed:
@@ -308,6 +317,10 @@ class Session:
 
         return suggest(result)
 
+
+#: Seeds the page takes its pass probability over: the design's verdict over many seeds,
+#: not one (what ``gym run --runs 20`` gives).
+ODDS_RUNS = 20
 
 #: A crawler design's optional sections, as the page offers to add them.
 OPTIONAL_SECTIONS = ("async_writer", "retries", "discovery")

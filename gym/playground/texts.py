@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gym.explore.montecarlo import MonteCarloResult
     from gym.playground.state import Session, View
 
 _VERDICT_STYLE = {
@@ -41,6 +42,23 @@ def verdict_html(verdict: str) -> str:
         f"<div style='{_VERDICT_STYLE.get(verdict, '')};font-size:28px;"
         f"padding:6px 18px;border-radius:6px;text-align:center' "
         f"data-verdict='{verdict}'>{verdict}</div>"
+    )
+
+
+def odds_html(mc: MonteCarloResult, seed: int) -> str:
+    """The pass probability over many seeds, its 95% interval and the verdict it gives
+    (``gym run --runs``'s rule)."""
+    low, high = mc.ci
+    verdict = mc.verdict.upper()
+    last = seed + mc.n - 1
+    return (
+        f"<div style='padding:4px 8px' data-passes='{mc.passes}' data-runs='{mc.n}' "
+        f"data-odds-verdict='{verdict}' data-units='{mc.cost_units}'>"
+        f"<b>P(pass) {mc.pass_probability:.2f}</b> [{low:.2f}, {high:.2f}] "
+        f"<span style='{_VERDICT_STYLE.get(verdict, '')};padding:0 6px;border-radius:4px'>"
+        f"{verdict}</span><br><small>{mc.passes} of {mc.n} seeds pass ({seed}-{last}, flow "
+        f"engine; 95% Wilson interval; PASS if its lower bound &ge; {mc.confidence:g}: "
+        f"<code>gym run --runs {mc.n}</code>)</small></div>"
     )
 
 
