@@ -206,13 +206,17 @@ def _drawn(seed: int) -> tuple[Any, Any]:
 
 
 MEMORY_CASES = {
-    "reference": (lambda: _shipped("reference.yaml"), 8),
-    "seen-set-8": (lambda: _shipped("levers/seen-set-8.yaml"), 1),  # lookups: the heaviest
-    "retry-backoff": (lambda: _shipped("levers/retry-backoff.yaml"), 2),
+    "reference": (lambda: _shipped("reference.yaml"), 8, 10),
+    "seen-set-8": (lambda: _shipped("levers/seen-set-8.yaml"), 1, 10),  # lookups: the heaviest
+    "retry-backoff": (lambda: _shipped("levers/retry-backoff.yaml"), 2, 10),
     # Drawn graphs: splits, joins, delays, loops, a write buffer (under tracemalloc a run
     # takes several times as long: two of them).
-    "drawn-3": (lambda: _drawn(3), 2),
-    "drawn-4": (lambda: _drawn(4), 2),
+    "drawn-3": (lambda: _drawn(3), 2, 10),
+    "drawn-4": (lambda: _drawn(4), 2, 10),
+    # 1-second ticks: what a run holds whatever its ticks is most of it.
+    "reference-1s-ticks": (lambda: _shipped("reference.yaml"), 8, 1000),
+    "drawn-0-1s-ticks": (lambda: _drawn(0), 4, 1000),
+    "drawn-14-1s-ticks": (lambda: _drawn(14), 4, 1000),
 }
 
 
@@ -221,11 +225,12 @@ def test_batch_memory_within_the_estimate(case: str) -> None:
     """What a batch allocates at its peak, per run, stays within :func:`run_bytes` (the
     figure batches are split by: shipped designs and drawn graphs, with splits, joins,
     delays and retries), and nothing of it is left once its results are read."""
-    make, runs = MEMORY_CASES[case]
+    make, runs, tick_ms = MEMORY_CASES[case]
     d, sc = make()
     scenario = sc if isinstance(sc, gym.Scenario) else gym.load_scenario(sc)
-    tasks = montecarlo.tasks_for(d, scenario, range(runs))
-    montecarlo.evaluate_batch(montecarlo.batches(tasks[:1])[0])  # imports, caches
+    tasks = montecarlo.tasks_for(d, scenario, range(runs), tick_ms=tick_ms)
+    warm = montecarlo.tasks_for(d, scenario, range(100, 102), tick_ms=tick_ms)
+    montecarlo.evaluate_batch(montecarlo.batches(warm)[0])  # imports, caches, row views
     gc.collect()
     tracemalloc.start()
     try:
@@ -235,8 +240,11 @@ def test_batch_memory_within_the_estimate(case: str) -> None:
         tracemalloc.stop()
     assert peak / len(tasks) <= montecarlo.run_bytes(tasks[0])
     # The components refer to one another; the engine unlinks them after a batch, so
-    # its arrays go with its results (not at the next full cyclic collection).
-    assert left < peak / 10
+    # its arrays go with its results (not at the next full cyclic collection). (With
+    # 1-second ticks the arrays are small beside the interpreter's own caches, some tens
+    # of KB that any run leaves: there the bound alone is checked.)
+    if tick_ms == 10:
+        assert left < peak / 10
 
 
 @pytest.mark.parametrize(
