@@ -241,7 +241,11 @@ def simulate_many(
     """:func:`simulate` for each of ``seeds``: the inputs checked once, and the flow
     engine's runs advanced together (one batch), each result the one :func:`simulate`
     gives for its seed, to the last digit. The request engine runs them one by one
-    (``max_urls`` is per run)."""
+    (``max_urls`` is per run).
+
+    The flow engine's results of one call share their per-tick arrays (a row each of the
+    batch's): one result kept keeps the whole batch's, some megabytes a run. To keep a
+    few results of many seeds, call :func:`simulate` for those seeds, or this with fewer."""
     if not isinstance(design, Design | GraphDesign):
         design = load_design(design)
     if scenario is None:

@@ -8,6 +8,7 @@ import math
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -316,3 +317,68 @@ def test_gym_serve_refuses_a_port_in_use() -> None:
         )
     assert out.returncode == 2
     assert out.stderr.startswith(f"error: --port: cannot listen on 127.0.0.1:{port}: "), out.stderr
+
+
+def test_the_page_runs_one_batch_of_odds_per_design(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The odds are worked out once per design, one batch at a time, and those shown are
+    marked as the design before's until the new design's come: switching to the request
+    engine and back reruns nothing; a change while a batch runs gets its own next."""
+    import threading
+    import time
+
+    pytest.importorskip("bokeh")
+    from bokeh.document import Document
+
+    from gym.playground import page
+
+    started: list[int] = []
+    gates = [threading.Event() for _ in range(4)]  # each batch held until the test lets go
+    real = Session.odds
+
+    def odds(self: Session, runs: int | None = None) -> Any:
+        started.append(self.design.fetchers.replicas)  # type: ignore[union-attr]
+        gates[len(started) - 1].wait(10)
+        return real(self, runs)
+
+    monkeypatch.setattr(Session, "odds", odds)
+    todo: list[Any] = []
+
+    class Doc(Document):  # the server loop's turns, taken by the test
+        def add_next_tick_callback(self, callback: Any) -> Any:
+            todo.append(callback)
+
+        def add_timeout_callback(self, callback: Any, timeout: Any) -> Any:
+            return None
+
+    def settle(done: Any) -> None:
+        end = time.monotonic() + 30
+        while not done() and time.monotonic() < end:
+            while todo:
+                todo.pop(0)()
+            time.sleep(0.01)
+
+    def change(replicas: int) -> None:
+        p._change("fetchers.replicas", replicas)
+        p._apply()
+
+    p = page.Page(Doc(), session)
+    p.engine.active = 1
+    p.engine.active = 0  # back to the flow engine while the batch runs: the same design
+    gates[0].set()
+    settle(lambda: "data-odds-verdict='PASS'" in p.odds.text)
+    time.sleep(0.2)
+    settle(lambda: not todo)
+    assert started == [4]
+    change(3)
+    # Until its batch has run, the odds shown are marked as the design before's.
+    assert "data-stale" in p.odds.text and "data-odds-verdict" not in p.odds.text
+    settle(lambda: len(started) == 2)
+    change(5)  # a change while the batch of 3 replicas runs: 5's comes next
+    gates[1].set()
+    gates[2].set()
+    settle(lambda: "data-units='8'" in p.odds.text)
+    assert started == [4, 3, 5]
+    assert "data-odds-verdict='PASS'" in p.odds.text and "data-stale" not in p.odds.text
+    p._closed(None)

@@ -36,6 +36,7 @@ from gym.playground.texts import (
     fix_html,
     odds_html,
     progress_html,
+    stale_odds_html,
     title_html,
     verdict_html,
 )
@@ -74,6 +75,7 @@ class Page:
         self.odds_running = False
         self.odds_wanted = False
         self.odds_version = -1  # the design version the odds shown are of
+        self.odds_for = -1  # the design version the batch running is of
         self.view: View | None = None
         self._build()  # runs the design once, for the plots' first figures
         assert self.view is not None
@@ -261,9 +263,12 @@ class Page:
 
     # -- the pass probability over many seeds ------------------------------------------------
     def _want_odds(self) -> None:
-        """Ask for the current design's odds (none if they are shown already)."""
-        if self.odds_version == self.version:
+        """Ask for the current design's odds (none if they are shown or on their way), and
+        mark the odds shown as an earlier design's."""
+        if self.version in (self.odds_version, self.odds_for if self.odds_running else None):
             return
+        if self.odds_version >= 0 and not self.odds_wanted:
+            self.odds.text = stale_odds_html(self.odds.text)
         self.odds_wanted = True
         if not self.odds_running:
             self._start_odds()
@@ -272,6 +277,7 @@ class Page:
         self.odds_wanted = False
         self.odds_running = True
         version, session = self.version, self.session
+        self.odds_for = version
         design, seed = session.design, session.seed
 
         def work() -> None:
@@ -290,9 +296,7 @@ class Page:
         if version == self.version:
             self.odds.text = text
             self.odds_version = version
-        else:
-            self.odds_wanted = True
-        if self.odds_wanted:
+        else:  # the design changed meanwhile: the newest one's
             self._start_odds()
 
     # -- the request engine -----------------------------------------------------------------

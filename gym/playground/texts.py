@@ -62,6 +62,19 @@ def odds_html(mc: MonteCarloResult, seed: int) -> str:
     )
 
 
+def stale_odds_html(shown: str) -> str:
+    """The odds shown, marked as an earlier design's while the design's own are worked
+    out (faded, and without the data attributes that say whose they are)."""
+    if "data-stale" in shown:
+        return shown
+    return (
+        "<div style='opacity:0.4' data-stale='1'><small><i>P(pass) of the design before, "
+        "until this one's seeds have run:</i></small>"
+        + shown.replace("data-odds-verdict=", "data-was-verdict=")
+        + "</div>"
+    )
+
+
 def cost_html(s: Session, view: View) -> str:
     slo = s.scenario.slos.cost_units
     limit = f" (SLO: at most {slo.max:g})" if slo is not None else ""

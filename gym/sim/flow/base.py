@@ -102,10 +102,12 @@ _COUNTING = np.arange(1, 4097, dtype=np.float64)
 def counting(n: int) -> np.ndarray:
     """1.0, 2.0, ..., n (a shared read-only array: slice it, do not write to it)."""
     global _COUNTING
-    if len(_COUNTING) < n:
-        _COUNTING = np.arange(1, max(n, 2 * len(_COUNTING)) + 1, dtype=np.float64)
-        _COUNTING.flags.writeable = False
-    return _COUNTING[:n]
+    counts = _COUNTING  # (read once: another thread may grow it meanwhile)
+    if len(counts) < n:
+        counts = np.arange(1, max(n, 2 * len(counts)) + 1, dtype=np.float64)
+        counts.flags.writeable = False
+        _COUNTING = counts
+    return counts[:n]
 
 
 _COUNTING.flags.writeable = False
