@@ -6,7 +6,9 @@ internet."""
 from __future__ import annotations
 
 import errno
+import signal
 import socket
+import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -98,7 +100,27 @@ def serve(
     server.start()
     if ready is not None:
         ready(f"http://{host}:{port}/")
+    # Ctrl-C and SIGTERM stop the loop from within it (a KeyboardInterrupt raised where the
+    # signal lands can fall in a callback, a weak reference's, that swallows it: the server
+    # went on), then end the command as an interrupt does everywhere (exit 130).
+    stopped: list[int] = []
+    signals = (signal.SIGINT, signal.SIGTERM)
+    loop = server.io_loop.asyncio_loop
+    here = threading.current_thread() is threading.main_thread()
+
+    def stop(signum: int) -> None:
+        stopped.append(signum)
+        server.io_loop.stop()
+
+    if here:
+        for s in signals:
+            loop.add_signal_handler(s, stop, s)
     try:
         server.io_loop.start()
     finally:
+        if here:
+            for s in signals:
+                loop.remove_signal_handler(s)
         server.stop()
+    if stopped:
+        raise KeyboardInterrupt
