@@ -463,32 +463,30 @@ def _queue_loop(
 
 
 def build(b: Build, node: Node) -> Queue:
-    p = node.params
-    return Queue(
-        b.env,
-        stream(b.seed, node.name),
-        b.ledger,
-        p.buffer,
-        p.drain_rps,
-        seen_fraction=p.seen_fraction,
-        false_positive_rate=p.false_positive_rate,
-        variant_fraction=p.variant_fraction,
-    )
+    return _made(b, node, stream(b.seed, node.name))
 
 
 def batch(builds: Sequence[Build], node: Node) -> Queue:
     """One queue for the runs of a batch, a row each, each run's own generator."""
-    b, p = builds[0], node.params
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    return _made(builds[0], node, rngs, rows=len(builds))
+
+
+def _made(
+    b: Build, node: Node, rng: np.random.Generator | PerRow, rows: int | None = None
+) -> Queue:
+    """A node's queue, on one run's generator or a batch's (``rows`` runs)."""
+    p = node.params
     return Queue(
         b.env,
-        PerRow(stream(x.seed, node.name) for x in builds),
+        rng,
         b.ledger,
         p.buffer,
         p.drain_rps,
         seen_fraction=p.seen_fraction,
         false_positive_rate=p.false_positive_rate,
         variant_fraction=p.variant_fraction,
-        rows=len(builds),
+        rows=rows,
     )
 
 
