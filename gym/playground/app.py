@@ -104,23 +104,29 @@ def serve(
     # signal lands can fall in a callback, a weak reference's, that swallows it: the server
     # went on), then end the command as an interrupt does everywhere (exit 130).
     stopped: list[int] = []
-    signals = (signal.SIGINT, signal.SIGTERM)
     loop = server.io_loop.asyncio_loop
-    here = threading.current_thread() is threading.main_thread()
+    # The handlers in force (the command's), put back once the loop has stopped; none to
+    # replace outside the main thread, or where the loop cannot take signals (Windows).
+    previous = {}
+    if threading.current_thread() is threading.main_thread():
+        previous = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
     def stop(signum: int) -> None:
         stopped.append(signum)
         server.io_loop.stop()
 
-    if here:
-        for s in signals:
+    for s in list(previous):
+        try:
             loop.add_signal_handler(s, stop, s)
+        except NotImplementedError:
+            del previous[s]
     try:
         server.io_loop.start()
     finally:
-        if here:
-            for s in signals:
-                loop.remove_signal_handler(s)
+        for s, handler in previous.items():
+            loop.remove_signal_handler(s)
+            if handler is not None:  # (None: not set from Python, nothing to put back)
+                signal.signal(s, handler)
         server.stop()
     if stopped:
         raise KeyboardInterrupt
