@@ -293,6 +293,47 @@ def test_walks_at_once_as_run_alone(design: str, monkeypatch: pytest.MonkeyPatch
         assert differences(a, b) == []
 
 
+def test_quiet_stretches_walked_at_once_as_run_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stretch that meets no full tick is walked at once (a cumulative sum, no draw);
+    one that does, tick by tick. In a batch of 60 starter runs under the deep crawl,
+    some runs' stretches are quiet and others not, side by side: each run is still its
+    seed's own. And the quiet walk gives a station's figures exactly as tick by tick does
+    (a single run's store, walked both ways)."""
+    kinds: list[str] = []
+    quiet_rows = walk._quiet_rows
+
+    def spy(*args: Any) -> Any:
+        quiet = quiet_rows(*args)
+        kinds.append("all" if quiet.all() else "some" if quiet.any() else "none")
+        return quiet
+
+    monkeypatch.setattr(walk, "_quiet_rows", spy)
+    d = gym.load_design(ROOT / "designs" / "starter.yaml")
+    sc = gym.load_scenario(ROOT / "scenarios" / "levers" / "deep-crawl.yaml")
+    seeds = list(range(60))
+    many, ones = _records(d, sc, seeds)
+    assert "some" in kinds and "all" in kinds  # both, in one batch
+    for a, b in zip(many, ones, strict=True):
+        assert differences(a, b) == [], f"seed {a.seed}"
+    # A single run, its quiet stretches walked at once, then with that turned off: the
+    # same figures, tick by tick.
+    walked: list[bool] = []
+    quiet = walk.SlotWalk._quiet
+
+    def counted(*args: Any) -> bool:
+        walked.append(quiet(*args))
+        return walked[-1]
+
+    monkeypatch.setattr(walk.SlotWalk, "_quiet", counted)
+    d = gym.load_design(ROOT / "designs" / "content-dedup.yaml")
+    sc = gym.load_scenario(ROOT / "scenarios" / "levers" / "store-brownout.yaml")
+    fast = gym.simulate(d, sc, seed=4).metrics.record
+    assert True in walked and False in walked  # (the store's: one quiet stretch, one not)
+    monkeypatch.setattr(walk.SlotWalk, "_quiet", lambda *args: False)
+    slow = gym.simulate(d, sc, seed=4).metrics.record
+    assert differences(fast, slow) == []
+
+
 def test_no_seeds_and_bad_seeds() -> None:
     """No seeds: no runs (a graph with delayed edges too); seeds that are not a list of
     whole numbers: a GymError naming them."""

@@ -124,6 +124,8 @@ class SlotWalk:
         ``down``: the caller fails those as unavailable, and no service starts)."""
         count = len(arriving)
         stretch = factors[t0 : t0 + count]
+        if count and not smooth.any() and self._quiet(arriving, down, never, stretch, t0):
+            return np.zeros(count, dtype=np.int64)
         # The ends of this stretch and of the takes it books, as a list (numpy's scalar
         # reads and writes cost more than the rest of a tick), written back at the end.
         reach = self.span(float(stretch.max()))[0] + 2 if count else 0
@@ -168,6 +170,42 @@ class SlotWalk:
         self.ends[t0:top] = ends
         self.busy, self.carry = busy, carry
         return np.array(lost, dtype=np.int64)
+
+    def _quiet(
+        self, arriving: IntArray, down: np.ndarray, never: np.ndarray, stretch: np.ndarray, t0: int
+    ) -> bool:
+        """Walk a stretch at once if no tick of it meets its slots full, as most stretches
+        of a station near its slots do not: then every arrival is taken (but in a tick
+        ``down``), no draw is made, and the busy slots are a cumulative sum. Whether that
+        holds is checked first, from the walk it gives; if any tick would turn URLs away
+        (or a service ends a share of its takes a tick later: a draw each tick), nothing is
+        changed and the stretch is walked tick by tick. The same figures either way."""
+        spans = {f: self.span(f) for f in set(stretch.tolist())}
+        if any(late or whole < 1 for whole, late in spans.values()):
+            return False
+        if len(spans) == 1:
+            whole: int | IntArray = next(iter(spans.values()))[0]
+        else:
+            whole = np.array([spans[f][0] for f in stretch.tolist()], dtype=np.int64)
+        count = len(arriving)
+        take = np.where(down, 0, arriving)
+        at = np.arange(t0, t0 + count) + whole  # the tick each tick's takes end in
+        # The ends each tick meets: those booked before the stretch, and its own earlier
+        # ticks' (a service of a tick or more ends in a later tick than it began).
+        met = self.ends[t0 : t0 + count].copy()
+        inside = at < t0 + count
+        np.add.at(met, at[inside] - t0, take[inside])
+        busy = self.busy + np.cumsum(take - met)  # at the end of each tick
+        before = np.empty(count, dtype=np.int64)  # at the start of each tick
+        before[0] = self.busy
+        before[1:] = busy[:-1]
+        checked = (take > 0) & ~never  # (a paced stream's ticks that cannot fill: none)
+        if bool((take[checked] > self.slots - before[checked]).any()):
+            return False
+        ok = at < len(self.ends)
+        np.add.at(self.ends, at[ok], take[ok])
+        self.busy = int(busy[-1])
+        return True
 
 
 def book_rows(
@@ -230,6 +268,27 @@ def step_rows(
                 for i, w in enumerate(walks)
             ]
         )
+    if count and min(whole for whole, _ in spans) >= 1:
+        # The runs whose stretch meets no full tick, at once (SlotWalk._quiet for each).
+        quiet = _quiet_rows(walks, ends, rows, arriving, down, never, smooth, spans, t0)
+        if quiet.all():
+            return np.zeros(arriving.shape, dtype=np.int64)
+        if quiet.any():
+            lost = np.zeros(arriving.shape, dtype=np.int64)
+            left = np.flatnonzero(~quiet)
+            lost[left] = step_rows(
+                [walks[i] for i in left.tolist()],
+                ends,
+                [rows[i] for i in left.tolist()],
+                arriving[left],
+                down,
+                never[left],
+                smooth[left],
+                shares[left],
+                factors,
+                t0,
+            )
+            return lost
     slots = walks[0].slots
     reach = max(whole for whole, _ in spans) + 2
     top = min(ends.shape[1], t0 + count + reach)
@@ -281,6 +340,44 @@ def step_rows(
         w.busy, w.carry = b, c
     lost = lost.T
     return lost
+
+
+def _quiet_rows(
+    walks: Sequence[SlotWalk],
+    ends: np.ndarray,
+    rows: list[int],
+    arriving: IntArray,
+    down: np.ndarray,
+    never: np.ndarray,
+    smooth: np.ndarray,
+    spans: list[tuple[int, float]],
+    t0: int,
+) -> np.ndarray:
+    """:meth:`SlotWalk._quiet` for the runs of a batch at once (each tick's span whole
+    ticks, at least one, none late): which runs' stretches meet no full tick (and have no
+    smooth tick); those are walked and booked here, the others left as they were."""
+    count = arriving.shape[1]
+    whole = np.array([w for w, _ in spans], dtype=np.int64)
+    take = np.where(down, 0, arriving)
+    at = np.arange(t0, t0 + count) + whole
+    index = np.asarray(rows)
+    met = ends[index, t0 : t0 + count]  # (a copy: fancy indexing)
+    inside = at < t0 + count
+    np.add.at(met.T, at[inside] - t0, take[:, inside].T)  # (by tick: a tick may repeat)
+    start = np.array([w.busy for w in walks], dtype=np.int64)
+    busy = start[:, None] + np.cumsum(take - met, axis=1)
+    before = np.empty_like(busy)
+    before[:, 0] = start
+    before[:, 1:] = busy[:, :-1]
+    full = (take > 0) & ~never & (take > walks[0].slots - before)
+    quiet: np.ndarray = ~(full.any(axis=1) | smooth.any(axis=1))
+    if quiet.any():
+        ok = at < ends.shape[1]
+        mine = np.flatnonzero(quiet)
+        np.add.at(ends, (index[mine][:, None], at[ok][None, :]), take[mine][:, ok])
+        for i, b in zip(mine.tolist(), busy[mine, -1].tolist(), strict=True):
+            walks[i].busy = int(b)
+    return quiet
 
 
 class DrawnWalk(SlotWalk):
