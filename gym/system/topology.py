@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from gym.core.errors import Problem
@@ -72,10 +73,6 @@ class Topology:
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
     _by_name: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
-    # The visiting order, once found (the topology does not change; replace() starts anew).
-    _order: list[tuple[str, ...]] = field(
-        default_factory=list, compare=False, repr=False, init=False
-    )
 
     def __post_init__(self) -> None:
         self._by_name.update({n.name: n for n in self.nodes})
@@ -109,11 +106,10 @@ class Topology:
         the nodes feeding it without a delay (Kahn's algorithm, declaration order among
         the ready ones, so a chain keeps its order). Raises ValueError on a cycle
         without a delay (:func:`problems` names it first)."""
-        if not self._order:
-            self._order.append(self._visit())
-        return self._order[0]
+        return self._visited
 
-    def _visit(self) -> tuple[str, ...]:
+    @cached_property
+    def _visited(self) -> tuple[str, ...]:  # once: the topology does not change
         waiting = {n: 0 for n in self.names}
         for e in self.edges:
             if not e.delay_s and e.target in waiting and e.source in waiting:

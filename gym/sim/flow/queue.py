@@ -18,7 +18,6 @@ from gym.sim.flow.base import (
     RatedComponent,
     connect_upstream,
     one_of,
-    per_row,
     thinned,
     view_of,
 )
@@ -70,9 +69,8 @@ class Queue(RatedComponent):
         # The two quotas' banks (see _paired): the hand-out quota's whole URLs not yet
         # matched by a fleet start, and the fleet's not yet matched by a hand-out, as one
         # walk (None: both empty, as at the start and when either rate changes).
-        # In a batch, the same in every run (only the rates and quotas, alike in all, move
-        # it): each run's row view reads and writes its own item, and the batch's row 0.
-        self._bank: int | None = None if rows is None else PerRow([None] * rows)  # type: ignore[assignment]
+        # In a batch, the same in every run: only the rates and quotas, alike in all, move it.
+        self._bank: int | None = None
         # In front of a slotted fleet instead: the hand-out bucket's whole tokens (None:
         # full, as at the start); a batch's each run's own.
         self._tokens: int | None = None if rows is None else PerRow([None] * rows)  # type: ignore[assignment]
@@ -102,7 +100,7 @@ class Queue(RatedComponent):
 
     def _advance_rows(self, t0: int, t1: int) -> None:
         """:meth:`_advance_run` for every run of a batch at once, to the last digit: the
-        quotas are alike in every run (:meth:`_paired` once, on run 0's view); the runs in
+        quotas are alike in every run (:meth:`_paired` once, for all); the runs in
         which nothing waits and nothing arrives beyond them pass through, and the others'
         queues are each run's walk (:func:`_queue`); what follows is the same array
         operations on every row (on a passing row they change nothing)."""
@@ -110,9 +108,7 @@ class Queue(RatedComponent):
         assert upstream is not None and rows is not None
         if self.fleet is not None:
             self.fleet.reserve(t1)
-            limit, fleet_quota = view_of(self, 0)._paired(t0, t1)
-            banks = per_row(self._bank)
-            banks[1:] = [banks[0]] * (rows - 1)
+            limit, fleet_quota = self._paired(t0, t1)  # (alike in every run: once)
         else:
             limit = fleet_quota = self.capacity[t0:t1]
         arrived = upstream.out[..., t0:t1]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class SlotWalk:
         ``down``: the caller fails those as unavailable, and no service starts)."""
         count = len(arriving)
         stretch = factors[t0 : t0 + count]
-        if count and not smooth.any() and self._quiet(arriving, down, never, stretch, t0):
+        if count and self._quiet(arriving, down, never, smooth, stretch, t0):
             return np.zeros(count, dtype=np.int64)
         # The ends of this stretch and of the takes it books, as a list (numpy's scalar
         # reads and writes cost more than the rest of a tick), written back at the end.
@@ -172,40 +173,28 @@ class SlotWalk:
         return np.array(lost, dtype=np.int64)
 
     def _quiet(
-        self, arriving: IntArray, down: np.ndarray, never: np.ndarray, stretch: np.ndarray, t0: int
+        self,
+        arriving: IntArray,
+        down: np.ndarray,
+        never: np.ndarray,
+        smooth: np.ndarray,
+        stretch: np.ndarray,
+        t0: int,
     ) -> bool:
-        """Walk a stretch at once if no tick of it meets its slots full, as most stretches
-        of a station near its slots do not: then every arrival is taken (but in a tick
-        ``down``), no draw is made, and the busy slots are a cumulative sum. Whether that
-        holds is checked first, from the walk it gives; if any tick would turn URLs away
-        (or a service ends a share of its takes a tick later: a draw each tick), nothing is
-        changed and the stretch is walked tick by tick. The same figures either way."""
-        spans = {f: self.span(f) for f in set(stretch.tolist())}
-        if any(late or whole < 1 for whole, late in spans.values()):
-            return False
-        if len(spans) == 1:
-            whole: int | IntArray = next(iter(spans.values()))[0]
-        else:
-            whole = np.array([spans[f][0] for f in stretch.tolist()], dtype=np.int64)
-        count = len(arriving)
-        take = np.where(down, 0, arriving)
-        at = np.arange(t0, t0 + count) + whole  # the tick each tick's takes end in
-        # The ends each tick meets: those booked before the stretch, and its own earlier
-        # ticks' (a service of a tick or more ends in a later tick than it began).
-        met = self.ends[t0 : t0 + count].copy()
-        inside = at < t0 + count
-        np.add.at(met, at[inside] - t0, take[inside])
-        busy = self.busy + np.cumsum(take - met)  # at the end of each tick
-        before = np.empty(count, dtype=np.int64)  # at the start of each tick
-        before[0] = self.busy
-        before[1:] = busy[:-1]
-        checked = (take > 0) & ~never  # (a paced stream's ticks that cannot fill: none)
-        if bool((take[checked] > self.slots - before[checked]).any()):
-            return False
-        ok = at < len(self.ends)
-        np.add.at(self.ends, at[ok], take[ok])
-        self.busy = int(busy[-1])
-        return True
+        """Walk a stretch at once if no tick of it meets its slots full (:func:`_quiet_rows`
+        for this one run); else change nothing: it is walked tick by tick."""
+        one = _quiet_rows(
+            [self],
+            self.ends[None, :],
+            [0],
+            arriving[None, :],
+            down,
+            never[None, :],
+            smooth[None, :],
+            stretch,
+            t0,
+        )
+        return bool(one[0])
 
 
 def book_rows(
@@ -260,7 +249,7 @@ def step_rows(
     service ends a share of its takes a tick later (a draw each tick)."""
     count = arriving.shape[1]
     stretch = factors[t0 : t0 + count]
-    spans = [walks[0].span(float(f)) for f in stretch.tolist()]
+    spans = [walks[0].span(f) for f in stretch.tolist()]
     if len(walks) < ROWS_AT_ONCE or any(late for _, late in spans):
         return np.stack(
             [
@@ -268,9 +257,9 @@ def step_rows(
                 for i, w in enumerate(walks)
             ]
         )
-    if count and min(whole for whole, _ in spans) >= 1:
+    if count:
         # The runs whose stretch meets no full tick, at once (SlotWalk._quiet for each).
-        quiet = _quiet_rows(walks, ends, rows, arriving, down, never, smooth, spans, t0)
+        quiet = _quiet_rows(walks, ends, rows, arriving, down, never, smooth, stretch, t0)
         if quiet.all():
             return np.zeros(arriving.shape, dtype=np.int64)
         if quiet.any():
@@ -350,20 +339,41 @@ def _quiet_rows(
     down: np.ndarray,
     never: np.ndarray,
     smooth: np.ndarray,
-    spans: list[tuple[int, float]],
+    stretch: np.ndarray,
     t0: int,
 ) -> np.ndarray:
-    """:meth:`SlotWalk._quiet` for the runs of a batch at once (each tick's span whole
-    ticks, at least one, none late): which runs' stretches meet no full tick (and have no
-    smooth tick); those are walked and booked here, the others left as they were."""
+    """Which runs of a batch meet no full tick in their stretch (slowdowns ``stretch``):
+    those are walked at once here (every arrival taken but in a tick ``down``, no draw,
+    the busy slots a cumulative sum, checked from the walk it gives) and the others left
+    as they were, to be walked tick by tick. None qualifies where a service ends a share
+    of its takes a tick later (a draw each tick) or within its own tick, nor a run with a
+    smooth tick (a share of its arrivals lost even with slots free). The same figures
+    either way."""
     count = arriving.shape[1]
-    whole = np.array([w for w, _ in spans], dtype=np.int64)
+    spans = {f: walks[0].span(f) for f in set(stretch.tolist())}
+    if any(late or whole < 1 for whole, late in spans.values()):
+        return np.zeros(len(walks), dtype=bool)
+    at = np.arange(t0, t0 + count)  # the tick each tick's takes end in
+    repeats = len(spans) > 1  # (one span: each tick's takes end in a tick of their own)
+    if repeats:
+        at += np.array([spans[f][0] for f in stretch.tolist()], dtype=np.int64)
+    else:
+        at += next(iter(spans.values()))[0]
+
+    def add(a: np.ndarray, rows: Any, ticks: IntArray, values: IntArray) -> None:
+        """``a[rows, ticks] += values``, each value added where a tick repeats."""
+        if not repeats:
+            a[rows, ticks] += values
+        elif isinstance(rows, slice):
+            np.add.at(a.T, ticks, values.T)
+        else:
+            np.add.at(a, (rows, ticks[None, :]), values)
+
     take = np.where(down, 0, arriving)
-    at = np.arange(t0, t0 + count) + whole
     index = np.asarray(rows)
     met = ends[index, t0 : t0 + count]  # (a copy: fancy indexing)
     inside = at < t0 + count
-    np.add.at(met.T, at[inside] - t0, take[:, inside].T)  # (by tick: a tick may repeat)
+    add(met, slice(None), at[inside] - t0, take[:, inside])
     start = np.array([w.busy for w in walks], dtype=np.int64)
     busy = start[:, None] + np.cumsum(take - met, axis=1)
     before = np.empty_like(busy)
@@ -374,7 +384,7 @@ def _quiet_rows(
     if quiet.any():
         ok = at < ends.shape[1]
         mine = np.flatnonzero(quiet)
-        np.add.at(ends, (index[mine][:, None], at[ok][None, :]), take[mine][:, ok])
+        add(ends, index[mine][:, None], at[ok], take[mine][:, ok])
         for i, b in zip(mine.tolist(), busy[mine, -1].tolist(), strict=True):
             walks[i].busy = int(b)
     return quiet
