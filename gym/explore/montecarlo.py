@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from gym.analysis.scoring import SLO_NAMES
+from gym.core import heap
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, MAX_RUNS
 from gym.explore.parallel import Executor, Interrupted, Progress, Serial
 from gym.models import Design, Scenario
@@ -231,7 +232,8 @@ def run_tasks(
             progress(sum(next(sizes, 0) for _ in range(n)))
 
     try:
-        results = executor.map(evaluate_batch, work, done)
+        with heap.kept():  # each batch reuses the memory the one before freed
+            results = executor.map(evaluate_batch, work, done)
     except Interrupted as stop:
         raise Interrupted([r for batch in stop.done for r in batch]) from None
     return [r for batch in results for r in batch]
