@@ -9,7 +9,9 @@ array of every component, what is in flight at the end, and the latency estimate
 from __future__ import annotations
 
 import gc
-import resource
+import json
+import subprocess
+import sys
 import tracemalloc
 from typing import Any
 
@@ -354,27 +356,49 @@ def test_request_runs_go_one_to_a_batch() -> None:
     assert [b.seeds for b in montecarlo.batches(tasks)] == [(k,) for k in range(5)]
 
 
+_FAULTS = """
+import json, resource, sys
+import numpy as np
+from gym.core import heap
+
+block = 8 * 2**20  # above glibc's default mmap threshold
+
+
+def fill(total):
+    start = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    arrays = [np.ones(block // 8) for _ in range(total // block)]
+    del arrays
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - start
+
+
+kept = 64 * 2**20
+if sys.argv[1] == "keep":
+    assert heap.keep(kept) == kept
+fill(kept // 2)
+reused = fill(kept // 2)
+fill(2 * kept)  # more than is kept free at once
+print(json.dumps([reused, fill(kept // 2)]))
+"""
+
+
 @pytest.mark.skipif(heap._glibc() is None, reason="glibc's malloc only")
 def test_batches_reuse_the_memory_freed() -> None:
-    """Inside ``heap.kept`` (what ``run_tasks`` enters), arrays of a few MB freed by one
-    batch are the next one's without the kernel zeroing their pages again: allocating
-    and filling 64 MB a second time faults in (almost) no new page. Once the last
-    (nested) entry leaves, the heap is trimmed: the same 64 MB faults in anew."""
-    size = 8 * 2**20 // 8  # 8 MB of float64, above glibc's default mmap threshold
+    """Once a batch has run (``heap.keep``, as ``evaluate_batch`` calls it), arrays of a
+    few MB freed by one batch are the next one's without the kernel zeroing their pages
+    again; when more than the amount kept is free at once, it goes back to the system.
+    In a fresh process each way, so that nothing else holds the heap's top."""
 
-    def fill() -> int:
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-        arrays = [np.ones(size) for _ in range(8)]
-        del arrays
-        return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
+    def faults(how: str) -> list[int]:
+        out = subprocess.run(
+            [sys.executable, "-c", _FAULTS, how], capture_output=True, text=True, check=True
+        )
+        got: list[int] = json.loads(out.stdout)
+        return got
 
-    with heap.kept():
-        with heap.kept():
-            fill()
-        second = fill()  # the outer entry still keeps
-        assert heap._depth == 1
-    assert heap._depth == 0
-    outside = fill()
-    # 64 MB is 16,384 pages of 4 KB (or 32 huge pages of 2 MB) when the kernel hands it
-    # over anew; kept, only the arrays' bookkeeping is new.
-    assert second * 4 < outside, (second, outside)
+    reused, after_more = faults("keep")
+    again, _ = faults("default")
+    # 32 MB is 8,192 pages of 4 KB (or 16 huge pages of 2 MB) when the kernel hands it
+    # over anew (glibc's default: blocks of 8 MB are mapped and unmapped each time); kept,
+    # only the arrays' bookkeeping is new, until more than is kept was freed at once.
+    assert reused * 4 < again, (reused, again)
+    assert reused * 4 < after_more, (reused, after_more)

@@ -99,6 +99,7 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
     """Run one batch; what aggregation needs of each run, in seed order."""
     from gym.api import simulate_many
 
+    heap.keep(BATCH_BYTES)  # the next batch in this process reuses this one's memory
     model = GraphDesign if "graph" in b.design else Design
     design = model.model_validate(b.design)
     scenario = Scenario.model_validate(b.scenario)
@@ -232,8 +233,7 @@ def run_tasks(
             progress(sum(next(sizes, 0) for _ in range(n)))
 
     try:
-        with heap.kept():  # each batch reuses the memory the one before freed
-            results = executor.map(evaluate_batch, work, done)
+        results = executor.map(evaluate_batch, work, done)
     except Interrupted as stop:
         raise Interrupted([r for batch in stop.done for r in batch]) from None
     return [r for batch in results for r in batch]

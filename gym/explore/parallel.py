@@ -18,7 +18,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol
 
-from gym.core import heap
 from gym.core.errors import GymError
 
 Progress = Callable[[int], None]
@@ -87,7 +86,7 @@ class LocalPool:
         workers = min(self.workers, len(tasks))
         chunk = max(1, len(tasks) // (workers * 16))
         out: list[Any] = []
-        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_start)
+        pool = ProcessPoolExecutor(max_workers=workers, initializer=_worker_signals)
         try:
             for result in pool.map(fn, tasks, chunksize=chunk):
                 out.append(result)
@@ -106,13 +105,11 @@ class LocalPool:
         return out
 
 
-def _worker_start() -> None:
+def _worker_signals() -> None:
     """Workers leave Ctrl-C and SIGTERM to the parent, which keeps the finished results
     and shuts the pool down: a signal sent to the whole process group (Ctrl-C, ``kill
     -TERM -PGID``) must not kill a worker and break the pool before the parent saves what
-    is done. Workers end when the parent does. A worker's batches reuse the memory the
-    batch before freed (:func:`gym.core.heap.keep`)."""
-    heap.keep()
+    is done. Workers end when the parent does."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
