@@ -114,11 +114,12 @@ def test_gym_run_does_not_import_pandas_or_matplotlib() -> None:
         ("run", "--help"),
         ("validate", str(REFERENCE)),
         ("schema", "-o", "SCHEMA_DIR"),
+        ("slo", "export", str(CHAOS)),
     ],
-    ids=["help", "run-help", "validate", "schema"],
+    ids=["help", "run-help", "validate", "schema", "slo-export"],
 )
 def test_commands_that_run_nothing_import_no_engine(argv: tuple[str, ...], tmp_path: Path) -> None:
-    """`gym --help`, `validate` and `schema` start fast: no numpy, SimPy, pandas or
+    """`gym --help`, `validate`, `schema` and `slo export` start fast: no numpy, SimPy, pandas or
     matplotlib (the engines and what scores them load only when a run needs them); the
     help loads no rich either."""
     argv = tuple(str(tmp_path / "schemas") if a == "SCHEMA_DIR" else a for a in argv)
@@ -132,6 +133,8 @@ def test_commands_that_run_nothing_import_no_engine(argv: tuple[str, ...], tmp_p
         assert "valid design" in proc.stdout
     if argv[0] == "schema":
         assert (tmp_path / "schemas" / "design.schema.json").exists()
+    if argv[0] == "slo":
+        assert "kind: SLO" in proc.stdout
 
 
 def test_installed_console_script_exit_codes() -> None:

@@ -127,4 +127,7 @@ def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt =
     console.print(
         f"{one_line(s._source)}: valid scenario '{one_line(s.name)}', {s.duration_s:g} s, "
         f"{len(s.load)} load stage(s), {len(s.faults)} fault(s), {s.slos.count()} SLO(s)"
+        + (f" from {one_line(s._slos_file)}" if s._slos_file else "")
     )
+    for note in s._slos_notes:
+        console.print(f"note: {one_line(note)}")

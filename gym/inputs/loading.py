@@ -92,8 +92,30 @@ def _means_graph(data: dict[Any, Any]) -> bool:
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and validate a scenario file (scenarios/*.yaml)."""
-    return _load(Scenario, path, "scenario")
+    """Read and validate a scenario file (scenarios/*.yaml); its ``slos_from`` (an
+    OpenSLO file, relative to it) read into its ``slos``."""
+    scenario = _load(Scenario, path, "scenario")
+    if scenario.slos_from is None:
+        return scenario
+    from gym.inputs import openslo
+    from gym.models.scenario import SLOs
+
+    file = Path(scenario.slos_from)
+    if not file.is_absolute():
+        file = Path(path).parent / file
+    if not file.exists() and not file.is_symlink():
+        raise GymError.single(
+            str(path), "slos_from", f"{scenario.slos_from!r}: no such file (looked for {file})"
+        )
+    got = openslo.read(file)
+    source, notes = scenario._source, got.notes
+    scenario = scenario.model_copy(
+        update={"slos": parse(SLOs, got.slos, str(file), "set of SLOs"), "slos_from": None}
+    )
+    scenario._source = source
+    scenario._slos_file = str(file)
+    scenario._slos_notes = notes
+    return scenario
 
 
 def parse_override(text: str, option: str = "--set") -> tuple[list[str], Any]:

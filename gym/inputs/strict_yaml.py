@@ -194,8 +194,15 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Yaml12Dumper, sort_keys=False)
 
 
-def read_yaml(path: str | Path) -> Any:
-    """Parse one YAML file; any problem is a :class:`GymError` naming the file.
+def dump_yaml_documents(documents: list[Any]) -> str:
+    """Several documents, each as :func:`dump_yaml` writes it, separated by ``---``."""
+    return yaml.dump_all(documents, Dumper=_Yaml12Dumper, sort_keys=False, explicit_start=True)
+
+
+def read_yaml(path: str | Path, *, documents: bool = False) -> Any:
+    """Parse one YAML file; any problem is a :class:`GymError` naming the file. With
+    ``documents``, a list of the file's documents (``---`` between them), under the
+    same limits for the whole file.
 
     Only regular files are read (not devices, FIFOs, sockets or directories, wherever a
     symbolic link points), and never more than the size limit plus one byte: a file whose
@@ -221,10 +228,10 @@ def read_yaml(path: str | Path) -> Any:
         raise GymError.single(file, None, f"cannot read: {exc.strerror}") from None
     finally:
         os.close(fd)
-    return parse_yaml_bytes(data, file)
+    return parse_yaml_bytes(data, file, documents=documents)
 
 
-def parse_yaml_bytes(data: bytes, file: str) -> Any:
+def parse_yaml_bytes(data: bytes, file: str, *, documents: bool = False) -> Any:
     """A YAML file's bytes, however they arrived (read here, or sent by the playground's
     page): at most ``MAX_FILE_BYTES``, UTF-8, then :func:`parse_yaml_text`."""
     if len(data) > MAX_FILE_BYTES:
@@ -235,7 +242,7 @@ def parse_yaml_bytes(data: bytes, file: str) -> Any:
         raise GymError.single(
             file, None, f"not UTF-8 text ({exc.reason} at byte {exc.start})"
         ) from None
-    return parse_yaml_text(text, file)
+    return parse_yaml_text(text, file, documents=documents)
 
 
 def _check_regular(mode: int, file: str) -> None:
@@ -257,11 +264,12 @@ def _file_kind(mode: int) -> str:
     return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
-def parse_yaml_text(text: str, file: str | None = None) -> Any:
+def parse_yaml_text(text: str, file: str | None = None, *, documents: bool = False) -> Any:
     """Parse YAML text safely: no object construction, no duplicate keys, no alias bombs,
-    at most ``MAX_FILE_BYTES`` of text, ``MAX_DEPTH`` levels and ``MAX_VALUES`` values."""
+    at most ``MAX_FILE_BYTES`` of text, ``MAX_DEPTH`` levels and ``MAX_VALUES`` values
+    (with ``documents``: a list of its documents, the limits on all of them together)."""
     try:
-        data = load_text(text)
+        data = load_text(text, documents=documents)
     except Exception as exc:
         problem = yaml_problem(exc)
         if problem is None:
@@ -271,11 +279,15 @@ def parse_yaml_text(text: str, file: str | None = None) -> Any:
     return data
 
 
-def load_text(text: str) -> Any:
-    """YAML text to plain data with the strict loader, at most ``MAX_FILE_BYTES`` of it."""
+def load_text(text: str, *, documents: bool = False) -> Any:
+    """YAML text to plain data with the strict loader, at most ``MAX_FILE_BYTES`` of it
+    (with ``documents``: a list of its documents, read by one loader, whose limits count
+    all of them)."""
     size = len(text.encode("utf-8", "surrogatepass"))
     if size > MAX_FILE_BYTES:
         raise _Refused(f"is {size:,} bytes; the limit is {MAX_FILE_BYTES:,}")
+    if documents:
+        return list(yaml.load_all(text, Loader=_StrictLoader))
     return yaml.load(text, Loader=_StrictLoader)
 
 

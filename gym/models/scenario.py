@@ -273,6 +273,8 @@ class Scenario(InputModel):
     """Duration, load, faults, SLOs, prices and the outside world."""
 
     _source: str | None = PrivateAttr(None)  # the file it was loaded from
+    _slos_file: str | None = PrivateAttr(None)  # the OpenSLO file its SLOs came from
+    _slos_notes: list[str] = PrivateAttr(default_factory=list)  # what that file's reading noted
 
     name: str | None = Field(
         None, description="Name shown in results; defaults to the file name.", max_length=200
@@ -314,6 +316,15 @@ class Scenario(InputModel):
         default_factory=DedupWorld, description="Seen URLs and duplicate bodies."
     )
     slos: SLOs = Field(default_factory=SLOs, description="What the design must meet.")
+    slos_from: str | None = Field(
+        None,
+        description=(
+            "An OpenSLO v1 file (relative to this one) to take the SLOs from, in place of "
+            "slos: its SLO and SLI documents (gym slo export writes one; docs/slos.md)."
+        ),
+        min_length=1,
+        max_length=4096,
+    )
     catalog: Catalog = Field(default_factory=Catalog, description="Unit prices.")
 
     @model_validator(mode="after")
@@ -358,4 +369,6 @@ class Scenario(InputModel):
                     f"{at_s:g} is at or after the end of the scenario "
                     f"(duration_s {self.duration_s:g})",
                 )
+        if self.slos_from is not None and "slos" in self.model_fields_set:
+            raise FieldError("slos_from", "give slos or slos_from, not both")
         return self

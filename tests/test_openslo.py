@@ -1,0 +1,294 @@
+"""Scenarios' SLOs as OpenSLO v1 (gym.inputs.openslo, ``gym slo``, ``slos_from``).
+
+The OpenSLO repository ships its specification as prose (README.md) and examples, no JSON
+schema; the structural checks below are the specification's own rules for the fields
+the gym writes (names, kinds, budgeting methods, operators, target ranges).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import gym
+from gym.core.errors import GymError
+from gym.core.limits import DEFAULT_CONFIDENCE
+from gym.inputs import openslo
+from gym.inputs.strict_yaml import dump_yaml, dump_yaml_documents, parse_yaml_text
+from tests.conftest import CHAOS, REFERENCE, ROOT
+
+SCENARIOS = [*sorted((ROOT / "scenarios").rglob("*.yaml")), ROOT / "gym/data/crawler-chaos.yaml"]
+RFC1123 = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def gym_cmd(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "gym", *map(str, args)], capture_output=True, text=True
+    )
+
+
+@pytest.mark.parametrize("path", SCENARIOS, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_round_trip_keeps_every_figure(path: Path) -> None:
+    """Every shipped scenario's SLOs, written as OpenSLO and read back: the same SLOs,
+    every figure equal (not close)."""
+    scenario = gym.load_scenario(path)
+    assert scenario.slos.count() > 0
+    documents = parse_yaml_text(openslo.dump(scenario), documents=True)
+    back = openslo.parse(documents, "x.yaml")
+    assert back.slos == scenario.slos.model_dump(exclude_none=True)
+    assert back.notes == []
+    # One SLI and one SLO per gym SLO, the SLO referring to its SLI.
+    kinds = [d["kind"] for d in documents]
+    assert kinds == ["SLI", "SLO"] * scenario.slos.count()
+    for sli, slo in zip(documents[::2], documents[1::2], strict=True):
+        assert slo["spec"]["indicatorRef"] == sli["metadata"]["name"]
+
+
+@pytest.mark.parametrize("path", SCENARIOS[:3], ids=lambda p: p.name)
+def test_exported_documents_follow_the_specification(path: Path) -> None:
+    """The OpenSLO v1 rules for what the gym writes: apiVersion openslo/v1; names are RFC
+    1123 labels of at most 63 characters; an SLI has exactly one of ratioMetric and
+    thresholdMetric; an SLO's budgetingMethod is one of the three, its target in [0, 1),
+    op one of lte/gte/lt/gt and given (with value) only for a threshold metric."""
+    for doc in openslo.export(gym.load_scenario(path)):
+        assert doc["apiVersion"] == "openslo/v1"
+        assert doc["kind"] in ("SLI", "SLO")
+        name = doc["metadata"]["name"]
+        assert RFC1123.fullmatch(name) and len(name) <= 63
+        spec = doc["spec"]
+        assert len(spec["description"]) <= 1050
+        if doc["kind"] == "SLI":
+            assert ("ratioMetric" in spec) != ("thresholdMetric" in spec)
+            continue
+        assert spec["budgetingMethod"] in ("Occurrences", "Timeslices", "RatioTimeslices")
+        (objective,) = spec["objectives"]
+        assert 0 <= objective["target"] < 1
+        assert ("op" in objective) == ("value" in objective)
+        if "op" in objective:
+            assert objective["op"] in ("lte", "gte", "lt", "gt")
+
+
+def test_names_are_labels_whatever_the_scenario_is_called() -> None:
+    """A scenario named with markup, spaces and 200 characters still gives RFC 1123
+    names of at most 63 characters, and reads back."""
+    for name in ("<b>Crawl & co</b> 2x!", "x" * 200, "---", "Ünïcödé"):
+        scenario = gym.load_scenario(CHAOS).model_copy(update={"name": name})
+        documents = openslo.export(scenario)
+        for doc in documents:
+            label = doc["metadata"]["name"]
+            assert RFC1123.fullmatch(label) and len(label) <= 63, label
+        assert openslo.parse(documents, None).slos == scenario.slos.model_dump(exclude_none=True)
+
+
+def test_a_scenario_takes_its_slos_from_an_openslo_file(tmp_path: Path) -> None:
+    """``slos_from`` (relative to the scenario) gives the same SLOs, so the same run and
+    verdict, as the scenario with its own ``slos:``."""
+    text = CHAOS.read_text()
+    slos_block = re.search(r"^slos:\n(?:  .*\n)+", text, re.M)
+    assert slos_block is not None
+    (tmp_path / "sub").mkdir()
+    export = gym_cmd("slo", "export", CHAOS, "-o", tmp_path / "sub" / "slos.yaml")
+    assert export.returncode == 0, export.stderr
+    scenario_file = tmp_path / "chaos.yaml"
+    scenario_file.write_text(text.replace(slos_block.group(0), "slos_from: sub/slos.yaml\n"))
+    own, taken = gym.load_scenario(CHAOS), gym.load_scenario(scenario_file)
+    assert taken.slos == own.slos
+    assert taken._slos_file == str(tmp_path / "sub" / "slos.yaml")
+    a = gym.simulate(REFERENCE, own, seed=3)
+    b = gym.simulate(REFERENCE, taken, seed=3)
+    assert [c.to_json() for c in a.checks] == [c.to_json() for c in b.checks]
+    # The command line reads it the same way.
+    run = gym_cmd("run", REFERENCE, "--scenario", scenario_file, "--json")
+    assert run.returncode == 0, run.stderr
+
+
+def test_slos_from_problems_name_the_scenario_or_the_file(tmp_path: Path) -> None:
+    base = CHAOS.read_text()
+    both = tmp_path / "both.yaml"
+    both.write_text(base + "slos_from: slos.yaml\n")
+    with pytest.raises(GymError, match=r"both\.yaml: slos_from: give slos or slos_from"):
+        gym.load_scenario(both)
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(re.sub(r"^slos:\n(?:  .*\n)+", "slos_from: nope.yaml\n", base, flags=re.M))
+    with pytest.raises(GymError, match=r"missing\.yaml: slos_from: 'nope\.yaml': no such file"):
+        gym.load_scenario(missing)
+    bad = tmp_path / "nope.yaml"
+    bad.write_text("apiVersion: openslo/v1\nkind: SLO\nmetadata: {name: Bad_Name}\nspec: {}\n")
+    with pytest.raises(GymError, match=r"nope\.yaml: document 1 metadata\.name: 'Bad_Name'"):
+        gym.load_scenario(missing)
+
+
+def _documents() -> list[dict[str, Any]]:
+    return openslo.export(gym.load_scenario(CHAOS))
+
+
+def _edit(path: str, value: Any) -> list[dict[str, Any]]:
+    """The chaos scenario's documents with one field set (``DOC.key.key``; ``DOC`` the
+    document's index; ``value`` None removes the field)."""
+    documents = copy.deepcopy(_documents())
+    index, *keys = path.split(".")
+    node: Any = documents[int(index)]
+    for key in keys[:-1]:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is None:
+        del node[keys[-1]]
+    else:
+        node[keys[-1]] = value
+    return documents
+
+
+# (edit, the field the error names, words of its message). Documents 0/1 are
+# availability's SLI and SLO, 2/3 throughput's.
+REFUSED = [
+    ("0.apiVersion", "openslo/v1alpha", "document 1 apiVersion", "is not read"),
+    ("0.apiVersion", None, "document 1 apiVersion", "is missing"),
+    ("1.kind", "AlertPolicy", "document 2 kind", "'AlertPolicy' is not read"),
+    ("1.metadata.name", "Avail", "document 2 metadata.name", "not an OpenSLO name"),
+    ("1.metadata", None, "document 2 metadata", "is required"),
+    ("1.spec.budgetingMethod", "Timeslices", "spec.budgetingMethod", "Occurrences"),
+    ("1.spec.budgetingMethod", None, "spec.budgetingMethod", "is required"),
+    ("1.spec.alertPolicies", [{"alertPolicyRef": "x"}], "spec.alertPolicies", "not read"),
+    ("1.spec.indicatorRef", "nothing", "spec.indicatorRef", "names no SLI"),
+    ("1.spec.objectives", [], "spec.objectives", "composite SLOs are not read"),
+    ("1.spec.objectives.0.target", 1.0, "objectives[0].target", "below 1"),
+    ("1.spec.objectives.0.target", "high", "objectives[0].target", "must be a number"),
+    ("1.spec.objectives.0.target", None, "objectives[0]", "needs one of target"),
+    ("1.spec.objectives.0.op", "lt", "objectives[0].op", "at or above"),
+    ("1.spec.objectives.0.timeSliceWindow", "1m", "timeSliceWindow", "time slices"),
+    ("1.spec.objectives.0.compositeWeight", 2, "compositeWeight", "composite"),
+    ("0.spec.ratioMetric.raw", {"metricSource": {}}, "ratioMetric.raw", "raw ratio"),
+    ("0.spec.ratioMetric.good.metricSource.type", "Prometheus", "metricSource.type", "type: gym"),
+    ("0.spec.ratioMetric.total.metricSource.spec.count", "offered", "total", "write finished"),
+    ("0.spec.ratioMetric.good.metricSource.spec", {"query": "x"}, "metricSource.spec", "count"),
+    ("2.spec.thresholdMetric.metricSource.spec.metric", "latency", "spec.metric", "not a gym"),
+    ("3.spec.objectives.0.op", "gt", "objectives[0].op", "write op: gte"),
+    ("3.spec.objectives.0.value", -1, "objectives[0].value", ">= 0"),
+    ("3.spec.objectives.0.value", float("nan"), "objectives[0].value", "a number"),
+    ("3.spec.objectives.0.value", True, "objectives[0].value", "a number"),
+]
+
+
+@pytest.mark.parametrize(("edit", "value", "field", "words"), REFUSED)
+def test_unsupported_or_malformed_documents_are_refused(
+    edit: str, value: Any, field: str, words: str
+) -> None:
+    with pytest.raises(GymError) as err:
+        openslo.parse(_edit(edit, value), "slos.yaml")
+    (problem,) = err.value.problems
+    assert problem.file == "slos.yaml"
+    assert field in (problem.field or ""), problem
+    assert words in problem.message, problem
+
+
+def test_refusals_from_the_command_line_are_one_line(tmp_path: Path) -> None:
+    """Malformed and unsupported files: one line naming the file and the field, exit 2,
+    no traceback."""
+    cases = {
+        "timeslices.yaml": dump_yaml_documents(_edit("1.spec.budgetingMethod", "Timeslices")),
+        "broken.yaml": "apiVersion: openslo/v1\nkind: [SLO\n",
+        "scenario.yaml": CHAOS.read_text(),
+        "empty.yaml": "",
+        "text.yaml": "just words\n",
+        "services.yaml": "apiVersion: openslo/v1\nkind: Service\nmetadata: {name: web}\nspec: {}\n",
+    }
+    for name, text in cases.items():
+        (tmp_path / name).write_text(text)
+        got = gym_cmd("slo", "import", tmp_path / name)
+        assert got.returncode == 2, (name, got.stderr)
+        lines = got.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(f"error: {tmp_path / name}"), lines
+        assert "Traceback" not in got.stderr and got.stdout == ""
+    assert "gym slo export" in gym_cmd("slo", "import", tmp_path / "scenario.yaml").stderr
+    assert "holds no SLO" in gym_cmd("slo", "import", tmp_path / "services.yaml").stderr
+
+
+def test_what_is_read_beyond_the_export() -> None:
+    """Forms the specification allows and the gym reads the same: an inline indicator,
+    targetPercent, bad over total, an op-less ratio objective, a timeWindow (the run is
+    the window), Service and DataSource documents (skipped), an empty document."""
+    service = {"apiVersion": "openslo/v1", "kind": "Service", "metadata": {"name": "crawler"}}
+    source = {"apiVersion": "openslo/v1", "kind": "DataSource", "metadata": {"name": "gym"}}
+    sli = _documents()[0]
+    bad = copy.deepcopy(sli["spec"])
+    bad["ratioMetric"]["bad"] = bad["ratioMetric"].pop("good")
+    bad["ratioMetric"]["bad"]["metricSource"]["spec"]["count"] = "failed"
+    slo = {
+        "apiVersion": "openslo/v1",
+        "kind": "SLO",
+        "metadata": {"name": "avail"},
+        "spec": {
+            "indicator": {"metadata": {"name": "inline"}, "spec": bad},
+            "timeWindow": [{"duration": "4w", "isRolling": True}],
+            "budgetingMethod": "Occurrences",
+            "objectives": [{"targetPercent": 99.5}],
+        },
+    }
+    got = openslo.parse([service, None, source, slo], "f.yaml")
+    assert got.slos == {"availability": {"min": 99.5 / 100}}
+
+
+def test_a_threshold_target_the_gym_takes_from_confidence_is_noted() -> None:
+    """A threshold's target is a share of runs, which ``--confidence`` sets: a file asking
+    another share is read, and told so; the export writes the default share."""
+    assert _documents()[3]["spec"]["objectives"][0]["target"] == DEFAULT_CONFIDENCE
+    got = openslo.parse(_edit("3.spec.objectives.0.target", 0.99), "f.yaml")
+    assert got.slos["throughput_rps"] == {"min": 6000.0}
+    (note,) = got.notes
+    assert "--confidence 0.99" in note
+
+
+def test_two_slos_of_one_measure_and_duplicate_slis_are_refused() -> None:
+    documents = _documents()
+    twice = [*documents[:2], {**documents[1], "metadata": {"name": "again"}}]
+    with pytest.raises(GymError, match="measures availability, as SLO crawler-chaos-avail"):
+        openslo.parse(twice, None)
+    with pytest.raises(GymError, match="names two SLIs"):
+        openslo.parse([documents[0], *documents[:2]], None)
+
+
+def test_export_command(tmp_path: Path) -> None:
+    """To stdout by default; ``-o`` writes the file and refuses to replace one without
+    --force; an availability of 1 (OpenSLO targets are below 1) and a scenario with no
+    SLOs are refused before anything is written."""
+    out = gym_cmd("slo", "export", CHAOS)
+    assert out.returncode == 0
+    assert openslo.parse(parse_yaml_text(out.stdout, documents=True), None).slos == (
+        gym.load_scenario(CHAOS).slos.model_dump(exclude_none=True)
+    )
+    target = tmp_path / "slos.yaml"
+    assert gym_cmd("slo", "export", CHAOS, "-o", target).returncode == 0
+    assert target.read_text() == out.stdout
+    again = gym_cmd("slo", "export", CHAOS, "-o", target)
+    assert again.returncode == 2 and "--force" in again.stderr
+    assert gym_cmd("slo", "export", CHAOS, "-o", target, "--force").returncode == 0
+    perfect = tmp_path / "perfect.yaml"
+    perfect.write_text(CHAOS.read_text().replace("{min: 0.97}", "{min: 1}"))
+    refused = gym_cmd("slo", "export", perfect, "-o", tmp_path / "p.yaml")
+    assert refused.returncode == 2 and "slos.availability.min" in refused.stderr
+    assert not (tmp_path / "p.yaml").exists()
+    none = tmp_path / "none.yaml"
+    none.write_text(re.sub(r"^slos:\n(?:  .*\n)+", "", CHAOS.read_text(), flags=re.M))
+    assert "sets no SLO" in gym_cmd("slo", "export", none).stderr
+
+
+def test_import_command_prints_the_slos_block(tmp_path: Path) -> None:
+    target = tmp_path / "slos.yaml"
+    target.write_text(openslo.dump(gym.load_scenario(CHAOS)))
+    got = gym_cmd("slo", "import", target)
+    assert got.returncode == 0
+    assert got.stdout == dump_yaml(
+        {
+            "slos": {
+                "availability": {"min": 0.97},
+                "throughput_rps": {"min": 6000},
+                "peak_saturation": {"max": 0.9},
+                "cost_units": {"max": 9},
+            }
+        }
+    )
