@@ -16,6 +16,7 @@ from gym.cli.options import (
     DesignArg,
     EngineOpt,
     ForceOpt,
+    JunitOpt,
     MaxRunsOpt,
     MaxUrlsOpt,
     ScenarioOpt,
@@ -67,6 +68,7 @@ def sweep_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
     max_runs: MaxRunsOpt = 200_000,
     max_urls: MaxUrlsOpt = None,
+    junit: JunitOpt = None,
 ) -> None:
     """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
     Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
@@ -77,13 +79,14 @@ def sweep_cmd(
     from gym.explore.parallel import make_executor
 
     conf = check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
-    force_needs(force, output, "-o")
+    force_needs(force, output or junit, "-o or --junit")
     if runs == 1 and confidence is not None:
         raise GymError.single(
             None, "--confidence", "applies to many runs per point only; add --runs N (N >= 2)"
         )
     limit = url_limit(max_urls, engine)
     target = sweep.check_output(output, force) if output is not None else None
+    junit_file = _junit_file(junit, force)
     axes = sweep.plan(vary, sets)
     if (planned := sweep.size(axes) * runs) > max_runs:
         raise GymError.single(
@@ -137,6 +140,12 @@ def sweep_cmd(
         from gym.cli.tables import print_sweep
 
         print_sweep(rows, [path for path, _ in axes], s.name, engine, runs, seed, conf, executor)
+    if junit_file is not None:  # the points that ran, and those that did not (skipped)
+        from gym.report import junit as junit_xml
+
+        axis_names = [path for path, _ in axes]
+        junit_xml.write(junit_file, junit_xml.of_sweep(rows, axis_names, s, runs, conf))
+        plain(stderr=True).print(f"wrote {one_line(junit_file)}")
     if interrupted:
         done = sum(1 for r in rows if r["status"] == "ok")
         where = ""
@@ -198,6 +207,7 @@ def optimize_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,
     max_runs: MaxRunsOpt = 500_000,
+    junit: JunitOpt = None,
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does.
     Exit 0 when one is found, 1 when none within the cost limit passes."""
@@ -207,7 +217,7 @@ def optimize_cmd(
     from gym.inputs.loading import load_design
 
     conf = check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
-    force_needs(force, output, "-o")
+    force_needs(force, output or junit, "-o or --junit")
     if runs == 1 and confidence is not None:
         raise GymError.single(
             None, "--confidence", "applies to many runs only; add --runs N (N >= 2)"
@@ -217,6 +227,7 @@ def optimize_cmd(
         from gym.core.outputs import check_file
 
         target = check_file(output, "-o", suffixes=(".yaml", ".yml"), force=force)
+    junit_file = _junit_file(junit, force)
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
     unit_space.check_sets(sets or [])
@@ -252,4 +263,18 @@ def optimize_cmd(
 
         write_file(target, text, "-o")
         plain(stderr=as_json).print(f"\nwrote {one_line(target)}")
+    if junit_file is not None:
+        from gym.report import junit as junit_xml
+
+        junit_xml.write(junit_file, junit_xml.of_optimum(opt, s))
+        plain(stderr=True).print(f"wrote {one_line(junit_file)}")
     raise exit_verdict(opt.best is not None)
+
+
+def _junit_file(junit: Path | None, force: bool) -> Path | None:
+    """The --junit path checked before any work (an .xml file: never the -o file)."""
+    if junit is None:
+        return None
+    from gym.report import junit as junit_xml
+
+    return junit_xml.check(junit, force)

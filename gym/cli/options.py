@@ -78,6 +78,16 @@ DesignsArg = Annotated[
 MAX_SEED = 2**63 - 1
 SeedOpt = Annotated[int, typer.Option(help="Random seed (0 to 2^63 - 1).", min=0, max=MAX_SEED)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
+JunitOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--junit",
+        help="Also write the results as JUnit XML to this .xml file: a test case per SLO "
+        "(per point of a sweep), failures with the measured value and the target.",
+        show_default=False,
+        metavar="FILE",
+    ),
+]
 
 
 def _engine_name(value: str) -> str:

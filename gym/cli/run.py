@@ -7,13 +7,14 @@ from typing import Annotated
 
 import typer
 
-from gym.cli.console import plain, print_json, warn, wrote_files
+from gym.cli.console import one_line, plain, print_json, warn, wrote_files
 from gym.cli.contract import exit_verdict, guarded
 from gym.cli.inputs import design_and_scenario, refuse
 from gym.cli.options import (
     ConfidenceOpt,
     DesignArg,
     EngineOpt,
+    JunitOpt,
     ScenarioOpt,
     SchedulerOpt,
     SeedOpt,
@@ -76,7 +77,11 @@ def run(
         ),
     ] = None,
     force: Annotated[
-        bool, typer.Option("--force", help="Write into an --out directory that holds files.")
+        bool,
+        typer.Option(
+            "--force",
+            help="Write into an --out directory that holds files; replace the --junit file.",
+        ),
     ] = False,
     sets: SetOpt = None,
     runs: Annotated[
@@ -99,6 +104,7 @@ def run(
             "passes (the suggested fix).",
         ),
     ] = False,
+    junit: JunitOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
     change that passes. Exit 0 PASS, 1 FAIL, 2 invalid input."""
@@ -112,12 +118,17 @@ def run(
             "--no-fix",
             "--runs reports the spread over seeds and suggests no fix; leave --no-fix out",
         )
-    force_needs(force, out, "--out")
+    force_needs(force, out or junit, "--out or --junit")
     limit = url_limit(max_urls, engine)
     if out is not None:
         from gym.core.outputs import check_dir
 
         check_dir(out, "--out", force=force)
+    junit_file = None
+    if junit is not None:
+        from gym.report import junit as junit_xml
+
+        junit_file = junit_xml.check(junit, force=force)
     if runs > 1:
         if warmup:
             raise GymError.single(
@@ -141,6 +152,7 @@ def run(
             tick_ms,
             out,
             force,
+            junit_file,
         )
     d, s = design_and_scenario(design, scenario, sets)
     from gym.cli.progress import PROGRESS_ABOVE_URLS, run_progress
@@ -180,6 +192,11 @@ def run(
         from gym.report.files import write_run
 
         wrote_files(write_run(result, out, force=force, fix=fix), out)
+    if junit_file is not None:
+        from gym.report import junit as junit_xml
+
+        junit_xml.write(junit_file, [junit_xml.of_run(result, fix)])
+        plain(stderr=True).print(f"wrote {one_line(junit_file)}")
     raise exit_verdict(result.passed)
 
 
@@ -198,6 +215,7 @@ def _run_many(
     tick_ms: int,
     out: Path | None,
     force: bool,
+    junit: Path | None,
 ) -> None:
     from gym.analysis import rounding
     from gym.api import url_budget, validate
@@ -248,4 +266,9 @@ def _run_many(
         from gym.report.files import write_runs
 
         wrote_files(write_runs(data, mc.runs, out, force=force), out)
+    if junit is not None:
+        from gym.report import junit as junit_xml
+
+        junit_xml.write(junit, [junit_xml.of_runs(d, s, mc)])
+        plain(stderr=True).print(f"wrote {one_line(junit)}")
     raise exit_verdict(mc.verdict == "pass")
