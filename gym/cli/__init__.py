@@ -7,7 +7,7 @@ from __future__ import annotations
 # lists them. Everything else loads inside the command that needs it: ``gym --help``
 # imports no numpy, SimPy, pydantic model or rich, and ``gym validate`` no numpy or SimPy.
 # isort: off
-from gym.cli import run, results, explore, info, slo, serve  # noqa: F401
+from gym.cli import run, results, explore, diff, info, slo, serve  # noqa: F401
 
 # isort: on
 from gym.cli.program import app, main
