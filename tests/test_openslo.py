@@ -20,7 +20,8 @@ import gym
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_CONFIDENCE
 from gym.inputs import openslo
-from gym.inputs.strict_yaml import dump_yaml, dump_yaml_documents, parse_yaml_text
+from gym.inputs.strict_yaml import dump_yaml_documents, parse_yaml_text
+from gym.models.alerts import Alerts, workbook
 from tests.conftest import CHAOS, REFERENCE, ROOT
 
 SCENARIOS = [*sorted((ROOT / "scenarios").rglob("*.yaml")), ROOT / "gym/data/crawler-chaos.yaml"]
@@ -43,11 +44,17 @@ def test_round_trip_keeps_every_figure(path: Path) -> None:
     back = openslo.parse(documents, "x.yaml")
     assert back.slos == scenario.slos.model_dump(exclude_none=True)
     assert back.notes == []
-    # One SLI and one SLO per gym SLO, the SLO referring to its SLI.
+    # One SLI and one SLO per gym SLO, the SLO referring to its SLI; then an alert
+    # condition and its policy per alert on the availability SLO.
+    alerts = scenario.alerts.resolved() if scenario.slos.availability else ()
     kinds = [d["kind"] for d in documents]
-    assert kinds == ["SLI", "SLO"] * scenario.slos.count()
-    for sli, slo in zip(documents[::2], documents[1::2], strict=True):
+    n = scenario.slos.count()
+    assert kinds == ["SLI", "SLO"] * n + ["AlertCondition", "AlertPolicy"] * len(alerts)
+    for sli, slo in zip(documents[: 2 * n : 2], documents[1 : 2 * n : 2], strict=True):
         assert slo["spec"]["indicatorRef"] == sli["metadata"]["name"]
+    # Every figure of the alerts too (the Workbook's, when the scenario names none).
+    got = () if back.alerts is None else Alerts(conditions=back.alerts).resolved()
+    assert got == alerts
 
 
 @pytest.mark.parametrize("path", SCENARIOS[:3], ids=lambda p: p.name)
@@ -58,11 +65,23 @@ def test_exported_documents_follow_the_specification(path: Path) -> None:
     op one of lte/gte/lt/gt and given (with value) only for a threshold metric."""
     for doc in openslo.export(gym.load_scenario(path)):
         assert doc["apiVersion"] == "openslo/v1"
-        assert doc["kind"] in ("SLI", "SLO")
+        assert doc["kind"] in ("SLI", "SLO", "AlertCondition", "AlertPolicy")
         name = doc["metadata"]["name"]
         assert RFC1123.fullmatch(name) and len(name) <= 63
         spec = doc["spec"]
-        assert len(spec["description"]) <= 1050
+        assert len(spec.get("description", "")) <= 1050
+        if doc["kind"] == "AlertCondition":
+            # severity required; condition kind burnrate with op, threshold, lookbackWindow
+            assert isinstance(spec["severity"], str)
+            cond = spec["condition"]
+            assert cond["kind"] == "burnrate" and cond["op"] in ("lte", "gte", "lt", "gt")
+            assert isinstance(cond["threshold"], int | float)
+            assert re.fullmatch(r"[0-9]+[mhdwMQY]", cond["lookbackWindow"])
+            continue
+        if doc["kind"] == "AlertPolicy":
+            # conditions: an array of at most one; notificationTargets required
+            assert len(spec["conditions"]) == 1 and "notificationTargets" in spec
+            continue
         if doc["kind"] == "SLI":
             assert ("ratioMetric" in spec) != ("thresholdMetric" in spec)
             continue
@@ -144,16 +163,27 @@ def _edit(path: str, value: Any) -> list[dict[str, Any]]:
 
 
 # (edit, the field the error names, words of its message). Documents 0/1 are
-# availability's SLI and SLO, 2/3 throughput's.
+# availability's SLI and SLO, 2/3 throughput's, 8/9 the first alert's condition and policy.
 REFUSED = [
     ("0.apiVersion", "openslo/v1alpha", "document 1 apiVersion", "is not read"),
     ("0.apiVersion", None, "document 1 apiVersion", "is missing"),
-    ("1.kind", "AlertPolicy", "document 2 kind", "'AlertPolicy' is not read"),
+    ("1.kind", "AlertNotificationTarget", "document 2 kind", "is not read"),
     ("1.metadata.name", "Avail", "document 2 metadata.name", "not an OpenSLO name"),
     ("1.metadata", None, "document 2 metadata", "is required"),
     ("1.spec.budgetingMethod", "Timeslices", "spec.budgetingMethod", "Occurrences"),
     ("1.spec.budgetingMethod", None, "spec.budgetingMethod", "is required"),
-    ("1.spec.alertPolicies", [{"alertPolicyRef": "x"}], "spec.alertPolicies", "not read"),
+    ("1.spec.alertPolicies", [{"alertPolicyRef": "x"}], "alertPolicyRef", "names no Alert"),
+    ("1.spec.alertPolicies", "page", "spec.alertPolicies", "must be a list"),
+    ("3.spec.alertPolicies", [{"alertPolicyRef": "x"}], "spec.alertPolicies", "availability"),
+    # documents 8 and 9: the first alert's condition and its policy
+    ("8.spec.condition.op", "lt", "spec.condition.op", "write op: gte"),
+    ("8.spec.condition.kind", "threshold", "spec.condition.kind", "burnrate only"),
+    ("8.spec.condition.threshold", 0, "spec.condition.threshold", "> 0"),
+    ("8.spec.condition.lookbackWindow", "1M", "lookbackWindow", "no fixed length"),
+    ("8.spec.condition.lookbackWindow", "90s", "lookbackWindow", "m, h, d or w"),
+    ("8.spec.severity", None, "spec.severity", "is required"),
+    ("9.spec.conditions", [], "spec.conditions", "must list"),
+    ("9.spec.conditions", [{"conditionRef": "nope"}], "conditionRef", "names no AlertCondition"),
     ("1.spec.indicatorRef", "nothing", "spec.indicatorRef", "names no SLI"),
     ("1.spec.objectives", [], "spec.objectives", "composite SLOs are not read"),
     ("1.spec.objectives.0.target", 1.0, "objectives[0].target", "below 1"),
@@ -245,7 +275,7 @@ def test_a_threshold_target_the_gym_takes_from_confidence_is_noted() -> None:
 
 def test_two_slos_of_one_measure_and_duplicate_slis_are_refused() -> None:
     documents = _documents()
-    twice = [*documents[:2], {**documents[1], "metadata": {"name": "again"}}]
+    twice = [*documents, {**documents[1], "metadata": {"name": "again"}}]
     with pytest.raises(GymError, match="measures availability, as SLO crawler-chaos-avail"):
         openslo.parse(twice, None)
     with pytest.raises(GymError, match="names two SLIs"):
@@ -282,13 +312,63 @@ def test_import_command_prints_the_slos_block(tmp_path: Path) -> None:
     target.write_text(openslo.dump(gym.load_scenario(CHAOS)))
     got = gym_cmd("slo", "import", target)
     assert got.returncode == 0
-    assert got.stdout == dump_yaml(
-        {
-            "slos": {
-                "availability": {"min": 0.97},
-                "throughput_rps": {"min": 6000},
-                "peak_saturation": {"max": 0.9},
-                "cost_units": {"max": 9},
-            }
-        }
-    )
+    expected = {
+        "slos": {
+            "availability": {"min": 0.97},
+            "throughput_rps": {"min": 6000},
+            "peak_saturation": {"max": 0.9},
+            "cost_units": {"max": 9},
+        },
+        "alerts": {"conditions": [a.model_dump(exclude_none=True) for a in workbook()]},
+    }
+    assert parse_yaml_text(got.stdout) == expected
+
+
+def test_alert_documents_beyond_the_export() -> None:
+    """A policy and its condition inline in the SLO, an alertAfter of 0m (none), a
+    condition without the short-window annotation (one window): read. Policies and
+    conditions no SLO lists: noted, not read."""
+    documents = _documents()[:8]
+    condition = {
+        "kind": "AlertCondition",
+        "metadata": {"name": "fast"},
+        "spec": {
+            "severity": "page",
+            "condition": {
+                "kind": "burnrate",
+                "op": "gte",
+                "threshold": 10,
+                "lookbackWindow": "1h",
+                "alertAfter": "0m",
+            },
+        },
+    }
+    documents[1] = copy.deepcopy(documents[1])
+    documents[1]["spec"]["alertPolicies"] = [
+        {"kind": "AlertPolicy", "metadata": {"name": "p"}, "spec": {"conditions": [condition]}}
+    ]
+    stray = {"apiVersion": "openslo/v1", **copy.deepcopy(condition)}
+    stray["metadata"] = {"name": "stray"}
+    got = openslo.parse([*documents, stray], "f.yaml")
+    assert got.alerts == [
+        {"name": "fast", "severity": "page", "burn_rate": 10.0, "long_window": "1h"}
+    ]
+    assert got.notes == ["AlertCondition stray is listed by no SLO's alertPolicies: not read"]
+
+
+def test_a_scenario_takes_its_alerts_from_the_openslo_file(tmp_path: Path) -> None:
+    """slos_from brings the availability SLO's alert policies as the scenario's alerts
+    (its own time_scale kept); alerts.conditions in the scenario as well is refused."""
+    exported = _documents()
+    exported[8]["spec"]["condition"]["threshold"] = 20
+    (tmp_path / "slos.yaml").write_text(dump_yaml_documents(exported))
+    text = re.sub(r"^slos:\n(?:  .*\n)+", "slos_from: slos.yaml\n", CHAOS.read_text(), flags=re.M)
+    scenario_file = tmp_path / "s.yaml"
+    scenario_file.write_text(text + "alerts: {time_scale: 100}\n")
+    s = gym.load_scenario(scenario_file)
+    first = s.alerts.resolved()[0]
+    assert (first.name, first.burn_rate, first.short_window) == ("page-1h", 20.0, "5m")
+    assert s.alerts.time_scale == 100
+    scenario_file.write_text(text + "alerts: {conditions: none}\n")
+    with pytest.raises(GymError, match=r"alerts\.conditions: the alerts come from slos\.yaml"):
+        gym.load_scenario(scenario_file)

@@ -22,6 +22,7 @@ from gym.system.graph import GraphDesign
 if TYPE_CHECKING:
     import pandas as pd
 
+    from gym.analysis.alerts import Replay
     from gym.analysis.budget import ErrorBudget
     from gym.analysis.explain import Explanation
 
@@ -57,6 +58,14 @@ class Result:
 
         slo = self.scenario.slos.availability
         return budget.compute(self.metrics, slo.min if slo else None)
+
+    @functools.cached_property
+    def alerts(self) -> Replay | None:
+        """The scenario's burn-rate alerts replayed on the run (None without an
+        availability SLO or alerts)."""
+        from gym.analysis import alerts
+
+        return alerts.replay(self.metrics, self.scenario)
 
     @functools.cached_property
     def warnings(self) -> tuple[str, ...]:
@@ -175,6 +184,7 @@ class Result:
             ),
             "warmup_s": self.warmup_s,
             "error_budget": self.budget.to_json(),
+            "alerts": None if self.alerts is None else self.alerts.to_json(),
             "explanations": [e.to_json() for e in self.explanations],
         }
 

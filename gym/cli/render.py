@@ -108,6 +108,7 @@ def print_result(r: Result, console: Console) -> None:
     if r.latency:
         _print_latency(r, console)
     _print_budget(r, console)
+    _print_alerts(r, console)
 
     headlines = [e for e in r.explanations if e.kind == "slo"]
     details = [e for e in r.explanations if e.kind != "slo"]
@@ -178,6 +179,38 @@ def _print_budget(r: Result, console: Console) -> None:
             f"{one_line(e.name)} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes
         )
     console.print(table)
+
+
+def _print_alerts(r: Result, console: Console) -> None:
+    """The burn-rate alerts replayed on the run (gym.analysis.alerts)."""
+    from rich.table import Table
+
+    from gym.analysis.budget import format_fraction
+
+    a = r.alerts
+    if a is None:
+        return
+    console.print(
+        f"\nAlerts on the error budget's burn rate: {a.conditions()}. {a.scale_rule}.",
+        soft_wrap=True,
+    )
+    if not a.firings:
+        console.print("No alert fired.")
+    else:
+        table = Table(show_edge=False, pad_edge=False)
+        for col in ("alert", "fired at", "resolved at", "peak burn", "budget spent"):
+            table.add_column(col, justify="left" if col == "alert" else "right")
+        for f in a.firings:
+            table.add_row(
+                f"{one_line(f.alert)} ({one_line(f.severity)})",
+                f"{f.start_s:g} s",
+                "still firing" if f.end_s is None else f"{f.end_s:g} s",
+                f"{f.peak_burn:.1f}x",
+                format_fraction(f.budget_spent),
+            )
+        console.print(table)
+    for line in a.detection_lines():
+        console.print(f"  {one_line(line)}", soft_wrap=True)
 
 
 def _print_latency(r: Result, console: Console) -> None:

@@ -69,14 +69,17 @@ def import_cmd(
     ],
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
-    """Print the slos: a scenario gets from FILE (what slos_from: FILE reads)."""
+    """Print the slos: (and alerts:) a scenario gets from FILE (what slos_from: FILE reads)."""
     from gym.inputs import openslo
     from gym.inputs.strict_yaml import dump_yaml
 
     got = openslo.read(file)
     if as_json:
-        print_json({"slos": got.shown(), "notes": got.notes})
+        print_json({"slos": got.shown(), "alerts": got.alerts, "notes": got.notes})
         return
-    sys.stdout.write(dump_yaml({"slos": got.shown()}))
+    block: dict[str, object] = {"slos": got.shown()}
+    if got.alerts is not None:
+        block["alerts"] = {"conditions": got.alerts}
+    sys.stdout.write(dump_yaml(block))
     for note in got.notes:
         plain(stderr=True).print(f"note: {note}")

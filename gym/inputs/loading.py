@@ -98,6 +98,7 @@ def load_scenario(path: str | Path) -> Scenario:
     if scenario.slos_from is None:
         return scenario
     from gym.inputs import openslo
+    from gym.models.alerts import Alerts
     from gym.models.scenario import SLOs
 
     file = Path(scenario.slos_from)
@@ -109,9 +110,25 @@ def load_scenario(path: str | Path) -> Scenario:
         )
     got = openslo.read(file)
     source, notes = scenario._source, got.notes
-    scenario = scenario.model_copy(
-        update={"slos": parse(SLOs, got.slos, str(file), "set of SLOs"), "slos_from": None}
-    )
+    update: dict[str, Any] = {
+        "slos": parse(SLOs, got.slos, str(file), "set of SLOs"),
+        "slos_from": None,
+    }
+    if got.alerts is not None:
+        if "conditions" in scenario.alerts.model_fields_set:
+            raise GymError.single(
+                str(path),
+                "alerts.conditions",
+                f"the alerts come from {scenario.slos_from} (its alert policies) or from "
+                "here, not both",
+            )
+        update["alerts"] = parse(
+            Alerts,
+            {"conditions": got.alerts, "time_scale": scenario.alerts.time_scale},
+            str(file),
+            "set of alerts",
+        )
+    scenario = scenario.model_copy(update=update)
     scenario._source = source
     scenario._slos_file = str(file)
     scenario._slos_notes = notes

@@ -21,12 +21,16 @@ for a threshold the event is a run of the scenario, and ``target`` the share of 
 that must meet it, which the gym takes from ``--confidence`` (0.8 unless given; written
 so on export) and not from the file: a file asking another share gets a note saying so.
 
+The availability SLO's burn-rate alerts go with it, as ``AlertCondition`` and
+``AlertPolicy`` documents (:mod:`gym.inputs.openslo_alerts`).
+
 Read back (a scenario's ``slos_from``, ``gym slo import``): ``SLO`` and ``SLI``
-documents, the SLO's indicator inline or by reference; ``Service`` and ``DataSource``
-documents are skipped. Everything else is refused with one line naming the document and
-the field: other API versions, alert policies and conditions, budgeting by time slices,
-composite SLOs (several objectives), metric sources of another type, a raw ratio.
-``timeWindow`` is read and not used: the window is the run.
+documents, the SLO's indicator inline or by reference, and the alert policies the
+availability SLO lists; ``Service`` and ``DataSource`` documents are skipped. Everything
+else is refused with one line naming the document and the field: other API versions,
+notification targets as documents, budgeting by time slices, composite SLOs (several
+objectives), metric sources of another type, a raw ratio. ``timeWindow`` is read and
+not used: the window is the run.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ from typing import Any
 
 from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_CONFIDENCE
+from gym.inputs import openslo_alerts
 from gym.inputs.strict_yaml import dump_yaml_documents, read_yaml, value_kind
 from gym.models import Scenario
 
@@ -46,7 +51,7 @@ API_VERSION = "openslo/v1"
 #: The metric source type that names the gym's own measurements.
 SOURCE = "gym"
 #: Kinds read, and kinds skipped (they define no SLO).
-READ_KINDS = ("SLO", "SLI")
+READ_KINDS = ("SLO", "SLI", "AlertPolicy", "AlertCondition")
 SKIPPED_KINDS = ("Service", "DataSource")
 #: RFC 1123 labels, as OpenSLO's names must be.
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -107,6 +112,9 @@ class Imported:
 
     slos: dict[str, dict[str, float]]
     notes: list[str] = field(default_factory=list)
+    #: The availability SLO's alert policies as ``alerts.conditions`` items; None when
+    #: the file gives none (the scenario's own alerts then apply).
+    alerts: list[dict[str, Any]] | None = None
 
     def shown(self) -> dict[str, dict[str, float | int]]:
         """The ``slos:`` mapping with whole numbers written as such (6000, not 6000.0)."""
@@ -127,6 +135,7 @@ def export(scenario: Scenario) -> list[dict[str, Any]]:
     """The scenario's SLOs as OpenSLO v1 documents: for each, an SLI then its SLO."""
     service = label(scenario.name or "scenario", 63 - len("-peak-saturation") - 1)
     documents: list[dict[str, Any]] = []
+    alert_docs: list[dict[str, Any]] = []
     for name, measure in MEASURES.items():
         slo = getattr(scenario.slos, name)
         if slo is None:
@@ -159,21 +168,19 @@ def export(scenario: Scenario) -> list[dict[str, Any]]:
                 # The share of runs (the gym's --confidence); see the module's docstring.
                 "target": DEFAULT_CONFIDENCE,
             }
-        documents.append(
-            _document(
-                "SLO",
-                ident,
-                f"{measure.title} of {scenario.name}",
-                {
-                    "description": f"{measure.what} From the gym's scenario {scenario.name}.",
-                    "service": service,
-                    "indicatorRef": ident,
-                    "budgetingMethod": "Occurrences",
-                    "objectives": [objective],
-                },
-            )
-        )
-    return documents
+        spec: dict[str, Any] = {
+            "description": f"{measure.what} From the gym's scenario {scenario.name}.",
+            "service": service,
+            "indicatorRef": ident,
+            "budgetingMethod": "Occurrences",
+            "objectives": [objective],
+        }
+        if measure.op is None:  # availability: the alerts on its budget
+            alert_docs, policies = openslo_alerts.export(scenario, service, label)
+            if policies:
+                spec["alertPolicies"] = [{"alertPolicyRef": p} for p in policies]
+        documents.append(_document("SLO", ident, f"{measure.title} of {scenario.name}", spec))
+    return documents + alert_docs
 
 
 def _plain(value: float) -> float | int:
@@ -229,6 +236,7 @@ def parse(documents: list[Any], file: str | None) -> Imported:
     """:func:`read` of documents already parsed."""
     slis: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (where, spec)
     slos: list[tuple[str, dict[str, Any]]] = []
+    alerting = openslo_alerts.Reader(file)
     for i, doc in enumerate(documents):
         if doc is None:  # an empty document (a trailing ---)
             continue
@@ -271,8 +279,10 @@ def parse(documents: list[Any], file: str | None) -> Imported:
         if kind == "SLI":
             _need(name not in slis, file, f"{where} metadata.name", "names two SLIs")
             slis[name] = (where, spec)
-        else:
+        elif kind == "SLO":
             slos.append((where, spec))
+        else:
+            alerting.add(kind, name, where, doc)
     out = Imported({})
     found: dict[str, str] = {}
     for where, spec in slos:
@@ -288,7 +298,11 @@ def parse(documents: list[Any], file: str | None) -> Imported:
         out.slos[measure.slo] = bound
         if note:
             out.notes.append(note)
+        policies = spec.get("alertPolicies")
+        if policies:
+            out.alerts = alerting.alerts(where, policies, measure.slo == "availability")
     _need(bool(out.slos), file, None, "holds no SLO document; the gym reads kind SLO")
+    out.notes += alerting.unused()
     return out
 
 
@@ -329,13 +343,6 @@ def _slo(
         file,
         f"{where} spec.budgetingMethod",
         f"{method!r} is not read; the gym budgets by Occurrences (a run is one window)",
-    )
-    policies = spec.get("alertPolicies")
-    _need(
-        not policies,
-        file,
-        f"{where} spec.alertPolicies",
-        "alert policies are not read; give the SLO without them",
     )
     inline: Any = spec.get("indicator")
     ref: Any = spec.get("indicatorRef")

@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field, PrivateAttr, model_validator
 
+from gym.models.alerts import Alerts
 from gym.models.catalog import Catalog
 from gym.models.common import FieldError, InputModel, Rate, ServiceTime
 
@@ -326,6 +327,13 @@ class Scenario(InputModel):
         max_length=4096,
     )
     catalog: Catalog = Field(default_factory=Catalog, description="Unit prices.")
+    alerts: Alerts = Field(
+        default_factory=Alerts,
+        description=(
+            "Burn-rate alerts replayed on the availability SLO's error budget "
+            "(docs/alerts.md); the SRE Workbook's by default."
+        ),
+    )
 
     @model_validator(mode="after")
     def _timeline_fits(self) -> Scenario:
@@ -371,4 +379,11 @@ class Scenario(InputModel):
                 )
         if self.slos_from is not None and "slos" in self.model_fields_set:
             raise FieldError("slos_from", "give slos or slos_from, not both")
+        listed = isinstance(self.alerts.conditions, list)
+        if listed and self.slos.availability is None and self.slos_from is None:
+            raise FieldError(
+                "alerts.conditions",
+                "burn-rate alerts watch the availability SLO's error budget; set "
+                "slos.availability (or leave the alerts out)",
+            )
         return self

@@ -349,6 +349,12 @@ def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
     return data
 
 
+def _alerts(result: Result) -> str:
+    from gym.report import html
+
+    return "" if result.alerts is None else "<h3>Alerts</h3>" + html.alerts_section(result)
+
+
 def view(result: Result) -> View:
     """The page's figures of a run, from the same table the plots and the report use."""
     from gym.report import html
@@ -374,7 +380,7 @@ def view(result: Result) -> View:
         units=dict(m.units),
         slo_html=html.slo_table(result),
         explanations_html=html.explanation_list(result.explanations),
-        budget_html=html.budget_section(result),
+        budget_html=html.budget_section(result) + _alerts(result),
         t=t,
         saturation=saturation,
         offered=[float(x) for x in offered],

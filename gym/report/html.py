@@ -73,6 +73,8 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
     if fix is not None:
         parts += ["<h2>Suggested fix</h2>", fix_section(fix)]
     parts += ["<h2>Error budget</h2>", budget_section(r)]
+    if r.alerts is not None:
+        parts += ["<h2>Alerts</h2>", alerts_section(r)]
     if r.latency:
         parts += ["<h2>Latency (ms)</h2>", _latency(r)]
     parts += ["<h2>Timeline</h2>", _timeline(r), "<h2>Plots</h2>", _plots(r)]
@@ -224,6 +226,36 @@ def budget_section(r: Result) -> str:
     )
 
 
+def alerts_section(r: Result) -> str:
+    """The burn-rate alerts replayed on the run: when each fired, and after which event."""
+    a = r.alerts
+    if a is None:
+        return ""
+    intro = (
+        f"<p>Burn rate of the availability SLO's error budget: {escape(a.conditions())}. "
+        f"<span class='muted'>{escape(a.scale_rule)}.</span></p>"
+    )
+    rows = [
+        [
+            escape(f"{f.alert} ({f.severity})"),
+            f"{f.start_s:g} s",
+            "still firing" if f.end_s is None else f"{f.end_s:g} s",
+            f"{f.peak_burn:.1f}x",
+            format_fraction(f.budget_spent),
+        ]
+        for f in a.firings
+    ]
+    table = (
+        _table(
+            ["alert", "fired at", "resolved at", "peak burn", "budget spent"], rows, {1, 2, 3, 4}
+        )
+        if rows
+        else "<p>No alert fired.</p>"
+    )
+    lines = "".join(f"<li>{escape(line)}</li>" for line in a.detection_lines())
+    return intro + table + (f"<ul>{lines}</ul>" if lines else "")
+
+
 def _latency(r: Result) -> str:
     rows = [
         [name, f"{s.mean:,.1f}", f"{s.p50:,.1f}", f"{s.p95:,.1f}", f"{s.p99:,.1f}", f"{s.count:,}"]
@@ -236,9 +268,16 @@ def _latency(r: Result) -> str:
 
 
 def _timeline(r: Result) -> str:
+    """The scenario's events, and the alerts that fired, in time order."""
     tl = r.metrics.record.timeline
-    rows = [[f"{e.start_s:g}", f"{e.end_s:g}", escape(e.kind), escape(e.name)] for e in tl.events]
-    return _table(["from (s)", "to (s)", "kind", "event"], rows, {0, 1})
+    rows = [(e.start_s, 0, f"{e.end_s:g}", escape(e.kind), escape(e.name)) for e in tl.events]
+    for f in r.alerts.firings if r.alerts is not None else ():
+        end = f"{tl.n_ticks * tl.tick_s:g}" if f.end_s is None else f"{f.end_s:g}"
+        what = f"{f.alert} ({f.severity}) fires: burn up to {f.peak_burn:.1f}x"
+        rows.append((f.start_s, 1, end, "alert", escape(what)))
+    rows.sort(key=lambda row: (row[0], row[1]))
+    cells = [[f"{start:g}", end, kind, what] for start, _, end, kind, what in rows]
+    return _table(["from (s)", "to (s)", "kind", "event"], cells, {0, 1})
 
 
 def _plots(r: Result) -> str:
