@@ -156,6 +156,27 @@ def test_the_pass_probability_over_twenty_seeds_follows_each_change(page: Any) -
     assert "P(pass) 0.00 [0.00, 0.16]" in text and "0 of 20 seeds pass (0-19" in text
 
 
+def test_the_alerts_follow_each_change(page: Any) -> None:
+    """Under the error budget, the burn-rate alerts replayed on the run shown: none for
+    the reference, and those ``gym run`` reports once replicas=2, with their detection
+    lines."""
+    assert page.locator("text=No alert fired.").count() == 1
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("2")
+    box.press("Enter")
+    _verdict(page, "FAIL")
+    want = gym.simulate(gym.load_design(ROOT / "designs/reference.yaml", ["fetchers.replicas=2"]))
+    assert want.alerts is not None and want.alerts.firings
+    first = want.alerts.firings[0]
+    page.wait_for_selector(f"text={first.alert} ({first.severity})", timeout=15_000)
+    assert page.locator("text=No alert fired.").count() == 0
+    for line in want.alerts.detection_lines():
+        assert page.locator(f"text={line}").count() == 1, line
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.locator("text=Alerts").first.scroll_into_view_if_needed()
+    page.screenshot(path=str(ARTIFACTS / "playground-alerts.png"), full_page=True)
+
+
 def test_download_gives_a_design_gym_run_loads(page: Any, tmp_path: Path) -> None:
     box = page.locator(".gym-input-fetchers-replicas input")
     box.fill("5")
