@@ -21,7 +21,11 @@ ticks (every tick 10 URLs finish), the burn rate is (10 k / 10 n) / 0.03 = k / (
 
 from __future__ import annotations
 
+import json
 import math
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -145,3 +149,30 @@ def test_no_alerts_without_an_availability_slo_or_with_none() -> None:
     assert _run(alerts={"conditions": "none"}).alerts is None
     with pytest.raises(ValueError, match="watch the availability SLO"):
         Scenario.model_validate({**SCENARIO, "slos": {}})
+
+
+def test_a_target_of_one_has_no_burn_rate(tmp_path: Path) -> None:
+    """availability min 1 leaves no budget: no replay (no infinite burn in --json)."""
+    assert _run(slos={"availability": {"min": 1}}).alerts is None
+    from tests.conftest import CHAOS, STARTER
+
+    perfect = tmp_path / "perfect.yaml"
+    perfect.write_text(CHAOS.read_text().replace("{min: 0.97}", "{min: 1}"))
+    got = subprocess.run(
+        [sys.executable, "-m", "gym", "run", str(STARTER), "-s", str(perfect), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert got.returncode == 1, got.stderr
+    assert json.loads(got.stdout)["alerts"] is None
+
+
+def test_windows_the_grid_changes_are_said() -> None:
+    """Windows longer than the run, and under half a tick, are named in the scale rule."""
+    workbook = {"conditions": "workbook", "time_scale": 1}
+    replay = _run(alerts=workbook).alerts
+    assert replay is not None
+    assert "longer than the run, reaching back only to its start: page-1h 1h" in replay.scale_rule
+    replay = _run(duration_s=1, faults=[], alerts={"conditions": "workbook"}).alerts
+    assert replay is not None
+    assert "under half a tick, counted as one tick: page-1h 5m" in replay.scale_rule

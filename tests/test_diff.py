@@ -40,9 +40,13 @@ def test_the_change_is_the_mean_paired_difference_with_its_t_interval() -> None:
     run-by-run differences of the two designs' own runs (gym.simulate, seed by seed), its
     interval that mean +- t(4) x their standard deviation / sqrt(5). Every SLO better;
     cost up a unit ("costlier", not gated)."""
-    runs = 5
+    runs = 5  # at a confidence of 0.5 (4 runs can show it), the gate takes 5 runs
     got = diff.diff(
-        gym.load_design(STARTER), gym.load_design(REFERENCE), gym.load_scenario(CHAOS), runs=runs
+        gym.load_design(STARTER),
+        gym.load_design(REFERENCE),
+        gym.load_scenario(CHAOS),
+        runs=runs,
+        confidence=0.5,
     )
     base = [gym.simulate(STARTER, CHAOS, seed=k).metrics for k in range(runs)]
     head = [gym.simulate(REFERENCE, CHAOS, seed=k).metrics for k in range(runs)]
@@ -100,16 +104,17 @@ def test_markdown_summary(tmp_path: Path) -> None:
     name = "<b>a|b</b> *x*"
     design.write_text(REFERENCE.read_text().replace("name: reference", f"name: '{name}'"))
     md = tmp_path / "diff.md"
-    code, _, _ = _gym("diff", STARTER, design, "--runs", "3", "--workers", "1", "--markdown", md)
+    few = ["--runs", "5", "--confidence", "0.5"]
+    code, _, _ = _gym("diff", STARTER, design, *few, "--workers", "1", "--markdown", md)
     assert code == 0
     text = md.read_text()
     assert text.startswith("### Capacity diff: PASS: no regression")
-    assert "`<b>a\\|b</b> *x*` (HEAD)" in text
+    assert "`<b>a|b</b> *x*` (HEAD)" in text  # a code span outside the table, literally
     rows = [line for line in text.splitlines() if line.startswith("| ")]
     assert len(rows) == 1 + 5  # the header, four figures and every SLO
     # six cells in every row: pipes in names are escaped (\\|), not cell borders
     assert all(len(re.split(r"(?<!\\)\|", line)) == 8 for line in rows), rows
-    code, _, err = _gym("diff", STARTER, design, "--runs", "3", "--markdown", md)
+    code, _, err = _gym("diff", STARTER, design, *few, "--markdown", md)
     assert code == 2 and "--force" in err
     assert md.read_text() == text
 
@@ -118,6 +123,9 @@ def test_markdown_summary(tmp_path: Path) -> None:
     ("args", "words"),
     [
         (["--runs", "1"], "--runs"),
+        # fewer than can show either side passing at 0.8: BASE passing, HEAD failing
+        # could never be seen
+        (["--runs", "10"], "at least 16 runs"),
         (["--markdown", "out.txt"], ".md"),
         (["--force"], "--markdown"),
     ],
@@ -131,4 +139,4 @@ def test_refused_before_any_run(tmp_path: Path, args: list[str], words: str) -> 
 def test_a_crawler_and_a_graph_are_not_compared() -> None:
     graph = ROOT / "designs" / "systems" / "ingestion.yaml"
     code, _, err = _gym("diff", REFERENCE, graph)
-    assert code == 2 and "one kind" in err
+    assert code == 2 and "HEAD is a graph and BASE is not" in err and str(graph) in err

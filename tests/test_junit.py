@@ -193,3 +193,30 @@ def test_markup_in_names_is_escaped(tmp_path: Path) -> None:
     assert _gym("run", design, "--junit", path) == 0
     (suite,) = _suites(path)
     assert suite.name == f"{name} under crawler-chaos"
+
+
+def test_names_xml_cannot_hold_are_escaped(tmp_path: Path) -> None:
+    """A design named with control characters XML forbids: the file still parses, the
+    characters written as escapes."""
+    design = tmp_path / "d.yaml"
+    design.write_text(REFERENCE.read_text().replace("name: reference", 'name: "a\\x01b\\x1b"'))
+    path = tmp_path / "d.xml"
+    assert _gym("run", design, "--junit", path) == 0
+    (suite,) = _suites(path)
+    assert suite.name == "a\\x01b\\x1b under crawler-chaos"
+
+
+def test_junit_and_out_on_one_path_refused_before_any_run(tmp_path: Path) -> None:
+    same = tmp_path / "same.xml"
+    res = runner.invoke(app, ["run", str(STARTER), "--junit", str(same), "--out", str(same)])
+    assert res.exit_code == 2 and "is the --out directory too" in res.stderr
+    assert not same.exists()
+
+
+def test_sweep_suites_name_their_inputs(tmp_path: Path) -> None:
+    path = tmp_path / "sweep.xml"
+    _gym("sweep", REFERENCE, "--vary", "fetchers.replicas=3..4", "--workers", "1", "--junit", path)
+    for suite in _suites(path):
+        properties = {p.name: p.value for p in suite.properties()}
+        assert properties["design_file"] == str(REFERENCE)
+        assert properties["engine"] == "flow" and properties["seeds"] == "0..0"

@@ -19,8 +19,9 @@ import pytest
 import gym
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_CONFIDENCE
-from gym.inputs import openslo
+from gym.inputs import openslo, openslo_alerts
 from gym.inputs.strict_yaml import dump_yaml_documents, parse_yaml_text
+from gym.models import SLOs
 from gym.models.alerts import Alerts, workbook
 from tests.conftest import CHAOS, REFERENCE, ROOT
 
@@ -155,10 +156,11 @@ def _edit(path: str, value: Any) -> list[dict[str, Any]]:
     node: Any = documents[int(index)]
     for key in keys[:-1]:
         node = node[int(key)] if isinstance(node, list) else node[key]
+    last: Any = int(keys[-1]) if isinstance(node, list) else keys[-1]
     if value is None:
-        del node[keys[-1]]
+        del node[last]
     else:
-        node[keys[-1]] = value
+        node[last] = value
     return documents
 
 
@@ -167,7 +169,8 @@ def _edit(path: str, value: Any) -> list[dict[str, Any]]:
 REFUSED = [
     ("0.apiVersion", "openslo/v1alpha", "document 1 apiVersion", "is not read"),
     ("0.apiVersion", None, "document 1 apiVersion", "is missing"),
-    ("1.kind", "AlertNotificationTarget", "document 2 kind", "is not read"),
+    ("1.kind", "AlertRule", "document 2 kind", "is not read"),
+    ("1.kind", None, "document 2 kind", "is missing"),
     ("1.metadata.name", "Avail", "document 2 metadata.name", "not an OpenSLO name"),
     ("1.metadata", None, "document 2 metadata", "is required"),
     ("1.spec.budgetingMethod", "Timeslices", "spec.budgetingMethod", "Occurrences"),
@@ -185,7 +188,7 @@ REFUSED = [
     ("9.spec.conditions", [], "spec.conditions", "must list"),
     ("9.spec.conditions", [{"conditionRef": "nope"}], "conditionRef", "names no AlertCondition"),
     ("1.spec.indicatorRef", "nothing", "spec.indicatorRef", "names no SLI"),
-    ("1.spec.objectives", [], "spec.objectives", "composite SLOs are not read"),
+    ("1.spec.objectives", [], "spec.objectives", "must be a list of one objective"),
     ("1.spec.objectives.0.target", 1.0, "objectives[0].target", "below 1"),
     ("1.spec.objectives.0.target", "high", "objectives[0].target", "must be a number"),
     ("1.spec.objectives.0.target", None, "objectives[0]", "needs one of target"),
@@ -372,3 +375,89 @@ def test_a_scenario_takes_its_alerts_from_the_openslo_file(tmp_path: Path) -> No
     scenario_file.write_text(text + "alerts: {conditions: none}\n")
     with pytest.raises(GymError, match=r"alerts\.conditions: the alerts come from slos\.yaml"):
         gym.load_scenario(scenario_file)
+
+
+def _scenario_taking(tmp_path: Path, slos: str, extra: str = "") -> Path:
+    """The chaos scenario with its slos: taken from ``slos`` (a file in tmp_path)."""
+    text = re.sub(r"^slos:\n(?:  .*\n)+", f"slos_from: {slos}\n", CHAOS.read_text(), flags=re.M)
+    path = tmp_path / "taking.yaml"
+    path.write_text(text + extra)
+    return path
+
+
+def test_alerts_listed_need_the_availability_slo_the_file_may_not_give(tmp_path: Path) -> None:
+    """A scenario listing alerts, whose slos_from file sets no availability SLO: refused
+    when it is read (exit 2), not when a batch of runs reads it again."""
+    cost_only = gym.load_scenario(CHAOS).model_copy(
+        update={"slos": SLOs.model_validate({"cost_units": {"max": 9}})}
+    )
+    (tmp_path / "c.yaml").write_text(openslo.dump(cost_only))
+    alert = "alerts: {conditions: [{name: fast, burn_rate: 2, long_window: 1h}]}\n"
+    scenario = _scenario_taking(tmp_path, "c.yaml", alert)
+    with pytest.raises(GymError, match="watch the availability SLO"):
+        gym.load_scenario(scenario)
+    got = gym_cmd("run", REFERENCE, "--scenario", scenario, "--runs", "3", "--workers", "1")
+    assert got.returncode == 2 and "Traceback" not in got.stderr
+
+
+def test_no_alerts_come_back_as_none(tmp_path: Path) -> None:
+    """alerts: none is exported as an empty alertPolicies, read back as no alert."""
+    none = gym.load_scenario(CHAOS).model_copy(
+        update={"alerts": Alerts.model_validate({"conditions": "none"})}
+    )
+    (tmp_path / "n.yaml").write_text(openslo.dump(none))
+    taken = gym.load_scenario(_scenario_taking(tmp_path, "n.yaml"))
+    assert taken.alerts.resolved() == ()
+
+
+def test_alert_names_that_become_one_openslo_name_are_refused() -> None:
+    alerts = [
+        {"name": "page 1h", "burn_rate": 14.4, "long_window": "1h"},
+        {"name": "page-1h", "burn_rate": 6, "long_window": "6h"},
+    ]
+    twins = gym.load_scenario(CHAOS).model_copy(
+        update={"alerts": Alerts.model_validate({"conditions": alerts})}
+    )
+    with pytest.raises(GymError, match="'page-1h' and 'page 1h' both become the OpenSLO name"):
+        openslo.export(twins)
+
+
+def test_target_percent_reads_as_written() -> None:
+    for percent, target in ((99.9, 0.999), (99.99, 0.9999), (97, 0.97), (0, 0.0)):
+        got = openslo.parse(_edit("1.spec.objectives.0", {"targetPercent": percent}), None)
+        assert got.slos["availability"] == {"min": target}
+
+
+def test_alert_problems_name_the_openslo_field(tmp_path: Path) -> None:
+    """An alert the scenario would refuse is refused reading the file, by its OpenSLO
+    field, by gym slo import as by slos_from."""
+    cases = {
+        # the short window (an annotation) as long as the lookback window
+        "short.yaml": (
+            _edit("8.metadata.annotations", {openslo_alerts.SHORT: "1h"}),
+            "metadata.annotations.crawler-slo-gym/short-window: 1h must be shorter",
+        ),
+        "severity.yaml": (_edit("8.spec.severity", "x" * 60), "spec.severity: string should"),
+        "twice.yaml": (
+            _edit("1.spec.alertPolicies", [{"alertPolicyRef": "crawler-chaos-page-1h"}] * 2),
+            "is read twice",
+        ),
+        "digits.yaml": (_edit("8.spec.condition.lookbackWindow", "99999999999w"), "7 digits"),
+    }
+    for name, (documents, words) in cases.items():
+        (tmp_path / name).write_text(dump_yaml_documents(documents))
+        got = gym_cmd("slo", "import", tmp_path / name)
+        assert got.returncode == 2 and words in got.stderr, (name, got.stderr)
+        with pytest.raises(GymError, match=re.escape(words)):
+            gym.load_scenario(_scenario_taking(tmp_path, name))
+
+
+def test_notification_targets_are_skipped() -> None:
+    target = {
+        "apiVersion": "openslo/v1",
+        "kind": "AlertNotificationTarget",
+        "metadata": {"name": "on-call"},
+        "spec": {"target": "email"},
+    }
+    documents = _edit("9.spec.notificationTargets", [{"targetRef": "on-call"}])
+    assert openslo.parse([*documents, target], None).alerts is not None

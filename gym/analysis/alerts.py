@@ -135,18 +135,19 @@ class Replay:
 
 
 def replay(metrics: Metrics, scenario: Scenario) -> Replay | None:
-    """The scenario's alerts over ``metrics``' run; None when there is no availability SLO
-    or no alert."""
+    """The scenario's alerts over ``metrics``' run; None when there is no availability SLO,
+    no alert, or a target of 1 (no budget: no burn rate)."""
     slo = scenario.slos.availability
     alerts = scenario.alerts.resolved()
-    if slo is None or not alerts:
-        return None
+    if slo is None or not alerts or slo.min >= 1:
+        return None  # nothing to watch, or no budget to burn (a target of 1)
     rec = metrics.record
     tl = rec.timeline
     n_ticks, tick_s = tl.n_ticks, tl.tick_s
     duration = n_ticks * tick_s
     scale, rule = _scale(scenario, alerts, duration)
     windows = tuple(_window(a, scale, tick_s) for a in alerts)
+    rule += _stretched(windows, scale, tick_s, n_ticks)
     failed = np.zeros(n_ticks, dtype=np.int64)
     served = np.zeros(n_ticks, dtype=np.int64)
     for tally in rec.components.values():
@@ -244,7 +245,7 @@ def _scale(
     given = scenario.alerts.time_scale
     if given is not None:
         return given, (
-            f"time_scale {given:g} (the scenario's): a second of the run stands for "
+            f"time_scale {_number(given)} (the scenario's): a second of the run stands for "
             f"{_duration(given)}"
         )
     if longest <= run_s:
@@ -252,9 +253,30 @@ def _scale(
     scale = longest / run_s
     longest_name = next(a.long_window for a in alerts if seconds(a.long_window) == longest)
     return scale, (
-        f"time_scale {scale:,.4g}: the longest window ({longest_name}) is the run's "
+        f"time_scale {_number(scale)}: the longest window ({longest_name}) is the run's "
         f"{run_s:g} s, so a second of the run stands for {_duration(scale)}"
     )
+
+
+def _stretched(windows: tuple[Window, ...], scale: float, tick_s: float, n_ticks: int) -> str:
+    """What the tick grid did to the windows, said: those longer than the run (they reach
+    back only to its start) and those under a tick (one tick)."""
+    long, short = [], []
+    for w in windows:
+        a = w.alert
+        for duration, ticks in ((a.long_window, w.long), (a.short_window, w.short)):
+            if duration is None or ticks is None:
+                continue
+            if ticks > n_ticks:
+                long.append(f"{a.name} {duration}")
+            if seconds(duration) / scale < tick_s / 2:
+                short.append(f"{a.name} {duration}")
+    out = ""
+    if long:
+        out += f"; longer than the run, reaching back only to its start: {', '.join(long)}"
+    if short:
+        out += f"; under half a tick, counted as one tick: {', '.join(short)}"
+    return out
 
 
 def _window(alert: BurnRateAlert, scale: float, tick_s: float) -> Window:
@@ -266,11 +288,16 @@ def _window(alert: BurnRateAlert, scale: float, tick_s: float) -> Window:
     return Window(alert, ticks(alert.long_window), short, after)
 
 
+def _number(x: float) -> str:
+    """6,480 or 2.5: no exponent."""
+    return f"{x:,.0f}" if x >= 100 else f"{x:.3g}"
+
+
 def _duration(s: float) -> str:
     """Seconds as people say them: 45 s, 12 min, 3.2 h, 2.5 d."""
     if not math.isfinite(s):
         return "-"
     for unit, size in (("d", 86_400), ("h", 3600), ("min", 60)):
         if s >= size:
-            return f"{s / size:.3g} {unit}"
-    return f"{s:.3g} s"
+            return f"{_number(s / size)} {unit}"
+    return f"{_number(s)} s"

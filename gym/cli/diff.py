@@ -38,7 +38,13 @@ def diff_cmd(
     ],
     scenario: ScenarioOpt = None,
     runs: Annotated[
-        int, typer.Option("--runs", help="Seeds for each design, the same for both.", min=2)
+        int,
+        typer.Option(
+            "--runs",
+            help="Seeds for each design, the same for both (at least 16 at the default "
+            "confidence: the fewest that can show either side passing).",
+            min=2,
+        ),
     ] = 20,
     seed: SeedOpt = 0,
     confidence: ConfidenceOpt = None,
@@ -74,7 +80,7 @@ def diff_cmd(
         target = check_file(markdown, "--markdown", suffixes=(".md", ".markdown"), force=force)
     b, h = load_design(base), load_design(head)
     s = scenario_of(scenario)
-    diff.check(b, h, runs)
+    diff.check(b, h, runs, conf)
     refuse([*validate(b, s), *validate(h, s)])
     executor = closing(make_executor(workers, scheduler))
     with count_progress(2 * runs, f"2 designs x {runs} runs") as report:
@@ -124,7 +130,7 @@ def _print(d: Diff) -> None:
             format_measured(c.name, c.base),
             format_measured(c.name, c.head),
             signed(c.name, c.change),
-            interval(c),
+            interval(c, d.runs),
             c.verdict,
         )
     console.print(table)

@@ -144,7 +144,8 @@ def sweep_cmd(
         from gym.report import junit as junit_xml
 
         axis_names = [path for path, _ in axes]
-        junit_xml.write(junit_file, junit_xml.of_sweep(rows, axis_names, s, runs, conf))
+        suites = junit_xml.of_sweep(rows, axis_names, s, runs, conf, design, engine, seed)
+        junit_xml.write(junit_file, suites)
         plain(stderr=True).print(f"wrote {one_line(junit_file)}")
     if interrupted:
         done = sum(1 for r in rows if r["status"] == "ok")

@@ -181,6 +181,10 @@ def _print_budget(r: Result, console: Console) -> None:
     console.print(table)
 
 
+#: The most alert firings the text lists (an alert that flaps on a coarse scale).
+MAX_FIRINGS = 20
+
+
 def _print_alerts(r: Result, console: Console) -> None:
     """The burn-rate alerts replayed on the run (gym.analysis.alerts)."""
     from rich.table import Table
@@ -200,15 +204,19 @@ def _print_alerts(r: Result, console: Console) -> None:
         table = Table(show_edge=False, pad_edge=False)
         for col in ("alert", "fired at", "resolved at", "peak burn", "budget spent"):
             table.add_column(col, justify="left" if col == "alert" else "right")
-        for f in a.firings:
+        for f in a.firings[:MAX_FIRINGS]:
             table.add_row(
                 f"{one_line(f.alert)} ({one_line(f.severity)})",
-                f"{f.start_s:g} s",
-                "still firing" if f.end_s is None else f"{f.end_s:g} s",
+                f"{f.start_s:.2f} s",
+                "still firing" if f.end_s is None else f"{f.end_s:.2f} s",
                 f"{f.peak_burn:.1f}x",
                 format_fraction(f.budget_spent),
             )
         console.print(table)
+        if len(a.firings) > MAX_FIRINGS:
+            console.print(
+                f"... and {len(a.firings) - MAX_FIRINGS:,} more firings (--json lists all)"
+            )
     for line in a.detection_lines():
         console.print(f"  {one_line(line)}", soft_wrap=True)
 

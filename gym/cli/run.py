@@ -129,6 +129,10 @@ def run(
         from gym.report import junit as junit_xml
 
         junit_file = junit_xml.check(junit, force=force)
+        if out is not None and junit_file.resolve() == out.resolve():
+            raise GymError.single(
+                str(junit), "--junit", "is the --out directory too; give another name"
+            )
     if runs > 1:
         if warmup:
             raise GymError.single(
@@ -269,6 +273,6 @@ def _run_many(
     if junit is not None:
         from gym.report import junit as junit_xml
 
-        junit_xml.write(junit, [junit_xml.of_runs(d, s, mc)])
+        junit_xml.write(junit, [junit_xml.of_runs(d, s, mc, engine=engine)])
         plain(stderr=True).print(f"wrote {one_line(junit)}")
     raise exit_verdict(mc.verdict == "pass")

@@ -70,16 +70,17 @@ def import_cmd(
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ) -> None:
     """Print the slos: (and alerts:) a scenario gets from FILE (what slos_from: FILE reads)."""
-    from gym.inputs import openslo
+    from gym.inputs.loading import read_openslo
+    from gym.inputs.openslo import shown
     from gym.inputs.strict_yaml import dump_yaml
 
-    got = openslo.read(file)
+    slos, alerts, notes = read_openslo(file)
+    block: dict[str, object] = {"slos": shown(slos)}
+    if alerts is not None:
+        block["alerts"] = {"conditions": alerts}
     if as_json:
-        print_json({"slos": got.shown(), "alerts": got.alerts, "notes": got.notes})
+        print_json({**block, "notes": notes})
         return
-    block: dict[str, object] = {"slos": got.shown()}
-    if got.alerts is not None:
-        block["alerts"] = {"conditions": got.alerts}
     sys.stdout.write(dump_yaml(block))
-    for note in got.notes:
+    for note in notes:
         plain(stderr=True).print(f"note: {note}")

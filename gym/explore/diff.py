@@ -26,15 +26,13 @@ from typing import Any
 
 from gym.analysis.scoring import SLO_NAMES, format_measured
 from gym.core.errors import GymError
-from gym.core.limits import DEFAULT_CONFIDENCE
+from gym.core.limits import DEFAULT_CONFIDENCE, MAX_RUNS
 from gym.explore.compare import fields, shown
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Progress
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
-#: The most runs a side.
-MAX_RUNS = 10_000
 #: The figures whose worsening fails the gate (cost is shown, and gated by its SLO's verdict).
 GATED = ("throughput_rps", "availability", "peak_saturation")
 #: Which way is better for each figure: +1 higher, -1 lower.
@@ -172,7 +170,7 @@ class Diff:
             lines.append(
                 f"| {c.name} | {_md(c.slo or '')} | {format_measured(c.name, c.base)} | "
                 f"{format_measured(c.name, c.head)} | {signed(c.name, c.change)} "
-                f"{interval(c)} | {c.verdict} |"
+                f"{interval(c, self.runs)} | {c.verdict} |"
             )
         lines.append(
             f"| every SLO (runs) | rule: lower bound >= {self.confidence:g} | "
@@ -199,11 +197,11 @@ def _md(text: str) -> str:
 
 
 def _code(text: str | None) -> str:
-    """User text as a code span: one line, literally (backslashes are not escapes in a
-    code span, so its own backticks become quotes and pipes, for tables, \\|)."""
+    """User text as a code span outside a table: one line, literally (backslashes are
+    not escapes in a code span, so its own backticks become quotes)."""
     from gym.core.text import printable
 
-    return "`" + printable(str(text)).replace("`", "'").replace("|", "\\|") + "`"
+    return "`" + printable(str(text)).replace("`", "'") + "`"
 
 
 def signed(name: str, value: float | None) -> str:
@@ -214,24 +212,41 @@ def signed(name: str, value: float | None) -> str:
     return ("+" if value > 0 else "-" if value < 0 else "±") + shown_value
 
 
-def interval(c: Change) -> str:
-    """A change's 95% interval, signed; empty where there is none."""
+def interval(c: Change, runs: int | None = None) -> str:
+    """A change's 95% interval, signed, and over how many run pairs when not all of
+    ``runs`` (a figure undefined in some runs: availability with nothing finished)."""
+    pairs = f" ({c.pairs} of {runs} runs defined)" if runs is not None and c.pairs < runs else ""
     if c.low is None or c.high is None:
-        return ""
-    return f"[{signed(c.name, c.low)}, {signed(c.name, c.high)}]"
+        return pairs.strip()
+    return f"[{signed(c.name, c.low)}, {signed(c.name, c.high)}]{pairs}"
 
 
-def check(base: Design | GraphDesign, head: Design | GraphDesign, runs: int) -> None:
-    """What the gate refuses before anything runs."""
-    if runs < 2 or runs > MAX_RUNS:
+def check(
+    base: Design | GraphDesign,
+    head: Design | GraphDesign,
+    runs: int,
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> None:
+    """What the gate refuses before anything runs: fewer runs than can show either side
+    passing by the ``--runs`` rule (the clause "BASE passes and HEAD fails" could never
+    hold), and designs of two kinds."""
+    from gym.explore.montecarlo import runs_needed
+
+    least = max(2, runs_needed(confidence))
+    if runs < least or runs > MAX_RUNS:
         raise GymError.single(
             None,
             "--runs",
-            f"{runs}: a change's interval needs at least 2 runs a side (at most {MAX_RUNS:,})",
+            f"{runs}: the gate needs at least {least} runs a side, the fewest that can show "
+            f"a pass probability of {confidence:g} (--confidence) with 95% confidence "
+            f"(at most {MAX_RUNS:,})",
         )
     if isinstance(base, GraphDesign) != isinstance(head, GraphDesign):
+        kinds = "a graph" if isinstance(head, GraphDesign) else "a crawler design"
         raise GymError.single(
-            None, "HEAD", "BASE and HEAD must be of one kind: both crawler designs, or both graphs"
+            head._source,
+            None,
+            f"HEAD is {kinds} and BASE is not: both crawler designs, or both graphs",
         )
 
 
@@ -248,7 +263,7 @@ def diff(
 ) -> Diff:
     """Run BASE and HEAD under ``scenario`` with seeds ``seed``..``seed + runs - 1``
     each, and compare them run by run."""
-    check(base, head, runs)
+    check(base, head, runs, confidence)
     seeds = range(seed, seed + runs)
     results = run_tasks(
         [*tasks_for(base, scenario, seeds), *tasks_for(head, scenario, seeds)],

@@ -28,7 +28,7 @@ from gym.inputs.strict_yaml import (
     value_kind,
     yaml_problem,
 )
-from gym.models import Design, FieldError, Scenario
+from gym.models import Design, FieldError, Scenario, SLOs
 from gym.system.graph import NODE_NAME_PATTERN, GraphDesign, graph_problems
 
 M = TypeVar("M", bound=BaseModel)
@@ -93,14 +93,11 @@ def _means_graph(data: dict[Any, Any]) -> bool:
 
 def load_scenario(path: str | Path) -> Scenario:
     """Read and validate a scenario file (scenarios/*.yaml); its ``slos_from`` (an
-    OpenSLO file, relative to it) read into its ``slos``."""
+    OpenSLO file, relative to it) read into its ``slos`` and, if the file gives the
+    availability SLO alert policies, its ``alerts``."""
     scenario = _load(Scenario, path, "scenario")
     if scenario.slos_from is None:
         return scenario
-    from gym.inputs import openslo
-    from gym.models.alerts import Alerts
-    from gym.models.scenario import SLOs
-
     file = Path(scenario.slos_from)
     if not file.is_absolute():
         file = Path(path).parent / file
@@ -108,13 +105,20 @@ def load_scenario(path: str | Path) -> Scenario:
         raise GymError.single(
             str(path), "slos_from", f"{scenario.slos_from!r}: no such file (looked for {file})"
         )
-    got = openslo.read(file)
-    source, notes = scenario._source, got.notes
-    update: dict[str, Any] = {
-        "slos": parse(SLOs, got.slos, str(file), "set of SLOs"),
-        "slos_from": None,
-    }
-    if got.alerts is not None:
+    try:
+        slos, alerts, notes = read_openslo(file)
+    except GymError as err:  # a file that cannot be read at all: say where it was named
+        raise GymError(
+            [
+                Problem(str(path), "slos_from", f"{p.file}: {p.message}")
+                if p.field is None and p.file == str(file)
+                else p
+                for p in err.problems
+            ]
+        ) from None
+    data = scenario.model_dump(exclude={"slos_from"})
+    data["slos"] = slos.model_dump(exclude_none=True)
+    if alerts is not None:
         if "conditions" in scenario.alerts.model_fields_set:
             raise GymError.single(
                 str(path),
@@ -122,17 +126,30 @@ def load_scenario(path: str | Path) -> Scenario:
                 f"the alerts come from {scenario.slos_from} (its alert policies) or from "
                 "here, not both",
             )
-        update["alerts"] = parse(
-            Alerts,
-            {"conditions": got.alerts, "time_scale": scenario.alerts.time_scale},
-            str(file),
-            "set of alerts",
-        )
-    scenario = scenario.model_copy(update=update)
-    scenario._source = source
-    scenario._slos_file = str(file)
-    scenario._slos_notes = notes
-    return scenario
+        data["alerts"]["conditions"] = alerts
+    # Checked whole again, as every run's batch will read it (the alerts a scenario lists
+    # need the availability SLO the file may not give).
+    final = parse(Scenario, data, str(path), "scenario")
+    final._source = scenario._source
+    final._slos_file = str(file)
+    final._slos_notes = notes
+    return final
+
+
+def read_openslo(
+    path: str | Path,
+) -> tuple[SLOs, list[dict[str, Any]] | None, list[str]]:
+    """An OpenSLO file's SLOs, the availability SLO's alerts (None: the file gives no
+    policies), and notes: checked as a scenario that takes them is (``gym slo import``
+    and ``slos_from`` read files the same way)."""
+    from gym.inputs import openslo
+    from gym.models.alerts import Alerts
+
+    got = openslo.read(path)
+    slos = parse(SLOs, got.slos, str(path), "set of SLOs")
+    if got.alerts is not None:
+        parse(Alerts, {"conditions": got.alerts}, str(path), "set of alerts")
+    return slos, got.alerts, got.notes
 
 
 def parse_override(text: str, option: str = "--set") -> tuple[list[str], Any]:
@@ -333,6 +350,8 @@ def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:
         if i > 0 and isinstance(loc[i - 1], int) and part in _FAULT_KINDS:
             continue
         if i > 1 and loc[i - 2] == "nodes" and part in REGISTRY:
+            continue
+        if part in ("alert-word", "alert-list"):  # the form of alerts.conditions
             continue
         out.append(part)
     return tuple(out)

@@ -38,6 +38,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -45,14 +46,14 @@ from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_CONFIDENCE
 from gym.inputs import openslo_alerts
 from gym.inputs.strict_yaml import dump_yaml_documents, read_yaml, value_kind
-from gym.models import Scenario
+from gym.models import Scenario, SLOs
 
 API_VERSION = "openslo/v1"
 #: The metric source type that names the gym's own measurements.
 SOURCE = "gym"
 #: Kinds read, and kinds skipped (they define no SLO).
 READ_KINDS = ("SLO", "SLI", "AlertPolicy", "AlertCondition")
-SKIPPED_KINDS = ("Service", "DataSource")
+SKIPPED_KINDS = ("Service", "DataSource", "AlertNotificationTarget")
 #: RFC 1123 labels, as OpenSLO's names must be.
 NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
@@ -116,10 +117,6 @@ class Imported:
     #: the file gives none (the scenario's own alerts then apply).
     alerts: list[dict[str, Any]] | None = None
 
-    def shown(self) -> dict[str, dict[str, float | int]]:
-        """The ``slos:`` mapping with whole numbers written as such (6000, not 6000.0)."""
-        return {n: {k: _plain(v) for k, v in b.items()} for n, b in self.slos.items()}
-
 
 # -- export --------------------------------------------------------------------------------
 
@@ -175,12 +172,19 @@ def export(scenario: Scenario) -> list[dict[str, Any]]:
             "budgetingMethod": "Occurrences",
             "objectives": [objective],
         }
-        if measure.op is None:  # availability: the alerts on its budget
+        if measure.op is None:  # availability: the alerts on its budget (none: [])
             alert_docs, policies = openslo_alerts.export(scenario, service, label)
-            if policies:
-                spec["alertPolicies"] = [{"alertPolicyRef": p} for p in policies]
+            spec["alertPolicies"] = [{"alertPolicyRef": p} for p in policies]
         documents.append(_document("SLO", ident, f"{measure.title} of {scenario.name}", spec))
     return documents + alert_docs
+
+
+def shown(slos: SLOs) -> dict[str, dict[str, float | int]]:
+    """A scenario's ``slos:`` mapping, whole numbers written as such (6000, not 6000.0)."""
+    return {
+        n: {k: _plain(v) for k, v in b.items()}
+        for n, b in slos.model_dump(exclude_none=True).items()
+    }
 
 
 def _plain(value: float) -> float | int:
@@ -263,6 +267,12 @@ def parse(documents: list[Any], file: str | None) -> Imported:
             f"{version!r} is not read; the gym reads {API_VERSION} documents",
         )
         kind = doc.get("kind")
+        _need(
+            kind is not None,
+            file,
+            f"{where} kind",
+            f"is missing; give one of {', '.join(READ_KINDS)}",
+        )
         if kind in SKIPPED_KINDS:
             continue
         _need(
@@ -299,8 +309,10 @@ def parse(documents: list[Any], file: str | None) -> Imported:
         if note:
             out.notes.append(note)
         policies = spec.get("alertPolicies")
-        if policies:
-            out.alerts = alerting.alerts(where, policies, measure.slo == "availability")
+        if policies is not None:  # [] on the availability SLO: no alerts
+            got = alerting.alerts(where, policies, measure.slo == "availability")
+            if measure.slo == "availability":
+                out.alerts = got
     _need(bool(out.slos), file, None, "holds no SLO document; the gym reads kind SLO")
     out.notes += alerting.unused()
     return out
@@ -373,7 +385,8 @@ def _slo(
         isinstance(objectives, list) and len(objectives) == 1 and isinstance(objectives[0], dict),
         file,
         f"{where} spec.objectives",
-        "must be a list of one objective (composite SLOs are not read)",
+        "must be a list of one objective: the gym's SLO has one target (several "
+        "objectives, and composite SLOs, are not read)",
     )
     return measure, objectives[0]
 
@@ -501,7 +514,10 @@ def _target(at: str, objective: dict[str, Any], file: str | None) -> float:
         f"{at}.{key}",
         f"{value!r} must be >= 0 and below {scale:g}",
     )
-    return value / scale
+    if scale == 1.0:
+        return value
+    # 99.9 -> 0.999, not 0.9990000000000001: divided as the decimal written.
+    return float(Decimal(repr(value)) / Decimal(100))
 
 
 def _number(value: Any, where: str, file: str | None) -> float:

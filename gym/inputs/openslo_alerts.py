@@ -22,11 +22,22 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pydantic import ValidationError
+
 from gym.core.errors import GymError, Problem
-from gym.models import Scenario
-from gym.models.alerts import seconds
+from gym.models import FieldError, Scenario
+from gym.models.alerts import BurnRateAlert, seconds
 
 SHORT = "crawler-slo-gym/short-window"
+#: Where each of an alert's fields is in its OpenSLO documents.
+FIELDS = {
+    "name": "metadata.displayName",
+    "severity": "spec.severity",
+    "burn_rate": "spec.condition.threshold",
+    "long_window": "spec.condition.lookbackWindow",
+    "short_window": f"metadata.annotations.{SHORT}",
+    "alert_after": "spec.condition.alertAfter",
+}
 #: OpenSLO's duration shorthand the gym reads (months, quarters and years vary in length).
 SHORTHAND = re.compile(r"[0-9]+[mhdw]")
 
@@ -55,17 +66,27 @@ def export(
     docs: list[dict[str, Any]] = []
     policies: list[str] = []
     file = scenario._source
+    named: dict[str, str] = {}
     for i, a in enumerate(scenario.alerts.resolved()):
         at = f"alerts.conditions[{i}]"
         name = label(f"{service}-{a.name}")
+        if name in named:
+            raise GymError.single(
+                file,
+                f"{at}.name",
+                f"{a.name!r} and {named[name]!r} both become the OpenSLO name {name!r} "
+                "(lower case, dashes, at most 63 characters); rename one",
+            )
+        named[name] = a.name
         condition: dict[str, Any] = {
             "kind": "burnrate",
             "op": "gte",
             "threshold": int(a.burn_rate) if a.burn_rate.is_integer() else a.burn_rate,
             "lookbackWindow": _shorthand(a.long_window, f"{at}.long_window", file),
         }
-        if a.alert_after:
-            condition["alertAfter"] = _shorthand(a.alert_after, f"{at}.alert_after", file)
+        condition["alertAfter"] = (
+            _shorthand(a.alert_after, f"{at}.alert_after", file) if a.alert_after else "0m"
+        )
         metadata: dict[str, Any] = {"name": name, "displayName": a.name}
         if a.short_window:
             metadata["annotations"] = {
@@ -111,6 +132,7 @@ class Reader:
         self.conditions: dict[str, tuple[str, dict[str, Any]]] = {}  # name -> (where, doc)
         self.policies: dict[str, tuple[str, dict[str, Any]]] = {}
         self.used: set[tuple[str, str]] = set()
+        self.names: set[str] = set()  # the alerts read, by name
 
     def add(self, kind: str, name: str, where: str, doc: dict[str, Any]) -> None:
         book = self.conditions if kind == "AlertCondition" else self.policies
@@ -122,7 +144,7 @@ class Reader:
         at = f"{where} spec.alertPolicies"
         _need(isinstance(policies, list), self.file, at, "must be a list of alert policies")
         _need(
-            availability,
+            availability or not policies,
             self.file,
             at,
             "the gym's alerts watch the availability SLO's error budget; give the policies "
@@ -236,7 +258,30 @@ class Reader:
             out["short_window"] = self._duration(
                 annotations[SHORT], f"{where} metadata.annotations.{SHORT}"
             )
+        self._check(where, out)
+        _need(
+            name not in self.names,
+            file,
+            f"{where} metadata",
+            f"the alert {name!r} is read twice (a policy or condition listed twice, or two "
+            "of one name); each alert once",
+        )
+        self.names.add(name)
         return out
+
+    def _check(self, where: str, alert: dict[str, Any]) -> None:
+        """The alert as the scenario checks it, a problem named by its OpenSLO field."""
+        try:
+            BurnRateAlert.model_validate(alert)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            cause = (err.get("ctx") or {}).get("error")
+            key = cause.field if isinstance(cause, FieldError) else (err["loc"] or [""])[0]
+            message = str(cause) if isinstance(cause, FieldError) else err["msg"]
+            message = message[:1].lower() + message[1:]  # as the gym's messages read
+            raise GymError.single(
+                self.file, f"{where} {FIELDS.get(str(key), '')}".strip(), message
+            ) from None
 
     def _duration(self, value: Any, where: str) -> str:
         _need(
@@ -248,4 +293,5 @@ class Reader:
         )
         text = str(value).lstrip("0") or "0"
         _need(not text.startswith(("m", "h", "d", "w")), self.file, where, "must be above 0")
+        _need(len(text) <= 8, self.file, where, f"{value!r}: at most 7 digits")
         return text

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Discriminator, Field, Tag, field_validator, model_validator
 
 from gym.models.common import FieldError, InputModel
 
@@ -57,6 +57,18 @@ class BurnRateAlert(InputModel):
         None, description="How long the condition must hold before the alert fires."
     )
 
+    @field_validator("long_window", "short_window", "alert_after", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        if value is not None and not (
+            isinstance(value, str) and re.fullmatch(r"[1-9][0-9]{0,6}[smhdw]", value)
+        ):
+            raise ValueError(
+                "not a duration: a whole number from 1 (at most 7 digits) and s, m, h, d "
+                "or w, e.g. 5m, 1h, 3d"
+            )
+        return value
+
     @model_validator(mode="after")
     def _short_is_shorter(self) -> BurnRateAlert:
         if self.short_window is not None and seconds(self.short_window) >= seconds(
@@ -89,16 +101,28 @@ def workbook() -> tuple[BurnRateAlert, ...]:
     )
 
 
+def _form(value: Any) -> str:
+    return "alert-list" if isinstance(value, list) else "alert-word"
+
+
+#: A word or a list of alerts: checked as the one the value is (an error names its field,
+#: not both forms' internals).
+Conditions = Annotated[
+    Annotated[Literal["workbook", "none"], Tag("alert-word")]
+    | Annotated[list[BurnRateAlert], Field(max_length=20), Tag("alert-list")],
+    Discriminator(_form),
+]
+
+
 class Alerts(InputModel):
     """Which burn-rate alerts watch the availability SLO during the run."""
 
-    conditions: Literal["workbook", "none"] | list[BurnRateAlert] = Field(
+    conditions: Conditions = Field(
         "workbook",
         description=(
             "workbook: the SRE Workbook's three (page 14.4x over 1h and 5m, page 6x over 6h "
-            "and 30m, ticket 1x over 3d and 6h); none; or a list of your own."
+            "and 30m, ticket 1x over 3d and 6h); none; or a list of your own (at most 20)."
         ),
-        max_length=20,
     )
     time_scale: float | None = Field(
         None,

@@ -238,8 +238,8 @@ def alerts_section(r: Result) -> str:
     rows = [
         [
             escape(f"{f.alert} ({f.severity})"),
-            f"{f.start_s:g} s",
-            "still firing" if f.end_s is None else f"{f.end_s:g} s",
+            f"{f.start_s:.2f} s",
+            "still firing" if f.end_s is None else f"{f.end_s:.2f} s",
             f"{f.peak_burn:.1f}x",
             format_fraction(f.budget_spent),
         ]

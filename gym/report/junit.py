@@ -14,6 +14,7 @@ No time or timestamp is written: the same inputs give the same file, byte for by
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -116,6 +117,7 @@ def of_runs(
     mc: MonteCarloResult,
     name: str | None = None,
     classname: str | None = None,
+    engine: str = "flow",
 ) -> Suite:
     """Many runs of one design: a case per SLO (its pass rate under the ``--runs``
     rule), and the verdict as the case ``every SLO``."""
@@ -125,6 +127,7 @@ def of_runs(
         label,
         properties=_properties(design, scenario)
         | {
+            "engine": engine,
             "runs": str(mc.n),
             "seeds": f"{mc.runs[0]['seed']}..{mc.runs[-1]['seed']}" if mc.runs else "",
             "confidence": f"{mc.confidence:g}",
@@ -139,6 +142,9 @@ def of_runs(
         case = _slo_case(s.name, classname, s.op, s.target, s.mean, passes, mc.n)
         assert case.failure is not None
         spread = f"min {format_measured(s.name, s.min)}, max {format_measured(s.name, s.max)}"
+        undefined = sum(1 for r in mc.runs if r["slos"][s.name]["measured"] is None)
+        if undefined:  # the mean is over the runs where it is defined
+            spread += f"; undefined in {undefined} runs (nothing finished), which fail it"
         case.failure = (
             case.failure[0],
             f"{case.failure[0]} ({spread}); alone it fails the --runs rule: the 95% "
@@ -171,13 +177,25 @@ def of_sweep(
     scenario: Scenario,
     runs: int,
     confidence: float,
+    base: Path | None = None,
+    engine: str = "flow",
+    seed: int = 0,
 ) -> list[Suite]:
-    """A sweep: a suite per point, named by its values, its cases as :func:`of_runs`'s."""
+    """A sweep: a suite per point, named by its values, its cases as :func:`of_runs`'s;
+    ``base`` the design file the points change."""
     suites = []
     for row in rows:
         label = ", ".join(f"{a}={row[a]}" for a in axes)
         classname = f"gym.sweep.{label}"
-        suite = Suite(label, properties={"scenario": str(scenario.name), "runs": str(runs)})
+        properties = {
+            "design_file": str(base or ""),
+            "scenario": str(scenario.name),
+            "scenario_file": str(scenario._source or ""),
+            "engine": engine,
+            "runs": str(runs),
+            "seeds": f"{seed}..{seed + runs - 1}",
+        }
+        suite = Suite(label, properties=properties)
         status = row.get("status")
         if status == "invalid":
             suite.cases.append(
@@ -250,6 +268,16 @@ def _properties(design: Any, scenario: Scenario) -> dict[str, str]:
     }
 
 
+#: Characters XML 1.0 does not allow (control characters but tab, newline and carriage
+#: return; surrogates; U+FFFE and U+FFFF).
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+
+
+def _xml(text: str) -> str:
+    """Text an XML file can hold: each character XML forbids as its escape (\\x01)."""
+    return _NOT_XML.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+
+
 def render(suites: list[Suite], name: str = "gym") -> bytes:
     """The suites as one JUnit XML document (``<testsuites>``), UTF-8."""
     root = ET.Element(
@@ -264,7 +292,7 @@ def render(suites: list[Suite], name: str = "gym") -> bytes:
         node = ET.SubElement(
             root,
             "testsuite",
-            name=s.name,
+            name=_xml(s.name),
             tests=str(len(s.cases)),
             failures=str(s.count("failure")),
             errors=str(s.count("error")),
@@ -273,17 +301,17 @@ def render(suites: list[Suite], name: str = "gym") -> bytes:
         if s.properties:
             props = ET.SubElement(node, "properties")
             for key, value in s.properties.items():
-                ET.SubElement(props, "property", name=key, value=value)
+                ET.SubElement(props, "property", name=key, value=_xml(value))
         for c in s.cases:
-            case = ET.SubElement(node, "testcase", name=c.name, classname=c.classname)
+            case = ET.SubElement(node, "testcase", name=_xml(c.name), classname=_xml(c.classname))
             for tag, what in (("failure", c.failure), ("error", c.error)):
                 if what is not None:
                     message, text = what
-                    ET.SubElement(case, tag, message=message, type="SLO").text = text
+                    ET.SubElement(case, tag, message=_xml(message), type="SLO").text = _xml(text)
             if c.skipped is not None:
-                ET.SubElement(case, "skipped", message=c.skipped)
+                ET.SubElement(case, "skipped", message=_xml(c.skipped))
         if s.out:
-            ET.SubElement(node, "system-out").text = s.out
+            ET.SubElement(node, "system-out").text = _xml(s.out)
     ET.indent(root)
     body: bytes = ET.tostring(root, encoding="utf-8", xml_declaration=True)
     return body + b"\n"
