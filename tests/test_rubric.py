@@ -593,3 +593,45 @@ def test_the_javascript_rendering_lesson() -> None:
     assert sized.verdict == "pass"
     peak = sized.metrics.components["fetchers"].peak()[0]
     assert peak == pytest.approx(12_000 / 14_000, abs=0.02)
+
+
+TRAPS = [
+    # (design, scenario, the trap named, the figure it carries)
+    ("levers/fifo-frontier.yaml", "crawler-chaos.yaml", "global FIFO", "155,053 fetches"),
+    (
+        "levers/relational-store.yaml",
+        "crawler-chaos.yaml",
+        "blobs in a relational table",
+        "10,000/s",
+    ),
+    ("levers/recrawl-everything.yaml", "levers/freshness.yaml", "recrawl everything", "27.7 GB"),
+    ("reference.yaml", "levers/url-variants.yaml", "dedup layers missing", "240,000 variants"),
+]
+
+
+@pytest.mark.parametrize(("design", "scenario", "trap", "figure"), TRAPS)
+def test_every_run_names_the_traps_the_design_takes(
+    design: str, scenario: str, trap: str, figure: str
+) -> None:
+    """gym run, not only gym grade, warns of the rubric's traps, PASS or FAIL, with what
+    the run measured: in the text, --json and the HTML report."""
+    from gym.report import html
+
+    args = ["run", str(DESIGNS / design), "--scenario", str(ROOT / "scenarios" / scenario)]
+    res = CliRunner().invoke(app, [*args, "--no-fix"])
+    text = res.stdout.split("URLs:")[0]  # after the verdict, before the totals
+    assert "the design takes the rubric's traps" in text
+    assert trap in text and figure in text, text
+    data = json.loads(CliRunner().invoke(app, [*args, "--no-fix", "--json"]).stdout)
+    assert any(trap in t["trap"] and figure in t["measured"] for t in data["traps"])
+    result = gym.simulate(DESIGNS / design, ROOT / "scenarios" / scenario)
+    assert trap in html.render(result)
+
+
+def test_no_trap_no_warning_and_untested_layers_are_not_traps() -> None:
+    """The reference takes no trap; missing dedup layers the scenario does not test (no
+    variants, no duplicate bodies) are not one."""
+    assert gym.simulate(DESIGNS / "reference.yaml", CHAOS).traps == []
+    freshness = ROOT / "scenarios" / "levers" / "freshness.yaml"
+    traps = gym.simulate(DESIGNS / "levers" / "recrawl-everything.yaml", freshness).traps
+    assert [t.item for t in traps] == ["recrawl policy"]

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from gym.analysis.alerts import Replay
     from gym.analysis.budget import ErrorBudget
     from gym.analysis.explain import Explanation
+    from gym.analysis.rubric import Grade
 
 
 @dataclass
@@ -58,6 +59,14 @@ class Result:
 
         slo = self.scenario.slos.availability
         return budget.compute(self.metrics, slo.min if slo else None)
+
+    @functools.cached_property
+    def traps(self) -> list[Grade]:
+        """The rubric's traps the design took (:func:`gym.analysis.rubric.traps`): shown
+        with every run, PASS or FAIL, each with what the run measured."""
+        from gym.analysis import rubric
+
+        return rubric.traps(self)
 
     @functools.cached_property
     def alerts(self) -> Replay | None:
@@ -185,6 +194,7 @@ class Result:
             "warmup_s": self.warmup_s,
             "error_budget": self.budget.to_json(),
             "alerts": None if self.alerts is None else self.alerts.to_json(),
+            "traps": [t.to_json() for t in self.traps],
             "explanations": [e.to_json() for e in self.explanations],
         }
 

@@ -98,14 +98,15 @@ def politeness_violations(record: RunRecord, design: Design, scenario: Scenario)
     shares, counts = host_groups(scenario.web.hosts, scenario.web.host_zipf)
     weights = shares * counts
     log_keep = np.log1p(-np.minimum(shares, 1.0 - 1e-15))
-    busy = handed > 0
-    total = 0.0
-    for chunk in np.array_split(np.flatnonzero(busy), max(1, int(busy.sum()) // 256)):
-        if chunk.size == 0:
-            continue
-        unseen = np.exp(np.outer(window[chunk], log_keep)) @ weights
-        total += float((handed[chunk] * (1.0 - unseen)).sum())
-    return total
+    busy = np.flatnonzero(handed > 0)
+    # Ticks of one window length share their chance: worked out once per length (a
+    # frontier draining steadily hands out the same count tick after tick).
+    lengths, which = np.unique(window[busy], return_inverse=True)
+    unseen = np.empty(len(lengths))
+    for chunk in np.array_split(np.arange(len(lengths)), max(1, len(lengths) // 256)):
+        if chunk.size:
+            unseen[chunk] = np.exp(np.outer(lengths[chunk], log_keep)) @ weights
+    return float((handed[busy] * (1.0 - unseen[which])).sum())
 
 
 def _frontier_totals(record: RunRecord) -> tuple[float, float]:
@@ -495,6 +496,49 @@ def _dns_caching(result: Result) -> Grade:
         return Grade("DNS caching", "none", measured + "; no lookup is cached")
     credit: Credit = "full" if lost == 0 and peak <= 1.0 else "partial"
     return Grade("DNS caching", credit, measured)
+
+
+def traps(result: Result) -> list[Grade]:
+    """The rubric's traps this crawler design took, as ``gym run`` warns of them: a
+    global FIFO frontier (its politeness violations), recrawling everything (the
+    bandwidth wasted), page bodies in a relational table, and dedup layers missing where
+    the scenario tests them; each with what the run measured. Graph designs: none."""
+    if not isinstance(result.design, Design):
+        return []
+    design = result.design
+    record, scenario = result.metrics.record, result.scenario
+    items = [
+        _frontier(record, design, scenario),
+        _recrawl(record, design, scenario),
+        _storage(result),
+    ]  # the items with a trap; the others cost a run nothing
+    out = [g for g in items if g.trap is not None]
+    # Dedup layers: only those the scenario tests (its variants, duplicate bodies), each
+    # with what going without it cost in this run.
+    missing = []
+    world = scenario.dedup
+    if not design.dedup.canonicalize and world.variant_fraction:
+        handed = int(record.components["frontier"].processed.sum())
+        missing.append(
+            f"no URL canonicalization: about {world.variant_fraction * handed:,.0f} variants "
+            "of known URLs fetched again"
+        )
+    if not design.dedup.content_hash and world.duplicate_body_fraction:
+        writes = int(record.components["page_store"].arrived.sum())
+        missing.append(
+            f"no content hashing: about {world.duplicate_body_fraction * writes:,.0f} "
+            "duplicate page bodies written"
+        )
+    if missing:
+        out.append(
+            Grade(
+                "dedup layers",
+                "partial",
+                "; ".join(missing),
+                trap="dedup layers missing: the same work done twice",
+            )
+        )
+    return out
 
 
 def credit_points(grades: list[Grade]) -> tuple[float, int]:

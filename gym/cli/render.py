@@ -48,6 +48,7 @@ def print_result(r: Result, console: Console) -> None:
         table.add_row("(the scenario lists no SLOs)", "", "", "")
     console.print(table)
     console.print(Text.assemble("\nVerdict: ", verdict(r.passed)))
+    _print_traps(r, console)
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
         f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed{skipped} + "
@@ -179,6 +180,18 @@ def _print_budget(r: Result, console: Console) -> None:
             f"{one_line(e.name)} (t={e.start_s:g}-{e.end_s:g}s)", f"{e.urls:,}", frac, causes
         )
     console.print(table)
+
+
+def _print_traps(r: Result, console: Console) -> None:
+    """The rubric's traps the design took: what an interviewer would mark down."""
+    from rich.text import Text
+
+    if not r.traps:
+        return
+    head = "Passes its SLOs, but" if r.passed else "Also,"
+    console.print(Text(f"{head} the design takes the rubric's traps (gym grade):", style="bold"))
+    for t in r.traps:
+        console.print(f"- {one_line(t.trap)}: {one_line(t.measured)}", soft_wrap=True)
 
 
 #: The most alert firings the text lists (an alert that flaps on a coarse scale).

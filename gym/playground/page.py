@@ -223,7 +223,7 @@ class Page:
         self.slos.text = view.slo_html
         self.why.text = (
             "<h3>Why it fails</h3>" + view.explanations_html if view.verdict != "PASS" else ""
-        )
+        ) + ("<h3>Traps the design takes</h3>" + view.traps_html if view.traps_html else "")
         self.budget.text = "<h3>Error budget</h3>" + view.budget_html
         self.figures.show(view)
 

@@ -167,6 +167,7 @@ class View:
     units: dict[str, int]
     slo_html: str
     explanations_html: str
+    traps_html: str  # the rubric's traps the design took ("" when none)
     budget_html: str
     #: Per second: t (window start, s), saturation per component, offered, served,
     #: failed, the entry queue's backlog.
@@ -380,6 +381,7 @@ def view(result: Result) -> View:
         units=dict(m.units),
         slo_html=html.slo_table(result),
         explanations_html=html.explanation_list(result.explanations),
+        traps_html=html.traps_section(result) if result.traps else "",
         budget_html=html.budget_section(result) + _alerts(result),
         t=t,
         saturation=saturation,

@@ -61,6 +61,8 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
         "<h2>Components</h2>",
         _components(r),
     ]
+    if r.traps:
+        parts += ["<h2>Traps the design takes</h2>", traps_section(r)]
     why = [e for e in r.explanations if e.kind == "slo"]
     rest = [e for e in r.explanations if e.kind != "slo"]
     if why:
@@ -224,6 +226,13 @@ def budget_section(r: Result) -> str:
     return intro + (
         _table(["spent by", "when", "URLs", "of budget", "causes"], rows, {2, 3}) if rows else ""
     )
+
+
+def traps_section(r: Result) -> str:
+    """The rubric's traps the design took, each with what the run measured."""
+    items = "".join(f"<li><b>{escape(str(t.trap))}</b>: {escape(t.measured)}</li>" for t in r.traps)
+    head = "It passes its SLOs, but" if r.passed else "Besides its SLOs,"
+    return f"<p>{head} the rubric (<code>gym grade</code>) marks these down:</p><ul>{items}</ul>"
 
 
 def alerts_section(r: Result) -> str:

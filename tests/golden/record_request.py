@@ -122,9 +122,11 @@ def digest(design: str, scenario: str, seed: int, tick_ms: int) -> dict[str, Any
     out = json.loads(json.dumps(result.to_json(), allow_nan=False))
     out.pop("design_file", None)
     out.pop("scenario_file", None)
-    # Added to --json after the recording (issue 28): the alerts replayed on the per-tick
-    # counts the record's digest covers already.
+    # Added to --json after the recording (issues 28, 29): the alerts replayed on the
+    # per-tick counts the record's digest covers already, and the rubric's traps read
+    # from them.
     out.pop("alerts", None)
+    out.pop("traps", None)
     return {
         "record_sha256": h.hexdigest(),
         "latency_sha256": lat,
