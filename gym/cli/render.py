@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from gym.analysis.explain import Explanation
     from gym.analysis.result import Result
     from gym.explore.fix import Fix, NoFix
+    from gym.explore.headroom import Headroom
 
 
 def print_result(r: Result, console: Console) -> None:
@@ -152,6 +153,20 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
     )
     how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
     console.print(f"  {how}: " + " ".join(f"--set {one_line(s)}" for s in fix.sets()))
+
+
+def print_headroom(room: Headroom, console: Console) -> None:
+    """How far a passing design is from failing (gym.explore.headroom)."""
+    from rich.text import Text
+
+    console.print(
+        Text.assemble(
+            ("\nHeadroom", "bold"),
+            f" (how far from failing; {room.cost} flow runs, --no-headroom skips it):",
+        )
+    )
+    for m in room.margins:
+        console.print(f"  {one_line(m.sentence())}", soft_wrap=True)
 
 
 def _print_budget(r: Result, console: Console) -> None:

@@ -158,16 +158,19 @@ def report_cmd(
     max_urls: MaxUrlsOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline,
-    the suggested fix when it fails, the resolved inputs). Exit 0 when the design passes,
-    1 when it fails."""
+    the suggested fix when it fails, the headroom when it passes, the resolved inputs).
+    Exit 0 when the design passes, 1 when it fails."""
     from gym.core.outputs import check_file, write_file
 
     target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
     results = inputs.results([design], scenario, seed, engine, sets, url_limit(max_urls, engine))
     from gym.explore.fix import suggest
+    from gym.explore.headroom import headroom
     from gym.report.html import render
 
-    write_file(target, render(results[0], suggest(results[0], user_sets=sets or ())), "-o")
+    r = results[0]
+    page = render(r, suggest(r, user_sets=sets or ()), headroom(r))
+    write_file(target, page, "-o")
     plain().print(
         f"wrote {one_line(target)} ({one_line(results[0].design.name)}: "
         f"{results[0].verdict.upper()})"

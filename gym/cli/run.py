@@ -104,6 +104,14 @@ def run(
             "passes (the suggested fix).",
         ),
     ] = False,
+    no_headroom: Annotated[
+        bool,
+        typer.Option(
+            "--no-headroom",
+            help="When the design passes, do not work out how far it is from failing "
+            "(load, crash and hit-ratio margins: about 20 flow runs).",
+        ),
+    ] = False,
     junit: JunitOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
@@ -112,6 +120,10 @@ def run(
     from gym.system.crawler import expected_urls
 
     conf = check_many(runs, workers, scheduler, confidence, seed=seed)
+    if no_headroom and runs > 1:
+        raise GymError.single(
+            None, "--no-headroom", "--runs works out no headroom; leave --no-headroom out"
+        )
     if no_fix and runs > 1:
         raise GymError.single(
             None,
@@ -181,9 +193,17 @@ def run(
 
         with status("searching for the cheapest change that passes"):
             fix = suggest(result, user_sets=sets or ())
+    room = None
+    if result.passed and not no_headroom:
+        from gym.cli.progress import status
+        from gym.explore.headroom import headroom
+
+        with status("working out how far it is from failing"):
+            room = headroom(result)
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()
+        payload["headroom"] = None if room is None else room.to_json()
         print_json(payload)
     else:
         from gym.cli import render
@@ -192,10 +212,12 @@ def run(
         render.print_result(result, console)
         if fix is not None:
             render.print_fix(fix, console)
+        if room is not None:
+            render.print_headroom(room, console)
     if out is not None:
         from gym.report.files import write_run
 
-        wrote_files(write_run(result, out, force=force, fix=fix), out)
+        wrote_files(write_run(result, out, force=force, fix=fix, headroom=room), out)
     if junit_file is not None:
         from gym.report import junit as junit_xml
 

@@ -34,6 +34,7 @@ from gym.playground.texts import (
     cost_html,
     esc,
     fix_html,
+    headroom_section,
     odds_html,
     progress_html,
     stale_odds_html,
@@ -236,9 +237,10 @@ class Page:
             with contextlib.suppress(ValueError):  # it ran already
                 self.doc.remove_timeout_callback(self.fix_timer)
         self.fix_timer = None
-        if self.view is None or self.view.verdict == "PASS":
+        if self.view is None:
             return
-        self.fix.text = "<h3>Suggested fix</h3><p><i>searching once the fields are still...</i></p>"
+        head = "Headroom" if self.view.verdict == "PASS" else "Suggested fix"
+        self.fix.text = f"<h3>{head}</h3><p><i>searching once the fields are still...</i></p>"
         self.fix_timer = self.doc.add_timeout_callback(self._search_fix, FIX_AFTER_MS)
 
     def _search_fix(self) -> None:
@@ -250,7 +252,10 @@ class Page:
 
         def work() -> None:
             try:
-                text = fix_html(session.fix(result))
+                if result.passed:  # how far from failing: the margins
+                    text = "<h3>Headroom</h3>" + headroom_section(session.headroom(result))
+                else:
+                    text = "<h3>Suggested fix</h3>" + fix_html(session.fix(result))
             except Exception as exc:  # shown on the page, not raised
                 text = f"<p>internal error: {esc(type(exc).__name__)}: {esc(str(exc))}</p>"
             self._later(partial(self._fix_found, generation, text))
@@ -259,7 +264,7 @@ class Page:
 
     def _fix_found(self, generation: int, text: str) -> None:
         if generation == self.generation:
-            self.fix.text = "<h3>Suggested fix</h3>" + text
+            self.fix.text = text
 
     # -- the pass probability over many seeds ------------------------------------------------
     def _want_odds(self) -> None:

@@ -25,6 +25,7 @@ from gym.system.graph import GraphDesign
 if TYPE_CHECKING:
     from gym.analysis.result import Result
     from gym.explore.fix import Fix, NoFix
+    from gym.explore.headroom import Headroom
     from gym.explore.montecarlo import MonteCarloResult
 
 Kind = Literal["int", "float", "choice"]
@@ -317,6 +318,12 @@ class Session:
         from gym.explore.fix import suggest
 
         return suggest(result)
+
+    def headroom(self, result: Result) -> Headroom | None:
+        """How far a passing run is from failing (None if it failed)."""
+        from gym.explore.headroom import headroom
+
+        return headroom(result)
 
 
 #: Seeds the page takes its pass probability over: the design's verdict over many seeds,

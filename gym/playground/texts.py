@@ -104,6 +104,14 @@ def fix_html(fix: Any) -> str:
     return html.fix_section(fix)
 
 
+def headroom_section(room: Any) -> str:
+    from gym.report import html
+
+    if room is None:
+        return "<p>The design fails: no headroom.</p>"
+    return html.headroom_section(room)
+
+
 def yaml_name(design_name: str | None) -> str:
     """The file name the page's download of the design gets."""
     name = design_name or "design"

@@ -13,6 +13,7 @@ from gym.inputs.strict_yaml import dump_yaml
 
 if TYPE_CHECKING:
     from gym.explore.fix import Fix, NoFix
+    from gym.explore.headroom import Headroom
 
 
 def resolved_yaml(model: object) -> str:
@@ -41,7 +42,11 @@ def fixed_yaml(fix: Fix) -> str:
 
 
 def write_run(
-    result: Result, directory: Path, force: bool = False, fix: Fix | NoFix | None = None
+    result: Result,
+    directory: Path,
+    force: bool = False,
+    fix: Fix | NoFix | None = None,
+    headroom: Headroom | None = None,
 ) -> list[Path]:
     """Write ``result`` into ``directory``, all files at once (built in a temporary
     directory, then renamed into place); returns the files written. With a suggested
@@ -60,6 +65,7 @@ def write_run(
         path = work / "summary.json"
         summary = result.to_json()
         summary["fix"] = None if fix is None else fix.to_json()
+        summary["headroom"] = None if headroom is None else headroom.to_json()
         path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         written.append(path)
         from gym.explore.fix import Fix

@@ -19,6 +19,7 @@ from gym.report import plots
 
 if TYPE_CHECKING:
     from gym.explore.fix import Fix, NoFix
+    from gym.explore.headroom import Headroom
 
 
 def escape(text: str) -> str:
@@ -44,8 +45,9 @@ summary { cursor: pointer; margin: 0.4em 0; }
 """
 
 
-def render(result: Result, fix: Fix | NoFix | None = None) -> str:
-    """The report as one HTML string; with ``fix`` (:mod:`gym.explore.fix`), its suggested fix."""
+def render(result: Result, fix: Fix | NoFix | None = None, headroom: Headroom | None = None) -> str:
+    """The report as one HTML string; with ``fix`` (:mod:`gym.explore.fix`), its suggested
+    fix; with ``headroom`` (:mod:`gym.explore.headroom`), a passing design's margins."""
     r, m = result, result.metrics
     head = (
         f"<h1>{escape(str(r.design.name))} under {escape(str(r.scenario.name))}</h1>"
@@ -74,6 +76,8 @@ def render(result: Result, fix: Fix | NoFix | None = None) -> str:
         ]
     if fix is not None:
         parts += ["<h2>Suggested fix</h2>", fix_section(fix)]
+    if headroom is not None:
+        parts += ["<h2>Headroom</h2>", headroom_section(headroom)]
     parts += ["<h2>Error budget</h2>", budget_section(r)]
     if r.alerts is not None:
         parts += ["<h2>Alerts</h2>", alerts_section(r)]
@@ -226,6 +230,12 @@ def budget_section(r: Result) -> str:
     return intro + (
         _table(["spent by", "when", "URLs", "of budget", "causes"], rows, {2, 3}) if rows else ""
     )
+
+
+def headroom_section(room: Headroom) -> str:
+    """How far a passing design is from failing, and the runs it took."""
+    items = "".join(f"<li>{escape(m.sentence())}</li>" for m in room.margins)
+    return f"<ul>{items}</ul><p class='muted'>{room.cost} flow runs.</p>"
 
 
 def traps_section(r: Result) -> str:

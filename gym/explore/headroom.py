@@ -1,0 +1,187 @@
+"""Headroom: how far a passing design is from failing (``gym run``, docs/explore.md).
+
+Three margins, each found on the flow engine with the run's seed and tick, on copies of
+the scenario or the design:
+
+- **load**: the factor on every load stage of the scenario (the surge included) at
+  which the design first fails: bisected between the last factor that passes and the
+  first that fails, to 1% (a factor that fails the run is found by doubling from 1);
+- **crash**: with a crash in the scenario, how many replicas of the crashed fleet it can
+  lose at once and still pass (the scenario's count raised one by one up to the fleet);
+- **hit ratio**: the lowest cache hit ratio at which a crawler still passes, bisected
+  down from the design's to 0.005.
+
+Each says which SLO fails first past it. A margin that cannot fail within its range says
+so (a design that passes at 64x its load). The runs are counted: ``cost`` is what the
+margins spent, in flow runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from gym.models import CrashFault, Design, Scenario
+from gym.system.graph import GraphDesign
+
+if TYPE_CHECKING:
+    from gym.analysis.result import Result
+
+#: The largest factor on the load tried, and the precision of the load and hit-ratio
+#: bisections (relative for the load, absolute for the hit ratio).
+MAX_LOAD = 64.0
+LOAD_PRECISION = 0.01
+HIT_PRECISION = 0.005
+
+
+@dataclass(frozen=True)
+class Margin:
+    """One margin: the last value that passes, the first that fails, and the SLOs that
+    failed there (empty when none did within the range)."""
+
+    what: str  # load, crash, hit_ratio
+    passes: float  # the last value that passes
+    fails: float | None  # the first that fails (None: none within the range)
+    failed: tuple[str, ...] = ()
+    fleet: int | None = None  # crash: the replicas of the fleet it hits
+
+    def sentence(self) -> str:
+        """The margin in words."""
+        why = f" ({', '.join(self.failed)} fails)" if self.failed else ""
+        if self.what == "load":
+            if self.fails is None:
+                return f"load: passes at {self.passes:g}x the scenario's load and beyond"
+            return (
+                f"load: passes up to {self.passes:.2f}x the scenario's load (surge "
+                f"included); fails at {self.fails:.2f}x{why}"
+            )
+        if self.what == "crash":
+            return (
+                f"crash: can lose {int(self.passes)} replica{'s' if self.passes != 1 else ''}"
+                f" of {self.fleet} at once"
+                + ("" if self.fails is None else f"; losing {int(self.fails)} fails{why}")
+            )
+        if self.fails is None:
+            return f"hit ratio: passes down to {self.passes:g}"
+        return f"hit ratio: passes down to {self.passes:.3f}; fails at {self.fails:.3f}{why}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {**self.__dict__, "failed": list(self.failed)}
+
+
+@dataclass
+class Headroom:
+    """The margins of a passing run, and the flow runs they took."""
+
+    margins: list[Margin] = field(default_factory=list)
+    cost: int = 0  # flow runs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"margins": [m.to_json() for m in self.margins], "runs": self.cost}
+
+
+class _Runs:
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.count = 0
+
+    def fails(self, design: Design | GraphDesign, scenario: Scenario) -> tuple[str, ...] | None:
+        """The SLOs that fail (None when it passes)."""
+        from gym.api import simulate
+
+        self.count += 1
+        r = simulate(design, scenario, seed=self.result.seed, tick_ms=self.result.tick_ms)
+        failed = tuple(c.name for c in r.checks if not c.passed)
+        return failed or None
+
+
+def headroom(result: Result) -> Headroom | None:
+    """The margins of ``result`` (None when it fails: a failing design has none)."""
+    if not result.passed:
+        return None
+    runs = _Runs(result)
+    out = Headroom()
+    out.margins.append(_load(runs))
+    crash = _crash(runs)
+    if crash is not None:
+        out.margins.append(crash)
+    if isinstance(result.design, Design):
+        out.margins.append(_hit_ratio(runs))
+    out.cost = runs.count
+    return out
+
+
+def _scaled(scenario: Scenario, factor: float) -> Scenario:
+    stages = [s.model_copy(update={"multiplier": s.multiplier * factor}) for s in scenario.load]
+    return scenario.model_copy(update={"load": stages})
+
+
+def _load(runs: _Runs) -> Margin:
+    design, scenario = runs.result.design, runs.result.scenario
+    low, high, failed = 1.0, 2.0, runs.fails(design, _scaled(scenario, 2.0))
+    while failed is None and high < MAX_LOAD:
+        low, high = high, high * 2
+        failed = runs.fails(design, _scaled(scenario, high))
+    if failed is None:
+        return Margin("load", high, None)
+    while high - low > LOAD_PRECISION * low:
+        mid = (low + high) / 2
+        got = runs.fails(design, _scaled(scenario, mid))
+        if got is None:
+            low = mid
+        else:
+            high, failed = mid, got
+    return Margin("load", low, high, failed)
+
+
+def _crash(runs: _Runs) -> Margin | None:
+    design, scenario = runs.result.design, runs.result.scenario
+    crashes = [(i, f) for i, f in enumerate(scenario.faults) if isinstance(f, CrashFault)]
+    if not crashes:
+        return None
+    i, crash = crashes[0]
+    fleet = _fleet(design, crash.target)
+    if fleet is None:
+        return None
+    lost = crash.replicas
+    while lost < fleet:
+        faults = list(scenario.faults)
+        faults[i] = crash.model_copy(update={"replicas": lost + 1})
+        failed = runs.fails(design, scenario.model_copy(update={"faults": faults}))
+        if failed is not None:
+            return Margin("crash", lost, lost + 1, failed, fleet)
+        lost += 1
+    return Margin("crash", lost, None, (), fleet)
+
+
+def _fleet(design: Design | GraphDesign, target: str) -> int | None:
+    """The replicas of the fleet a crash hits."""
+    if isinstance(design, Design):
+        return design.fetchers.replicas
+    node = design.graph.nodes.get(target)
+    replicas = getattr(node, "replicas", None)
+    return replicas if isinstance(replicas, int) else None
+
+
+def _hit_ratio(runs: _Runs) -> Margin:
+    design, scenario = runs.result.design, runs.result.scenario
+    assert isinstance(design, Design)
+
+    def at(hit: float) -> Design:
+        return design.model_copy(
+            update={"cache": design.cache.model_copy(update={"hit_ratio": hit})}
+        )
+
+    high = design.cache.hit_ratio
+    failed = runs.fails(at(0.0), scenario)
+    if failed is None:
+        return Margin("hit_ratio", 0.0, None)
+    low = 0.0  # fails
+    while high - low > HIT_PRECISION:
+        mid = round((low + high) / 2, 6)
+        got = runs.fails(at(mid), scenario)
+        if got is None:
+            high = mid
+        else:
+            low, failed = mid, got
+    return Margin("hit_ratio", high, low, failed)

@@ -1,0 +1,86 @@
+"""Headroom (gym.explore.headroom): how far a passing design is from failing, checked by
+hand on the reference under the chaos scenario with evenly spaced arrivals (so each
+second offers exactly its rate, and saturation is plain arithmetic).
+
+The reference fetches with 4 replicas x 4,000/s = 16,000/s. The scenario's load peaks at
+2 x 6,000 = 12,000/s in the surge (all 4 replicas up: 12,000 / 16,000 = 0.75), and at
+1.5 x 6,000 = 9,000/s after the crash took one replica (9,000 / 12,000 = 0.75). With
+every stage's load times f, the fleet's peak saturation is 0.75 f: over the SLO's 0.9
+once f > 1.2. So the load margin brackets 1.2 (to the bisection's 1%), and peak
+saturation is what fails there.
+
+The crash: losing 2 of the 4 leaves 8,000/s for 9,000/s (1.125 > 0.9): it fails; losing
+1 (the scenario's own crash) passes. The margin is 1, N+1's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import gym
+from gym.cli import app
+from gym.explore import headroom
+from tests.conftest import CHAOS, REFERENCE, STARTER
+
+runner = CliRunner()
+
+
+def _even() -> gym.Scenario:
+    return gym.load_scenario(CHAOS).model_copy(update={"arrivals": "deterministic"})
+
+
+def test_the_reference_by_hand() -> None:
+    room = headroom.headroom(gym.simulate(REFERENCE, _even()))
+    assert room is not None
+    load, crash, hit = room.margins
+    assert load.what == "load" and load.fails is not None
+    assert load.passes < 1.2 <= load.fails
+    assert load.fails - load.passes <= headroom.LOAD_PRECISION * load.passes
+    assert load.failed == ("peak_saturation",)
+    assert (crash.what, crash.passes, crash.fails, crash.fleet) == ("crash", 1, 2, 4)
+    assert crash.failed == ("peak_saturation",)
+    # The hit ratio's: what the bisection finds is checked by running both ends.
+    assert hit.what == "hit_ratio" and hit.fails is not None
+    assert hit.fails < hit.passes <= 0.92 and hit.passes - hit.fails <= headroom.HIT_PRECISION
+    for ratio, passes in ((hit.passes, True), (hit.fails, False)):
+        design = gym.load_design(REFERENCE, [f"cache.hit_ratio={ratio}"])
+        assert gym.simulate(design, _even()).passed is passes
+    assert room.cost > 3  # the runs the margins took
+
+
+def test_no_headroom_for_a_failing_design() -> None:
+    assert headroom.headroom(gym.simulate(STARTER, CHAOS)) is None
+
+
+def test_shown_by_gym_run_and_the_report(tmp_path: Path) -> None:
+    """The text names each margin and the runs spent; --json carries them; --no-headroom
+    skips them; the report has a section."""
+    res = runner.invoke(app, ["run", str(REFERENCE)])
+    assert res.exit_code == 0
+    assert "Headroom (how far from failing;" in res.stdout
+    assert "crash: can lose 1 replica of 4 at once; losing 2 fails" in res.stdout
+    data = json.loads(runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout)
+    assert [m["what"] for m in data["headroom"]["margins"]] == ["load", "crash", "hit_ratio"]
+    assert data["headroom"]["runs"] > 3
+    res = runner.invoke(app, ["run", str(REFERENCE), "--no-headroom", "--json"])
+    assert json.loads(res.stdout)["headroom"] is None
+    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "3", "--no-headroom"])
+    assert res.exit_code == 2 and "--no-headroom" in res.stderr
+    page = tmp_path / "r.html"
+    assert runner.invoke(app, ["report", str(REFERENCE), "-o", str(page)]).exit_code == 0
+    assert "<h2>Headroom</h2>" in page.read_text()
+
+
+@pytest.mark.parametrize("pair", [("systems/ingestion.yaml", "systems/ingestion.yaml")])
+def test_a_graph_has_load_and_crash_margins(pair: tuple[str, str]) -> None:
+    from tests.conftest import ROOT
+
+    design, scenario = pair
+    result = gym.simulate(ROOT / "designs" / design, ROOT / "scenarios" / scenario)
+    room = headroom.headroom(result)
+    assert room is not None
+    assert [m.what for m in room.margins] == ["load", "crash"]
