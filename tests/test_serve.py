@@ -159,8 +159,9 @@ def test_the_pass_probability_over_twenty_seeds_follows_each_change(page: Any) -
 def test_the_alerts_follow_each_change(page: Any) -> None:
     """Under the error budget, the burn-rate alerts replayed on the run shown: none for
     the reference, and those ``gym run`` reports once replicas=2, with their detection
-    lines."""
+    lines. And, for the passing reference, its headroom in the fix's place."""
     assert page.locator("text=No alert fired.").count() == 1
+    page.wait_for_selector("text=crash: can lose 1 replica of 4 at once", timeout=30_000)
     box = page.locator(".gym-input-fetchers-replicas input")
     box.fill("2")
     box.press("Enter")
