@@ -153,6 +153,16 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
     )
     how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
     console.print(f"  {how}: " + " ".join(f"--set {one_line(s)}" for s in fix.sets()))
+    if fix.lesson:
+        console.print(f"  the lesson: {one_line(fix.lesson)}")
+    alt = fix.alternative
+    if alt is not None:
+        console.print(
+            f"  also passes at {alt.cost_units} units, a structural change: "
+            f"{one_line(alt.lesson or '')}",
+            soft_wrap=True,
+        )
+        console.print("    " + " ".join(f"--set {one_line(s)}" for s in alt.sets()))
 
 
 def print_headroom(room: Headroom, console: Console) -> None:

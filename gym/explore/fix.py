@@ -28,6 +28,14 @@ costlier fix than the cheapest, never one that fails: the fix is the run that pa
 Last, each changed field gets the user's own value back where the design still passes
 with it, so the change shown is as small as the runs allow.
 
+Beside unit counts, the structural moves of :mod:`gym.explore.moves` (a choice switched, a
+retry policy or a graph's write buffer added: each a teaching design's lesson) each get a
+unit search of their own, from the design the move makes, of at most :data:`MOVE_RUNS`
+runs. The cheapest passing change wins (a unit change at equal cost), with its lesson
+when it is a move; a move that passes at no more cost than a unit change that won is
+named beside it (:attr:`Fix.alternative`, its own changes given back where it still
+passes), unless it holds every change of the winner and more.
+
 Every candidate runs once, on the flow engine, with the failing run's seed and tick.
 Deterministic: same design, scenario and seed, same suggestion.
 """
@@ -41,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gym.core.errors import GymError
+from gym.explore import moves as structural
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
@@ -50,6 +59,9 @@ if TYPE_CHECKING:
 
 #: Runs the search may spend (each a flow run of a few ms to tens of ms).
 MAX_RUNS = 120
+
+#: Runs each structural move's own unit search may spend (gym.explore.moves).
+MOVE_RUNS = 30
 
 #: How many units above the design's the search looks when the scenario has no cost SLO.
 REACH_UNITS = 8
@@ -97,6 +109,10 @@ class Fix:
     runs: int  # simulations the search spent
     #: The user's own ``--set`` options of the design the fix changes (kept by sets()).
     user_sets: tuple[str, ...] = ()
+    #: The lesson of the structural change the fix makes (gym.explore.moves), if any.
+    lesson: str | None = None
+    #: A structural change that also passes at no more cost, when the fix is another.
+    alternative: Fix | None = None
     found: ClassVar[bool] = True
 
     @property
@@ -161,6 +177,8 @@ class Fix:
             },
             "slos": [c.to_json() for c in self.result.checks],
             "runs": self.runs,
+            "lesson": self.lesson,
+            "alternative": None if self.alternative is None else self.alternative.to_json(),
         }
 
 
@@ -257,35 +275,40 @@ def suggest(
         slo = scenario.slos.cost_units
         limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
     search = _Search(design, scenario, space, result.seed, result.tick_ms, max_runs)
-
-    order = itertools.count()
-    queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
-    seen = {start}
-    found: tuple[tuple[int, ...], Design | GraphDesign, Result] | None = None
-    closest: tuple[float, tuple[int, ...], Result] | None = None
-    while queue and search.runs < max_runs:
-        _, _, _, units = heapq.heappop(queue)
-        candidate = search.build(units)
-        if candidate is None:
+    found, closest = _uniform(search, start, limit)
+    # The structural moves, each a unit search of its own from the design it makes: the
+    # cheapest passing change wins (a unit change at equal cost); a structural one at no
+    # more cost than the winner is named beside it.
+    spent, move, alternative = search.runs, None, None
+    for mv in structural.moves(result):
+        try:
+            based = mv.apply(design)
+            sub_space = space_for(scenario, based)
+        except (GymError, ValueError):  # the move makes no design the catalog allows
             continue
-        r = search.run(candidate)
-        if r.passed:
-            found = (units, candidate, r)
-            break
-        slack = _margin(r)
-        if closest is None or slack > closest[0]:
-            closest = (slack, units, r)
-        for step in _moves(r, space):
-            child = tuple(u + s for u, s in zip(units, step, strict=True))
-            if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
-                continue
-            if sum(child) > max(limit, sum(start)):  # over the limit: only on the way down
-                continue
-            seen.add(child)
-            heapq.heappush(queue, (sum(child), -slack, next(order), child))
+        got_units = units_of(based, scenario.catalog)
+        sub_start = tuple(
+            max(got_units.get(p, 0), m)
+            for p, m in zip(sub_space.parts, sub_space.mins, strict=True)
+        )
+        sub = _Search(based, scenario, sub_space, result.seed, result.tick_ms, MOVE_RUNS)
+        got, _ = _uniform(sub, sub_start, limit)
+        spent += sub.runs
+        if got is None:
+            continue
+        if found is None or sum(got[0]) < sum(found[0]):
+            if (
+                found is not None
+                and move is not None
+                and (alternative is None or sum(found[0]) <= alternative[0])
+            ):
+                alternative = (sum(found[0]), move, found, search)
+            found, search, space, move = got, sub, sub_space, mv
+        elif alternative is None or sum(got[0]) < alternative[0]:
+            alternative = (sum(got[0]), mv, got, sub)
     if found is None:
         return NoFix(
-            runs=search.runs,
+            runs=spent,
             limit=limit,
             closest=None if closest is None else closest[2],
             closest_units={}
@@ -293,11 +316,13 @@ def suggest(
             else dict(zip(space.parts, closest[1], strict=True)),
         )
     units, fixed, r = found
+    before = search.runs
+    search.max_runs = max(search.max_runs, search.runs + max_runs // 3)  # to trim the winner
     # Coming down from a design over the cost SLO, the first pass can hold more than the
     # design needs: a unit less of a part, while it passes.
     over_cost = any(c.name == "cost_units" and not c.passed for c in result.checks)
     lower = over_cost
-    while lower and search.runs < max_runs:
+    while lower and search.runs < search.max_runs:
         lower = False
         for i, least in enumerate(space.mins):
             down = tuple(u - (j == i) for j, u in enumerate(units))
@@ -309,21 +334,78 @@ def suggest(
                 break
     fixed, r = _smallest(search, fixed, r)
     made = changes(design, fixed)
+    runs = spent + search.runs - before
     if not made:  # the flow engine passes what the request engine failed
         return NoFix(
-            runs=search.runs,
+            runs=runs,
             limit=limit,
             reason=f"the flow engine passes this design as it is (seed {result.seed}), so "
             f"there is no change to suggest; the {result.engine} engine's run fails it",
+        )
+    other = None
+    if alternative is not None:
+        _, alt_move, (alt_units, alt_design, alt_r), alt_search = alternative
+        alt_search.max_runs = alt_search.runs + max_runs // 3
+        alt_design, alt_r = _smallest(alt_search, alt_design, alt_r)
+        runs += alt_search.runs
+        mine = {c.path for c in made}
+        if mine <= {c.path for c in changes(design, alt_design)}:
+            alternative = None  # the fix and more: no alternative
+    if alternative is not None:
+        other = Fix(
+            changes=changes(design, alt_design),
+            design=alt_design,
+            result=alt_r,
+            units={p: n for p, n in zip(alt_search.space.parts, alt_units, strict=True) if n},
+            runs=0,
+            user_sets=tuple(user_sets),
+            lesson=alt_move.lesson,
         )
     return Fix(
         changes=made,
         design=fixed,
         result=r,
         units={p: n for p, n in zip(space.parts, units, strict=True) if n},
-        runs=search.runs,
+        runs=runs,
         user_sets=tuple(user_sets),
+        lesson=None if move is None else move.lesson,
+        alternative=other,
     )
+
+
+Found = tuple[tuple[int, ...], "Design | GraphDesign", "Result"]
+
+
+def _uniform(
+    search: _Search, start: tuple[int, ...], limit: int
+) -> tuple[Found | None, tuple[float, tuple[int, ...], Result] | None]:
+    """The uniform-cost search over units from ``start`` (the module docstring): the
+    first candidate that passes, and the closest miss."""
+    space = search.space
+    order = itertools.count()
+    queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
+    seen = {start}
+    closest: tuple[float, tuple[int, ...], Result] | None = None
+    while queue and search.runs < search.max_runs:
+        _, _, _, units = heapq.heappop(queue)
+        candidate = search.build(units)
+        if candidate is None:
+            continue
+        r = search.run(candidate)
+        if r.passed:
+            return (units, candidate, r), closest
+        slack = _margin(r)
+        if closest is None or slack > closest[0]:
+            closest = (slack, units, r)
+        for step in _moves(r, space):
+            child = tuple(u + s for u, s in zip(units, step, strict=True))
+            if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
+                continue
+            if sum(child) > max(limit, sum(start)):  # over the limit: only on the way down
+                continue
+            seen.add(child)
+            heapq.heappush(queue, (sum(child), -slack, next(order), child))
+    return None, closest
 
 
 def _moves(r: Result, space: Space) -> list[tuple[int, ...]]:

@@ -109,6 +109,15 @@ def fix_section(fix: Fix | NoFix) -> str:
         + f"<p>Then: throughput {m.throughput_rps:,.0f}/s, availability "
         f"{m.availability:.4f}, peak saturation {m.peak_saturation()[0]:.2f}.</p>"
         + (f"<p class='muted'>Apply it with <code>{escape(sets)}</code></p>" if sets else "")
+        + (f"<p>The lesson: {escape(fix.lesson)}.</p>" if fix.lesson else "")
+        + (
+            f"<p>Also passes at {fix.alternative.cost_units} units, a structural change: "
+            f"{escape(fix.alternative.lesson or '')} (<code>"
+            + escape(" ".join(f"--set {s}" for s in fix.alternative.sets()))
+            + "</code>).</p>"
+            if fix.alternative is not None
+            else ""
+        )
     )
 
 

@@ -1,0 +1,181 @@
+"""The structural changes the suggested fix tries beside unit counts (issue 29): a choice
+switched, or a section or a node added, each the lesson of a teaching design.
+
+Each move applies where the failing run and its scenario say it could matter, and gives
+a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
+
+- ``page_store.layout: split``: page bodies out of a relational table, into object
+  storage (a relational store, wherever the SLOs fail);
+- ``dedup.recrawl: change_rate``: pages seen before fetched again only if changed (the
+  scenario offers seen URLs);
+- ``dedup.canonicalize: true``, ``dedup.content_hash: true``: the dedup layers the
+  scenario's variants and duplicate bodies call for;
+- ``frontier.structure: two_stage``: a global FIFO frontier made polite;
+- ``fetchers.on_crash: requeue``: a crash's fetches in flight sent back to the frontier
+  (the run lost some);
+- ``retries``: backoff with jitter and a budget of tries (writes or lookups failed at the
+  store or resolver, and the design retries none, or in lockstep with no backoff);
+- a ``write_buffer`` node in a graph, before a store that lost writes while down or
+  overloaded, holding at least the writes it lost.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from gym.models import Design
+from gym.system.graph import GraphDesign
+
+if TYPE_CHECKING:
+    from gym.analysis.result import Result
+
+#: The retry policy a move sets: the Workbook's advice, exponential backoff with jitter
+#: and a bounded number of tries (retry-backoff.yaml's).
+RETRIES = {"attempts": 5, "backoff_s": 1.0, "multiplier": 2.0, "jitter": 0.5}
+
+
+@dataclass(frozen=True)
+class Move:
+    """One structural change: what it is, the lesson it teaches, and how to make it."""
+
+    name: str
+    lesson: str
+    apply: Callable[[Design | GraphDesign], Design | GraphDesign]
+
+
+def moves(result: Result) -> list[Move]:
+    """The moves that could matter to ``result``'s failing run."""
+    design = result.design
+    if isinstance(design, GraphDesign):
+        return _graph_moves(result, design)
+    return _crawler_moves(result, design)
+
+
+def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
+    """``design`` with the field at ``path`` (dotted) set to ``value``."""
+    data = design.model_dump(mode="json")
+    *parents, last = path.split(".")
+    node = data
+    for key in parents:
+        if not isinstance(node.get(key), dict):
+            node[key] = {}
+        node = node[key]
+    node[last] = value
+    return type(design).model_validate(data)
+
+
+def _crawler_moves(result: Result, design: Design) -> list[Move]:
+    scenario = result.scenario
+    lost = result.metrics.failed_by_cause
+    world = scenario.dedup
+    out = []
+
+    def switch(path: str, value: Any, lesson: str) -> None:
+        out.append(Move(f"{path}={str(value).lower()}", lesson, lambda d: _set(d, path, value)))
+
+    if design.page_store.layout == "relational":
+        switch(
+            "page_store.layout",
+            "split",
+            "page bodies belong in object storage, not in rows of a relational table",
+        )
+    if design.dedup.recrawl == "full" and world.seen_url_fraction:
+        switch(
+            "dedup.recrawl",
+            "change_rate",
+            "recrawl a page only when it changed: unchanged pages waste the fetchers",
+        )
+    if not design.dedup.canonicalize and world.variant_fraction:
+        switch("dedup.canonicalize", True, "canonicalize URLs: variants are pages crawled twice")
+    if not design.dedup.content_hash and world.duplicate_body_fraction:
+        switch("dedup.content_hash", True, "hash page bodies: duplicates are writes stored twice")
+    if design.frontier.structure == "global_fifo":
+        switch(
+            "frontier.structure",
+            "two_stage",
+            "a two-stage frontier: polite to every host, priorities first",
+        )
+    if design.fetchers.on_crash == "fail" and lost.get("crash_loss", 0):
+        switch(
+            "fetchers.on_crash",
+            "requeue",
+            "requeue a crashed replica's fetches instead of failing them",
+        )
+    retried = design.retries
+    failing = sum(
+        lost.get(c, 0)
+        for c in (
+            "store_unavailable",
+            "store_overload",
+            "resolver_unavailable",
+            "resolver_overload",
+        )
+    )
+    lockstep = retried is not None and (retried.jitter == 0 or retried.multiplier == 1)
+    if failing and (retried is None or lockstep):
+        lesson = (
+            "retry failed writes with backoff and jitter, a bounded number of times"
+            if retried is None
+            else "retries in lockstep are a storm: back off exponentially, with jitter"
+        )
+        out.append(
+            Move("retries: backoff with jitter", lesson, lambda d: _set(d, "retries", RETRIES))
+        )
+    return out
+
+
+def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
+    out = []
+    data = design.model_dump(mode="json", by_alias=True)
+    nodes: dict[str, Any] = data["graph"]["nodes"]
+    edges: list[dict[str, Any]] = data["graph"]["edges"]
+    m = result.metrics
+    for name, node in nodes.items():
+        if node.get("kind") != "store" or name not in m.components:
+            continue
+        feeding = [e for e in edges if e.get("to") == name]
+        if any(nodes[e["from"]].get("kind") == "write_buffer" for e in feeding):
+            continue
+        lost = int(m.components[name].failed_total.sum())
+        if not lost or not feeding:
+            continue
+        buffer = _round_up(lost * 1.25)
+        new = _unique(f"{name}_buffer", nodes)
+
+        def add(
+            d: Design | GraphDesign, store: str = name, size: int = buffer, b: str = new
+        ) -> GraphDesign:
+            g = d.model_dump(mode="json", by_alias=True)
+            g["graph"]["nodes"][b] = {"kind": "write_buffer", "buffer": size}
+            for e in g["graph"]["edges"]:
+                if e.get("to") == store:
+                    e["to"] = b
+            g["graph"]["edges"].append({"from": b, "to": store})
+            return GraphDesign.model_validate(g)
+
+        out.append(
+            Move(
+                f"a write_buffer node before {name} (buffer {buffer:,})",
+                f"a write buffer before {name} holds what it cannot take while down or full",
+                add,
+            )
+        )
+    return out
+
+
+def _round_up(x: float) -> int:
+    """Up to two significant figures: 4,799 x 1.25 -> 6,000."""
+    if x <= 0:
+        return 1
+    scale = 10 ** max(0, int(math.log10(x)) - 1)
+    return int(math.ceil(x / scale) * scale)
+
+
+def _unique(name: str, taken: dict[str, Any]) -> str:
+    out, n = name, 2
+    while out in taken:
+        out, n = f"{name}{n}", n + 1
+    return out
