@@ -310,3 +310,22 @@ def test_the_fix_names_the_teaching_designs_lesson(
             and c.new.get("kind") == "write_buffer"
             for c in fix.changes
         )
+
+
+def test_each_change_says_what_it_fixes_alone_and_what_it_costs() -> None:
+    """The starter's fix, change by change: made alone, which failing SLOs it fixes (the
+    run of the starter with that one --set) and the units it adds (units_of, against
+    the starter's): more replicas cost a unit, the rest fit the units already bought."""
+    starter = gym.load_design(STARTER)
+    fix = suggest(gym.simulate(starter, CHAOS))
+    assert isinstance(fix, Fix)
+    failed = [c.name for c in gym.simulate(starter, CHAOS).checks if not c.passed]
+    have = sum(units_of(starter, gym.load_scenario(CHAOS).catalog).values())
+    for change, effect in zip(fix.changes, fix.effects, strict=True):
+        alone = gym.load_design(STARTER, [f"{change.path}={change.new}"])
+        run = gym.simulate(alone, CHAOS)
+        assert effect.fixes == tuple(c.name for c in run.checks if c.name in failed and c.passed)
+        assert effect.units == sum(units_of(alone, run.scenario.catalog).values()) - have
+    assert [e.units for e in fix.effects] == [0, 1, 0, 0]
+    text = runner.invoke(app, ["run", str(STARTER)]).stdout
+    assert "alone fixes throughput_rps, free" in text and "+1 unit" in text

@@ -137,14 +137,22 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
     console.print(
         Text.assemble(
             ("\nSuggested fix", "bold"),
-            f" (the cheapest change found; flow engine, seed {r.seed}): ",
+            f" (the cheapest change found; flow engine, seed {r.seed}; free: within the "
+            "units already bought): ",
             verdict(r.passed),
             f" at {fix.cost_units} units",
         )
     )
     table = Table(show_edge=False, pad_edge=False, show_header=False, box=None)
+    effects = {e.path: e.words() for e in fix.effects}
     for c in fix.changes:
-        table.add_row("  " + one_line(c.path), one_line(c.shown_old), "->", one_line(c.shown_new))
+        table.add_row(
+            "  " + one_line(c.path),
+            one_line(c.shown_old),
+            "->",
+            one_line(c.shown_new),
+            effects.get(c.path, "") if len(fix.changes) > 1 else "",
+        )
     console.print(table)
     m = r.metrics
     console.print(

@@ -98,6 +98,34 @@ class Change:
         return {"path": self.path, "old": self.old, "new": self.new}
 
 
+@dataclass(frozen=True)
+class Effect:
+    """One change of a fix made alone: the failing SLOs it fixes by itself, and the units
+    it adds (0: it fits the units the design already pays for). ``alone`` is False where
+    the change makes no design by itself (a graph's new edges without their node)."""
+
+    path: str
+    fixes: tuple[str, ...]
+    units: int
+    alone: bool = True
+
+    def words(self) -> str:
+        """``alone fixes throughput_rps, free`` (free: within the units already bought)."""
+        if not self.alone:
+            return "only with the others"
+        fixes = ", ".join(self.fixes) if self.fixes else "no SLO"
+        cost = "free" if self.units <= 0 else f"+{self.units} unit{'s' if self.units != 1 else ''}"
+        return f"alone fixes {fixes}, {cost}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "fixes": list(self.fixes),
+            "units": self.units,
+            "alone": self.alone,
+        }
+
+
 @dataclass
 class Fix:
     """The cheapest change found, the design it makes, and that design's run."""
@@ -113,6 +141,8 @@ class Fix:
     lesson: str | None = None
     #: A structural change that also passes at no more cost, when the fix is another.
     alternative: Fix | None = None
+    #: Each change made alone: which failing SLOs it fixes, what it costs.
+    effects: list[Effect] = field(default_factory=list)
     found: ClassVar[bool] = True
 
     @property
@@ -179,6 +209,7 @@ class Fix:
             "runs": self.runs,
             "lesson": self.lesson,
             "alternative": None if self.alternative is None else self.alternative.to_json(),
+            "effects": [e.to_json() for e in self.effects],
         }
 
 
@@ -361,16 +392,45 @@ def suggest(
             user_sets=tuple(user_sets),
             lesson=alt_move.lesson,
         )
+    effects = _effects(search, result, made)
     return Fix(
         changes=made,
         design=fixed,
         result=r,
         units={p: n for p, n in zip(space.parts, units, strict=True) if n},
-        runs=runs,
+        runs=runs + len(effects),
         user_sets=tuple(user_sets),
         lesson=None if move is None else move.lesson,
         alternative=other,
+        effects=effects,
     )
+
+
+def _effects(search: _Search, failing: Result, made: list[Change]) -> list[Effect]:
+    """Each change of a fix made alone to the failing design: one run each (a fix of a
+    single change needs none: it fixes what failed, at its own cost)."""
+    from gym.system.costing import units_of
+
+    design, scenario = failing.design, failing.scenario
+    failed = [c.name for c in failing.checks if not c.passed]
+    have = sum(units_of(design, scenario.catalog).values())
+    out = []
+    for change in made:
+        data = _mapping(design)
+        _put(data, change.path, change.new)
+        try:
+            alone = type(design).model_validate(data)
+        except ValueError:
+            out.append(Effect(change.path, (), 0, alone=False))
+            continue
+        cost = sum(units_of(alone, scenario.catalog).values()) - have
+        if len(made) == 1:
+            out.append(Effect(change.path, tuple(failed), cost))
+            continue
+        r = search.run(alone)
+        fixed = tuple(c.name for c in r.checks if c.name in failed and c.passed)
+        out.append(Effect(change.path, fixed, cost))
+    return out
 
 
 Found = tuple[tuple[int, ...], "Design | GraphDesign", "Result"]

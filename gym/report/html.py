@@ -99,13 +99,17 @@ def fix_section(fix: Fix | NoFix) -> str:
 
     if not isinstance(fix, Fix):
         return f"<p>No fix found: {escape(fix.summary())}</p>"
-    rows = [[escape(c.path), escape(c.shown_old), escape(c.shown_new)] for c in fix.changes]
+    effects = {e.path: e.words() for e in fix.effects}
+    rows = [
+        [escape(c.path), escape(c.shown_old), escape(c.shown_new), escape(effects.get(c.path, ""))]
+        for c in fix.changes
+    ]
     m = fix.result.metrics
     sets = " ".join(f"--set {s}" for s in fix.sets())
     return (
         f"<p>The cheapest change found ({_mark(fix.result.passed)} at {fix.cost_units} "
         f"units; flow engine, seed {fix.result.seed}):</p>"
-        + _table(["field", "now", "fixed"], rows, {1, 2})
+        + _table(["field", "now", "fixed", "alone"], rows, {1, 2})
         + f"<p>Then: throughput {m.throughput_rps:,.0f}/s, availability "
         f"{m.availability:.4f}, peak saturation {m.peak_saturation()[0]:.2f}.</p>"
         + (f"<p class='muted'>Apply it with <code>{escape(sets)}</code></p>" if sets else "")
