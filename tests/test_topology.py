@@ -1257,3 +1257,50 @@ def test_a_fixed_time_station_bounds_what_it_sends_on(
         b = gym.simulate(d, sc, seed=0, engine=engine).metrics.record.components["b"]
         lost = int(sum(v.sum() for v in b.failed.values()))
         assert (lost > 0) == loses, (engine, lost)
+
+
+def test_a_graphs_explanations_say_what_would_keep_its_losses() -> None:
+    """ingestion-no-headroom under its scenario: the stalled database's loss suggests a
+    write buffer holding at least what the stall lost; the log's overflow names the
+    consumers it drains into; the consumers' crash loss the spare replica; the saturated
+    consumers the queue feeding them."""
+    import gym
+
+    result = gym.simulate(
+        ROOT / "designs/systems/ingestion-no-headroom.yaml",
+        ROOT / "scenarios/systems/ingestion.yaml",
+    )
+    by_cause = {e.cause: e.text for e in result.explanations if e.kind == "cause"}
+    stalled = result.metrics.failed_by_cause["db_unavailable"]
+    assert (
+        f"A write_buffer node before db holding at least {stalled:,} writes"
+        in by_cause["db_unavailable"]
+    )
+    assert "It drains into consumers" in by_cause["log_overflow"]
+    assert "N+1" in by_cause["consumers_crash_loss"]
+    saturation = next(e for e in result.explanations if e.slo == "peak_saturation")
+    assert any("fed by queue log" in d for d in saturation.details if d.startswith("consumers"))
+
+
+def test_a_failing_graph_names_what_its_loops_amplify() -> None:
+    """A drawn graph with loops back, made to fail: a note per delayed edge, its share g
+    the returns over what reached the edge's target (the record's own sums), the load
+    there 1 / (1 - g) what enters from outside."""
+    import gym
+    from tests import randgraph
+
+    case = randgraph.draw(39)
+    data = case.scenario.model_dump()
+    data["slos"]["throughput_rps"] = {"min": 1e9}  # beyond any design: it fails
+    strict = type(case.scenario).model_validate(data)
+    result = gym.simulate(case.design, strict)
+    assert not result.passed
+    notes = [e.text for e in result.explanations if e.kind == "note"]
+    record = result.metrics.record
+    delayed = [e for e in record.topology.edges if e.delay_s > 0]  # type: ignore[union-attr]
+    assert len(notes) == len(delayed) > 0
+    for edge, note in zip(delayed, notes, strict=True):
+        back = float(record.components[edge.source].out.sum()) * edge.share
+        g = min(back / float(record.components[edge.target].arrived.sum()), 0.999)
+        assert f"{g:.0%} of what reached {edge.target} came back" in note
+        assert f"{1 / (1 - g):.2f}x what enters from outside" in note

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gym.analysis import explain_graph
 from gym.analysis.metrics import Metrics
 from gym.analysis.scoring import SLOCheck, per_second
 from gym.models import Design, Scenario
@@ -65,6 +66,11 @@ def explain(
     out = [_slo(metrics, chk, polite) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
     out += [_cause(metrics, cause, crawler, polite) for _, cause in causes]
+    if crawler is None and any(not c.passed for c in checks):  # what a graph's loops amplify
+        out += [
+            Explanation("note", f"{line[0].upper()}{line[1:]}.")
+            for line in explain_graph.loops(metrics)
+        ]
     tl = metrics.record.timeline
     for component, start, end in metrics.outages():
         event = tl.describe_at(start, component)
@@ -161,6 +167,8 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explana
             )
             if name == "frontier" and polite is not None and polite.bound:
                 line += "; " + _politeness_words(polite)
+            if polite is None:  # a graph: a fleet names the queue feeding it
+                line += explain_graph.fed_by(m, name)
             details.append(line)
     value, name, w = over[0]
     t = float(m.window_s[w])
@@ -232,8 +240,10 @@ def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | N
             text += " The frontier is " + _politeness_words(polite) + "."
     else:
         why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
+        more = explain_graph.hint(m, component, cause, _worst_outage_loss(m, cause, component))
         words = _words(cause, crawler=False)
-        text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}".strip()
+        text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
+        text = (text.strip() + " " + more).strip()
     return Explanation(
         "cause",
         text,
@@ -373,12 +383,12 @@ def _detail(rec: RunRecord, cause: str, p: _Phase) -> str:
     return ""
 
 
-def _worst_outage_loss(m: Metrics, cause: str) -> int:
-    """Most URLs one outage of the page store failed with ``cause`` (what a writer must hold)."""
-    counts = m.components["page_store"].failed[cause]
+def _worst_outage_loss(m: Metrics, cause: str, store: str = "page_store") -> int:
+    """Most URLs one outage of ``store`` failed with ``cause`` (what a writer must hold)."""
+    counts = m.components[store].failed[cause]
     worst = 0
     for component, start, end in m.outages():
-        if component == "page_store":
+        if component == store:
             span = (m.window_s >= start) & (m.window_s < end)
             worst = max(worst, int(counts[span].sum()))
     return worst or int(counts.sum())
