@@ -329,3 +329,42 @@ def test_each_change_says_what_it_fixes_alone_and_what_it_costs() -> None:
     assert [e.units for e in fix.effects] == [0, 1, 0, 0]
     text = runner.invoke(app, ["run", str(STARTER)]).stdout
     assert "alone fixes throughput_rps, free" in text and "+1 unit" in text
+
+
+RUN_LESSONS = [
+    # (design, its lesson's scenario, words gym run prints for the lesson: the structural
+    # fix, its alternative, the trap, or the field the fix changes)
+    ("levers/fifo-frontier.yaml", "crawler-chaos.yaml", "global FIFO: fast, but impolite"),
+    ("levers/relational-store.yaml", "crawler-chaos.yaml", "the lesson: page bodies belong"),
+    ("levers/recrawl-everything.yaml", "levers/freshness.yaml", "recrawl a page only when"),
+    ("levers/retry-none.yaml", "levers/store-brownout.yaml", "backoff and jitter"),
+    ("levers/retry-storm.yaml", "levers/store-brownout.yaml", "retries in lockstep"),
+    ("levers/seen-set-1.yaml", "levers/deep-crawl.yaml", "--set discovery.shards="),
+    ("levers/seen-set-4.yaml", "levers/deep-crawl.yaml", "--set discovery.shards="),
+    ("reference.yaml", "levers/url-variants.yaml", "the lesson: canonicalize URLs"),
+    ("systems/ingestion-no-headroom.yaml", "systems/ingestion.yaml", "write buffer before db"),
+]
+#: The lever designs that show the lesson done right: they pass, with no trap.
+RIGHT = [
+    ("levers/js-rendering.yaml", "levers/js-heavy.yaml"),
+    ("levers/canonicalized.yaml", "levers/url-variants.yaml"),
+    ("levers/retry-backoff.yaml", "levers/store-brownout.yaml"),
+    ("levers/seen-set-8.yaml", "levers/deep-crawl.yaml"),
+]
+
+
+def test_every_lever_design_states_its_lesson_and_gym_run_names_it() -> None:
+    """Each teaching design's file states its lesson; gym run names it on the designs
+    that miss it, and passes with no trap on those that show it done right."""
+    for path in sorted((ROOT / "designs" / "levers").glob("*.yaml")):
+        assert "# Lesson:" in path.read_text(), path
+    shipped = {d for d, _, _ in RUN_LESSONS} | {d for d, _ in RIGHT}
+    levers = {f"levers/{p.name}" for p in (ROOT / "designs" / "levers").glob("*.yaml")}
+    assert levers <= shipped  # every lever design is checked one way or the other
+    for design, scenario, words in RUN_LESSONS:
+        args = ["run", str(ROOT / "designs" / design), "-s", str(ROOT / "scenarios" / scenario)]
+        res = runner.invoke(app, [*args, "--no-headroom"])
+        assert words in res.stdout, (design, res.stdout[-2000:])
+    for design, scenario in RIGHT:
+        result = gym.simulate(ROOT / "designs" / design, ROOT / "scenarios" / scenario)
+        assert result.passed and result.traps == [], design
