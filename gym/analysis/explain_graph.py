@@ -47,6 +47,29 @@ def hint(m: Metrics, component: str, cause: str, worst_outage: int) -> str:
             "More replicas (N+1: one beyond the load's need) keep the rest below "
             "saturation while one is down; the work in flight on it is lost either way."
         )
+    if node.kind == "write_buffer" and cause.endswith("overflow"):
+        behind = ", ".join(e.target for e in graph.outputs(component)) or "the store"
+        return (
+            f"It filled while {behind} could not take its flushes: a larger buffer holds "
+            "a longer outage, more capacity behind it drains it sooner."
+        )
+    if node.kind in ("service", "cache") and cause.endswith("overload"):
+        queued = "queue" in kinds.values()
+        return (
+            "More rate gives it more slots (rate x service time)"
+            + ("" if queued else f"; a queue node before {component} would hold the bursts")
+            + "."
+        )
+    if node.kind == "lookup" and cause.endswith("overload"):
+        return (
+            "More shards spread the lookups, until the busiest key's shard alone is full "
+            "(the hot key lands on one shard)."
+        )
+    if cause.endswith("unavailable"):
+        return (
+            f"Nothing holds what reaches {component} while it is down: a retry policy with "
+            "backoff that outlasts the outage, or a buffer before it, keeps it."
+        )
     return ""
 
 
