@@ -84,3 +84,16 @@ def test_a_graph_has_load_and_crash_margins(pair: tuple[str, str]) -> None:
     room = headroom.headroom(result)
     assert room is not None
     assert [m.what for m in room.margins] == ["load", "crash"]
+
+
+def test_skipped_over_its_budget_unless_asked_for() -> None:
+    """gym run works the margins out when the first run projects them under 2 s of CPU;
+    over a budget they are skipped and the output says why (--headroom forces them)."""
+    result = gym.simulate(REFERENCE, CHAOS)
+    room = headroom.headroom(result, budget_s=1e-6)
+    assert room is not None and room.margins == [] and room.cost == 1
+    assert room.skipped is not None and "--headroom works them out" in room.skipped
+    full = headroom.headroom(result, budget_s=None)
+    assert full is not None and full.skipped is None and len(full.margins) == 3
+    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "3", "--headroom"])
+    assert res.exit_code == 2 and "--headroom" in res.stderr

@@ -177,10 +177,14 @@ def print_headroom(room: Headroom, console: Console) -> None:
     """How far a passing design is from failing (gym.explore.headroom)."""
     from rich.text import Text
 
+    if room.skipped:
+        console.print(Text.assemble(("\nHeadroom", "bold"), f" skipped: {room.skipped}."))
+        return
     console.print(
         Text.assemble(
             ("\nHeadroom", "bold"),
-            f" (how far from failing; {room.cost} flow runs, --no-headroom skips it):",
+            f" (how far from failing; {room.cost} flow runs, {room.cpu_s:.2f} s of CPU; "
+            "--no-headroom skips it):",
         )
     )
     for m in room.margins:

@@ -104,14 +104,16 @@ def run(
             "passes (the suggested fix).",
         ),
     ] = False,
-    no_headroom: Annotated[
-        bool,
+    headroom: Annotated[
+        bool | None,
         typer.Option(
-            "--no-headroom",
-            help="When the design passes, do not work out how far it is from failing "
-            "(load, crash and hit-ratio margins: about 20 flow runs).",
+            "--headroom/--no-headroom",
+            help="When the design passes, work out how far it is from failing (load, "
+            "crash and hit-ratio margins: about 20 flow runs). Default: when they would "
+            "take under 2 s of CPU.",
+            show_default=False,
         ),
-    ] = False,
+    ] = None,
     junit: JunitOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
@@ -120,10 +122,9 @@ def run(
     from gym.system.crawler import expected_urls
 
     conf = check_many(runs, workers, scheduler, confidence, seed=seed)
-    if no_headroom and runs > 1:
-        raise GymError.single(
-            None, "--no-headroom", "--runs works out no headroom; leave --no-headroom out"
-        )
+    if headroom is not None and runs > 1:
+        flag = "--headroom" if headroom else "--no-headroom"
+        raise GymError.single(None, flag, f"--runs works out no headroom; leave {flag} out")
     if no_fix and runs > 1:
         raise GymError.single(
             None,
@@ -194,12 +195,12 @@ def run(
         with status("searching for the cheapest change that passes"):
             fix = suggest(result, user_sets=sets or ())
     room = None
-    if result.passed and not no_headroom:
+    if result.passed and headroom is not False:
         from gym.cli.progress import status
-        from gym.explore.headroom import headroom
+        from gym.explore import headroom as margins
 
         with status("working out how far it is from failing"):
-            room = headroom(result)
+            room = margins.headroom(result, None if headroom else margins.AUTO_BUDGET_S)
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()

@@ -18,6 +18,7 @@ margins spent, in flow runs.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -71,13 +72,21 @@ class Margin:
 
 @dataclass
 class Headroom:
-    """The margins of a passing run, and the flow runs they took."""
+    """The margins of a passing run, and the flow runs they took; ``skipped`` says why
+    there are none when they would cost more than the budget asked."""
 
     margins: list[Margin] = field(default_factory=list)
     cost: int = 0  # flow runs
+    cpu_s: float = 0.0
+    skipped: str | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"margins": [m.to_json() for m in self.margins], "runs": self.cost}
+        return {
+            "margins": [m.to_json() for m in self.margins],
+            "runs": self.cost,
+            "cpu_s": self.cpu_s,
+            "skipped": self.skipped,
+        }
 
 
 class _Runs:
@@ -95,19 +104,38 @@ class _Runs:
         return failed or None
 
 
-def headroom(result: Result) -> Headroom | None:
-    """The margins of ``result`` (None when it fails: a failing design has none)."""
+#: Flow runs the margins take, about (the reference's: 18), to project their cost.
+EXPECTED_RUNS = 20
+#: ``gym run``'s budget for them: above it they are skipped unless asked for (--headroom).
+AUTO_BUDGET_S = 2.0
+
+
+def headroom(result: Result, budget_s: float | None = None) -> Headroom | None:
+    """The margins of ``result`` (None when it fails: a failing design has none). With
+    ``budget_s``: when the first run projects the margins' CPU time (x
+    :data:`EXPECTED_RUNS`) above it, no margin, and ``skipped`` says so."""
     if not result.passed:
         return None
     runs = _Runs(result)
     out = Headroom()
-    out.margins.append(_load(runs))
+    started = time.process_time()
+    first = runs.fails(result.design, _scaled(result.scenario, 2.0))
+    spent = time.process_time() - started
+    if budget_s is not None and spent * EXPECTED_RUNS > budget_s:
+        return Headroom(
+            cost=1,
+            cpu_s=spent,
+            skipped=f"about {EXPECTED_RUNS} flow runs of {spent:.2f} s of CPU each, over the "
+            f"{budget_s:g} s gym run allows itself; --headroom works them out",
+        )
+    out.margins.append(_load(runs, first))
     crash = _crash(runs)
     if crash is not None:
         out.margins.append(crash)
     if isinstance(result.design, Design):
         out.margins.append(_hit_ratio(runs))
     out.cost = runs.count
+    out.cpu_s = time.process_time() - started
     return out
 
 
@@ -116,9 +144,10 @@ def _scaled(scenario: Scenario, factor: float) -> Scenario:
     return scenario.model_copy(update={"load": stages})
 
 
-def _load(runs: _Runs) -> Margin:
+def _load(runs: _Runs, at_two: tuple[str, ...] | None) -> Margin:
+    """``at_two``: what failed at twice the load (the first run)."""
     design, scenario = runs.result.design, runs.result.scenario
-    low, high, failed = 1.0, 2.0, runs.fails(design, _scaled(scenario, 2.0))
+    low, high, failed = 1.0, 2.0, at_two
     while failed is None and high < MAX_LOAD:
         low, high = high, high * 2
         failed = runs.fails(design, _scaled(scenario, high))

@@ -247,8 +247,10 @@ def budget_section(r: Result) -> str:
 
 def headroom_section(room: Headroom) -> str:
     """How far a passing design is from failing, and the runs it took."""
+    if room.skipped:
+        return f"<p>Skipped: {escape(room.skipped)}.</p>"
     items = "".join(f"<li>{escape(m.sentence())}</li>" for m in room.margins)
-    return f"<ul>{items}</ul><p class='muted'>{room.cost} flow runs.</p>"
+    return f"<ul>{items}</ul><p class='muted'>{room.cost} flow runs, {room.cpu_s:.2f} s of CPU.</p>"
 
 
 def traps_section(r: Result) -> str:
