@@ -301,6 +301,8 @@ def test_the_fix_names_the_teaching_designs_lesson(
     assert isinstance(fix, Fix)
     named = fix if where == "fix" else fix.alternative
     assert named is not None and named.lesson is not None and words in named.lesson
+    # An alternative named beside a fix is one at no more cost.
+    assert fix.alternative is None or fix.alternative.cost_units <= fix.cost_units
     applied = gym.load_design(path, named.sets())
     assert gym.simulate(applied, sc).passed
     if design.startswith("systems/"):  # a write buffer node added before the store

@@ -374,6 +374,8 @@ def suggest(
             f"there is no change to suggest; the {result.engine} engine's run fails it",
         )
     other = None
+    if alternative is not None and alternative[0] > sum(units):
+        alternative = None  # an alternative is at no more cost than the fix
     if alternative is not None:
         _, alt_move, (alt_units, alt_design, alt_r), alt_search = alternative
         alt_search.max_runs = alt_search.runs + max_runs // 3
