@@ -4,6 +4,7 @@ URLs' outcomes, the components, latency, the error budget, why it fails, the fix
 from __future__ import annotations
 
 import textwrap
+from shlex import quote
 from typing import TYPE_CHECKING
 
 from gym.cli.console import one_line, verdict
@@ -160,7 +161,7 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
         f"peak saturation {m.peak_saturation()[0]:.2f}"
     )
     how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
-    console.print(f"  {how}: " + " ".join(f"--set {one_line(s)}" for s in fix.sets()))
+    console.print(f"  {how}: " + " ".join(f"--set {quote(one_line(s))}" for s in fix.sets()))
     if fix.lesson:
         console.print(f"  the lesson: {one_line(fix.lesson)}")
     alt = fix.alternative
@@ -170,7 +171,7 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
             f"{one_line(alt.lesson or '')}",
             soft_wrap=True,
         )
-        console.print("    " + " ".join(f"--set {one_line(s)}" for s in alt.sets()))
+        console.print("    " + " ".join(f"--set {quote(one_line(s))}" for s in alt.sets()))
 
 
 def print_headroom(room: Headroom, console: Console) -> None:
@@ -183,8 +184,7 @@ def print_headroom(room: Headroom, console: Console) -> None:
     console.print(
         Text.assemble(
             ("\nHeadroom", "bold"),
-            f" (how far from failing; {room.cost} flow runs, {room.cpu_s:.2f} s of CPU; "
-            "--no-headroom skips it):",
+            f" (how far from failing; {room.cost} flow runs; --no-headroom skips it):",
         )
     )
     for m in room.margins:

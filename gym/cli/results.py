@@ -165,11 +165,11 @@ def report_cmd(
     target = check_file(output, "-o", suffixes=(".html", ".htm"), force=force)
     results = inputs.results([design], scenario, seed, engine, sets, url_limit(max_urls, engine))
     from gym.explore.fix import suggest
-    from gym.explore.headroom import AUTO_BUDGET_S, headroom
+    from gym.explore.headroom import AUTO_TICKS, headroom
     from gym.report.html import render
 
     r = results[0]
-    page = render(r, suggest(r, user_sets=sets or ()), headroom(r, AUTO_BUDGET_S))
+    page = render(r, suggest(r, user_sets=sets or ()), headroom(r, AUTO_TICKS))
     write_file(target, page, "-o")
     plain().print(
         f"wrote {one_line(target)} ({one_line(results[0].design.name)}: "

@@ -109,8 +109,8 @@ def run(
         typer.Option(
             "--headroom/--no-headroom",
             help="When the design passes, work out how far it is from failing (load, "
-            "crash and hit-ratio margins: about 20 flow runs). Default: when they would "
-            "take under 2 s of CPU.",
+            "crash and hit-ratio margins: about 20 flow runs). Default: for runs of up "
+            "to 20,000 ticks.",
             show_default=False,
         ),
     ] = None,
@@ -200,7 +200,7 @@ def run(
         from gym.explore import headroom as margins
 
         with status("working out how far it is from failing"):
-            room = margins.headroom(result, None if headroom else margins.AUTO_BUDGET_S)
+            room = margins.headroom(result, None if headroom else margins.AUTO_TICKS)
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()

@@ -321,9 +321,9 @@ class Session:
 
     def headroom(self, result: Result) -> Headroom | None:
         """How far a passing run is from failing (None if it failed)."""
-        from gym.explore.headroom import AUTO_BUDGET_S, headroom
+        from gym.explore.headroom import AUTO_TICKS, headroom
 
-        return headroom(result, AUTO_BUDGET_S)
+        return headroom(result, AUTO_TICKS)
 
 
 #: Seeds the page takes its pass probability over: the design's verdict over many seeds,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import io
+import shlex
 from html import escape as _html_escape
 from typing import TYPE_CHECKING
 
@@ -105,7 +106,7 @@ def fix_section(fix: Fix | NoFix) -> str:
         for c in fix.changes
     ]
     m = fix.result.metrics
-    sets = " ".join(f"--set {s}" for s in fix.sets())
+    sets = " ".join(f"--set {shlex.quote(s)}" for s in fix.sets())
     return (
         f"<p>The cheapest change found ({_mark(fix.result.passed)} at {fix.cost_units} "
         f"units; flow engine, seed {fix.result.seed}):</p>"
@@ -117,7 +118,7 @@ def fix_section(fix: Fix | NoFix) -> str:
         + (
             f"<p>Also passes at {fix.alternative.cost_units} units, a structural change: "
             f"{escape(fix.alternative.lesson or '')} (<code>"
-            + escape(" ".join(f"--set {s}" for s in fix.alternative.sets()))
+            + escape(" ".join(f"--set {shlex.quote(s)}" for s in fix.alternative.sets()))
             + "</code>).</p>"
             if fix.alternative is not None
             else ""
@@ -250,7 +251,7 @@ def headroom_section(room: Headroom) -> str:
     if room.skipped:
         return f"<p>Skipped: {escape(room.skipped)}.</p>"
     items = "".join(f"<li>{escape(m.sentence())}</li>" for m in room.margins)
-    return f"<ul>{items}</ul><p class='muted'>{room.cost} flow runs, {room.cpu_s:.2f} s of CPU.</p>"
+    return f"<ul>{items}</ul><p class='muted'>{room.cost} flow runs.</p>"
 
 
 def traps_section(r: Result) -> str:
