@@ -544,7 +544,9 @@ def test_a_scheduler_without_workers_is_refused(tmp_path: Path, monkeypatch: Any
                 if time.monotonic() > deadline:
                     raise
                 time.sleep(0.2)
-        monkeypatch.setattr(parallel, "DASK_TIMEOUT_S", 2.0)
+        # only the wait for a worker is shortened: connecting keeps its deadline, which a
+        # loaded machine can need in full
+        monkeypatch.setattr(parallel, "DASK_WORKER_WAIT_S", 2.0)
         err = _error(
             "sweep",
             str(REFERENCE),

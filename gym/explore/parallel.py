@@ -116,8 +116,10 @@ def _worker_signals() -> None:
 
 #: Schemes a Dask scheduler address may use.
 DASK_SCHEMES = ("tcp", "tls", "inproc", "ucx", "ws", "wss")
-#: Seconds to wait for a scheduler to answer, and for it to have a worker.
+#: Seconds to wait for a scheduler to answer.
 DASK_TIMEOUT_S = 15.0
+#: Seconds to wait, once connected, for the scheduler to have a worker.
+DASK_WORKER_WAIT_S = 15.0
 
 
 def check_address(address: str) -> None:
@@ -179,9 +181,9 @@ class DaskCluster:
 
     name = "dask"
 
-    def __init__(self, address: str, timeout_s: float | None = None) -> None:
+    def __init__(self, address: str) -> None:
         check_address(address)
-        timeout = DASK_TIMEOUT_S if timeout_s is None else timeout_s
+        timeout = DASK_TIMEOUT_S
         try:
             self._distributed: Any = importlib.import_module("distributed")
         except ImportError:
@@ -193,14 +195,15 @@ class DaskCluster:
         self.address = address
         _probe(address, timeout)
         self.client = self._connect(address, timeout)
+        wait = DASK_WORKER_WAIT_S
         try:
-            self.client.wait_for_workers(1, timeout=timeout)
+            self.client.wait_for_workers(1, timeout=wait)
         except Exception:
             self.close()
             raise GymError.single(
                 None,
                 "--scheduler",
-                f"the Dask scheduler at {address!r} has no workers (waited {timeout:g} s); "
+                f"the Dask scheduler at {address!r} has no workers (waited {wait:g} s); "
                 "start one with: dask worker " + address,
             ) from None
 
