@@ -370,3 +370,161 @@ def test_every_lever_design_states_its_lesson_and_gym_run_names_it() -> None:
     for design, scenario in RIGHT:
         result = gym.simulate(ROOT / "designs" / design, ROOT / "scenarios" / scenario)
         assert result.passed and result.traps == [], design
+
+
+def test_a_field_goes_back_once_another_has() -> None:
+    """fifo-frontier under url-variants: canonicalizing alone passes (the run below), so
+    the fix is that one change. The move's unit search rebuilt the frontier (two stages,
+    no back queues); a single pass could not give back_queues its 10,000 before the
+    structure was the user's again, and kept a change the design does not need."""
+    path = ROOT / "designs" / "levers" / "fifo-frontier.yaml"
+    sc = ROOT / "scenarios" / "levers" / "url-variants.yaml"
+    assert gym.simulate(gym.load_design(path, ["dedup.canonicalize=true"]), sc).passed
+    fix = suggest(gym.simulate(path, sc))
+    assert isinstance(fix, Fix)
+    assert [str(c) for c in fix.changes] == ["dedup.canonicalize false -> true"]
+
+
+def test_a_design_without_discovery_under_a_deep_crawl_gets_a_seen_url_set() -> None:
+    """The reference follows no links; the deep crawl's pages carry 10-15 each, and its
+    throughput SLO (9,000/s) is three times its seeds' 3,000/s: no unit count passes,
+    a discovery section does, and the fix adds it with only the fields it sets."""
+    sc = ROOT / "scenarios" / "levers" / "deep-crawl.yaml"
+    fix = suggest(gym.simulate(REFERENCE, sc))
+    assert isinstance(fix, Fix) and fix.lesson is not None and "discover links" in fix.lesson
+    (change,) = fix.changes
+    assert change.path == "discovery" and change.old is None and set(change.new) == {"shards"}
+    assert fix.sets() == [f"discovery.shards={change.new['shards']}"]
+    assert gym.simulate(gym.load_design(REFERENCE, fix.sets()), sc).passed
+
+
+def test_a_users_whole_section_takes_the_fixs_fields_in_it() -> None:
+    """--set 'fetchers={replicas: 2, rps_per_replica: 4000}' and a fix of
+    fetchers.replicas: one option, the section with the fix's value in it (two options
+    setting the same field are refused), and it passes."""
+    mine = ["fetchers={replicas: 2, rps_per_replica: 4000}"]
+    fix = suggest(gym.simulate(gym.load_design(REFERENCE, mine), CHAOS), user_sets=mine)
+    assert isinstance(fix, Fix)
+    assert [c.path for c in fix.changes] == ["fetchers.replicas"]
+    assert fix.sets() == [f"fetchers={{replicas: {fix.changes[0].new}, rps_per_replica: 4000}}"]
+    assert gym.simulate(gym.load_design(REFERENCE, fix.sets()), CHAOS).passed
+
+
+def test_a_design_far_over_its_cost_is_searched_from_within_reach() -> None:
+    """A log queue with a drain_rps of 1e9 costs 33,334 units against the cost SLO's 12:
+    no part of a passing design holds more than 12 less the others' least, so the
+    search starts there (one unit at a time from 33,339 it found nothing)."""
+    path = SYSTEMS / "ingestion-no-headroom.yaml"
+    mine = ["graph.nodes.log.drain_rps=1e9"]
+    fix = suggest(gym.simulate(gym.load_design(path, mine), INGESTION), user_sets=mine)
+    assert isinstance(fix, Fix) and fix.cost_units <= 12
+    assert gym.simulate(gym.load_design(path, fix.sets()), INGESTION).passed
+    log = next(e for e in fix.effects if e.path == "graph.nodes.log.drain_rps")
+    assert log.units < 0 and "saves" in log.words()
+
+
+def test_no_write_buffer_before_a_store_a_cache_feeds() -> None:
+    """The url-shortener's kv is fed by the cache's misses: reads, which a write buffer
+    cannot hold. Neither the fix's moves nor the explanation offer one; the explanation
+    names the cache's hit ratio instead."""
+    from gym.explore import moves
+
+    result = gym.simulate(SYSTEMS / "url-shortener-undersized.yaml", SHORTENER)
+    assert not result.passed and result.metrics.components["kv"].failed_total.sum() > 0
+    assert not any("write_buffer" in m.name for m in moves.moves(result))
+    text = runner.invoke(
+        app, ["run", str(SYSTEMS / "url-shortener-undersized.yaml"), "-s", str(SHORTENER)]
+    ).stdout
+    assert "write_buffer" not in text and "A higher hit ratio at cache sends it fewer" in text
+
+
+def test_graph_advice_offers_no_retries_and_a_crashed_fleet_can_requeue() -> None:
+    """A graph design has no retry policy: a stalled service is told that nothing holds
+    its requests, not to retry them. A graph fleet that lost work in a crash gets the
+    on_crash: requeue move."""
+    from gym.explore import moves
+
+    design = gym.load_design(SYSTEMS / "ingestion-no-headroom.yaml")
+    result = gym.simulate(design, INGESTION)
+    (requeue,) = [m for m in moves.moves(result) if m.name == "consumers.on_crash=requeue"]
+    changed = requeue.apply(design)
+    assert isinstance(changed, gym.GraphDesign)
+    assert getattr(changed.graph.nodes["consumers"], "on_crash", None) == "requeue"
+    graph = gym.GraphDesign.model_validate(
+        {
+            "name": "stalled-service",
+            "graph": {
+                "nodes": {
+                    "users": {"kind": "source"},
+                    "svc": {"kind": "service", "rps": 2000, "service": {"mean_ms": 5}},
+                },
+                "edges": [{"from": "users", "to": "svc"}],
+            },
+        }
+    )
+    stall = gym.Scenario.model_validate(
+        {
+            "name": "stall",
+            "system": "graph",
+            "duration_s": 30,
+            "base_rps": 1000,
+            "faults": [{"kind": "stall", "at_s": 10, "for_s": 5, "target": "svc"}],
+            "slos": {"availability": {"min": 0.99}},
+        }
+    )
+    from gym.analysis.explain_graph import hint
+
+    said = hint(gym.simulate(graph, stall).metrics, "svc", "svc_unavailable", 5_000)
+    assert "Nothing in the graph holds what reaches svc" in said and "retry policy" not in said
+
+
+def test_a_long_store_name_gets_a_buffer_name_a_graph_takes() -> None:
+    """A store named with 62 characters: its write buffer's node name is cut to the 64 a
+    graph takes, and the move makes a design that loads."""
+    import yaml
+
+    from gym.explore import moves
+
+    long = "d" * 62
+    data = yaml.safe_load((SYSTEMS / "ingestion-no-headroom.yaml").read_text())
+    data["graph"]["nodes"][long] = data["graph"]["nodes"].pop("db")
+    for edge in data["graph"]["edges"]:
+        edge["to"] = long if edge["to"] == "db" else edge["to"]
+    design = gym.GraphDesign.model_validate(data)
+    sc = gym.load_scenario(INGESTION)
+    faults = [f.model_copy(update={"target": long}) if f.target == "db" else f for f in sc.faults]
+    result = gym.simulate(design, sc.model_copy(update={"faults": faults}))
+    (buffer,) = [m for m in moves.moves(result) if "write_buffer" in m.name]
+    added = buffer.apply(design)
+    assert isinstance(added, gym.GraphDesign)
+    (new,) = [n for n in added.graph.nodes if n not in design.graph.nodes]
+    assert len(new) == 64 and new.startswith(long)
+
+
+def test_ctrl_c_in_the_fix_search_keeps_the_run(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run is done when the search starts: Ctrl-C there prints the run, says what
+    was interrupted, and exits 130 (the interrupt's status)."""
+    from gym.explore import fix as fixing
+
+    def interrupted(*_args: object, **_kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fixing, "suggest", interrupted)
+    res = runner.invoke(app, ["run", str(STARTER)])
+    assert res.exit_code == 130
+    assert "Verdict: FAIL" in res.stdout and "Why it fails" in res.stdout
+    assert "the fix search (--no-fix skips it) was interrupted" in res.stderr
+
+
+def test_no_alternative_whose_structural_change_is_not_needed() -> None:
+    """relational-store: the unit fix page_store.rps 2500 passes at 7 units by itself
+    (the run below). A move's search that reaches it with on_crash: requeue as well is
+    not a structural alternative: its own field goes back where the design still
+    passes, and with no structural field left it is not named."""
+    path = ROOT / "designs" / "levers" / "relational-store.yaml"
+    assert gym.simulate(gym.load_design(path, ["page_store.rps=2500"]), CHAOS).passed
+    fix = suggest(gym.simulate(path, CHAOS))
+    assert isinstance(fix, Fix) and [str(c) for c in fix.changes] == [
+        "page_store.layout relational -> split"
+    ]
+    assert fix.alternative is None

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 import gym
 from gym.cli import app
 from gym.explore import headroom
+from gym.models import CrashFault, LoadStage
 from tests.conftest import CHAOS, REFERENCE, STARTER
 
 runner = CliRunner()
@@ -86,6 +87,24 @@ def test_a_graph_has_load_and_crash_margins(pair: tuple[str, str]) -> None:
     assert [m.what for m in room.margins] == ["load", "crash"]
 
 
+def test_a_graph_cache_has_a_hit_ratio_margin() -> None:
+    """The url-shortener's cache node: its hit-ratio margin, named, checked by running
+    both ends (the design passes at the margin's pass, fails at its failure)."""
+    from tests.conftest import ROOT
+
+    design = ROOT / "designs" / "systems" / "url-shortener.yaml"
+    scenario = ROOT / "scenarios" / "systems" / "url-shortener.yaml"
+    room = headroom.headroom(gym.simulate(design, scenario))
+    assert room is not None
+    hit = room.margins[-1]
+    assert (hit.what, hit.node) == ("hit_ratio", "cache") and hit.fails is not None
+    assert hit.sentence().startswith("hit ratio at cache: passes down to")
+    assert hit.passes - hit.fails <= headroom.HIT_PRECISION
+    for ratio, passes in ((hit.passes, True), (hit.fails, False)):
+        changed = gym.load_design(design, [f"graph.nodes.cache.hit_ratio={ratio}"])
+        assert gym.simulate(changed, scenario).passed is passes
+
+
 def test_skipped_over_its_budget_unless_asked_for() -> None:
     """gym run works the margins out for runs of up to 20,000 ticks (counted, not timed:
     the same inputs decide the same way); a longer run skips them and says why
@@ -100,3 +119,50 @@ def test_skipped_over_its_budget_unless_asked_for() -> None:
     assert res.exit_code == 2 and "--headroom" in res.stderr
     one = runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout
     assert one == runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout
+
+
+def test_the_load_figures_are_told_apart() -> None:
+    """A pass at 1.1651x and a failure at 1.1689x are both 1.17 at two decimals, so they
+    get three (1.165, 1.169): never the same figure for both ends. Two decimals where
+    they differ there (1.1641, 1.1719: 1.16, 1.17)."""
+    margin = headroom.Margin("load", 1.1651, 1.1689, ("peak_saturation",))
+    assert "passes up to 1.165x the scenario's load; fails at 1.169x" in margin.sentence()
+    apart = headroom.Margin("load", 1.1641, 1.1719)
+    assert "passes up to 1.16x" in apart.sentence() and "fails at 1.17x" in apart.sentence()
+
+
+def test_a_surge_is_named_only_when_there_is_one() -> None:
+    """The chaos scenario surges (2x): its load margin says the surge scales too; a flat
+    load of one stage (1.2x, so the reference's throughput passes) has no surge to name."""
+    room = headroom.headroom(gym.simulate(REFERENCE, _even()))
+    assert room is not None and room.margins[0].surge
+    assert "(its surge scaled alike)" in room.margins[0].sentence()
+    flat = _even().model_copy(update={"load": [LoadStage(at_s=0, multiplier=1.2)]})
+    flat_room = headroom.headroom(gym.simulate(REFERENCE, flat))
+    assert flat_room is not None and not flat_room.margins[0].surge
+    assert "surge" not in flat_room.margins[0].sentence()
+
+
+def test_a_crash_of_the_whole_fleet_and_two_crashes() -> None:
+    """A crash of 6 replicas of the reference's 4 takes them all; for 1 s it passes (the
+    frontier's 80,000 URLs hold 1 s of 9,000/s), so the margin is the whole fleet.
+    With two crashes, the larger (the first listed of equals) is varied and named by its
+    time; the other is kept."""
+    base = _even()
+    whole = [
+        f.model_copy(update={"replicas": 6, "for_s": 1.0}) if f.kind == "crash" else f
+        for f in base.faults
+    ]
+    room = headroom.headroom(gym.simulate(REFERENCE, base.model_copy(update={"faults": whole})))
+    assert room is not None
+    crash = next(m for m in room.margins if m.what == "crash")
+    assert (crash.passes, crash.fails, crash.fleet) == (4, None, 4)
+    assert "crash: can lose all 4 replicas at once" in crash.sentence()
+    early = CrashFault(kind="crash", at_s=2.0, replicas=1, for_s=1.0)
+    two = base.model_copy(update={"faults": [*base.faults, early]})
+    room = headroom.headroom(gym.simulate(REFERENCE, two))
+    assert room is not None
+    crash = next(m for m in room.margins if m.what == "crash")
+    # the scenario's own crash at t=12 s (1 replica for 6 s) is varied: as alone, 1 of 4
+    assert crash.at_s == 12.0 and (crash.passes, crash.fails) == (1, 2)
+    assert crash.sentence().startswith("crash at t=12s: can lose 1 replica of 4 at once")

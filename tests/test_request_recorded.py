@@ -13,7 +13,9 @@ slots at uniform instants, no longer evenly spaced (:func:`gym.sim.grid.ramp_ope
 The ``--json`` digests of the three graph designs that fail (the two ingestions, the
 undersized URL shortener) were recorded again for issue 29, when their explanations came
 to say what would keep the losses (a write buffer before a stalled store, capacity after
-an overflowing queue): their per-tick and latency digests did not move.
+an overflowing queue): their per-tick and latency digests did not move. The undersized
+URL shortener's once more in issue 29's review, when its kv store, fed by the cache's
+misses, was no longer offered a write buffer (reads: the cache's hit ratio instead).
 """
 
 from __future__ import annotations

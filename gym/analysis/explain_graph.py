@@ -24,6 +24,13 @@ def hint(m: Metrics, component: str, cause: str, worst_outage: int) -> str:
     node = graph.node(component)
     feeding = [e.source for e in graph.inputs(component)]
     kinds = {n: graph.node(n).kind for n in feeding}
+    caches = [n for n, k in kinds.items() if k == "cache"]
+    if node.kind == "store" and caches and cause.endswith(("unavailable", "overload")):
+        more = f"; more rate at {component} takes more of them" if "overload" in cause else ""
+        return (
+            f"What reaches it are {', '.join(caches)}'s misses: reads, which no buffer can "
+            f"hold. A higher hit ratio at {caches[0]} sends it fewer{more}."
+        )
     if node.kind == "store" and cause.endswith(("unavailable", "overload")):
         if "write_buffer" in kinds.values():
             return ""
@@ -66,9 +73,11 @@ def hint(m: Metrics, component: str, cause: str, worst_outage: int) -> str:
             "(the hot key lands on one shard)."
         )
     if cause.endswith("unavailable"):
+        # A graph has no retry policy, and a queue before a node keeps sending to it.
         return (
-            f"Nothing holds what reaches {component} while it is down: a retry policy with "
-            "backoff that outlasts the outage, or a buffer before it, keeps it."
+            f"Nothing in the graph holds what reaches {component} while it is down (a graph "
+            "design has no retries, and a queue before it keeps sending): it fails for as "
+            "long as the outage lasts."
         )
     return ""
 

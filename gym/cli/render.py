@@ -125,7 +125,6 @@ def print_result(r: Result, console: Console) -> None:
 
 def print_fix(fix: Fix | NoFix, console: Console) -> None:
     """The suggested fix (gym.explore.fix): what to change and how the changed design does."""
-    from rich.table import Table
     from rich.text import Text
 
     from gym.explore.fix import Fix
@@ -138,23 +137,20 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
     console.print(
         Text.assemble(
             ("\nSuggested fix", "bold"),
-            f" (the cheapest change found; flow engine, seed {r.seed}; free: within the "
-            "units already bought): ",
+            f" (the cheapest change found; flow engine, seed {r.seed}): ",
             verdict(r.passed),
             f" at {fix.cost_units} units",
         )
     )
-    table = Table(show_edge=False, pad_edge=False, show_header=False, box=None)
     effects = {e.path: e.words() for e in fix.effects}
-    for c in fix.changes:
-        table.add_row(
-            "  " + one_line(c.path),
-            one_line(c.shown_old),
-            "->",
-            one_line(c.shown_new),
-            effects.get(c.path, "") if len(fix.changes) > 1 else "",
+    for c in fix.changes:  # one line each, wrapped by the terminal: a path is never cut
+        effect = effects.get(c.path, "") if len(fix.changes) > 1 else ""
+        console.print(
+            f"  {one_line(c.path)}: {one_line(c.words())}" + (f"  ({effect})" if effect else ""),
+            soft_wrap=True,
         )
-    console.print(table)
+    if len(fix.changes) > 1 and any(e.alone and not e.units for e in fix.effects):
+        console.print("  (free: within the units the design already pays for)")
     m = r.metrics
     console.print(
         f"  then: throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "

@@ -188,19 +188,26 @@ def run(
         )
     warn(result.warnings)
     fix = None
+    stopped = None  # what Ctrl-C interrupted after the run
     if not result.passed and not no_fix:
         from gym.cli.progress import status
         from gym.explore.fix import suggest
 
-        with status("searching for the cheapest change that passes"):
-            fix = suggest(result, user_sets=sets or ())
+        try:
+            with status("searching for the cheapest change that passes"):
+                fix = suggest(result, user_sets=sets or ())
+        except KeyboardInterrupt:  # the run is done: shown, then the interrupt
+            stopped = "the fix search (--no-fix skips it)"
     room = None
     if result.passed and headroom is not False:
         from gym.cli.progress import status
         from gym.explore import headroom as margins
 
-        with status("working out how far it is from failing"):
-            room = margins.headroom(result, None if headroom else margins.AUTO_TICKS)
+        try:
+            with status("working out how far it is from failing"):
+                room = margins.headroom(result, None if headroom else margins.AUTO_TICKS)
+        except KeyboardInterrupt:
+            stopped = "the headroom (--no-headroom skips it)"
     if as_json:
         payload = result.to_json()
         payload["fix"] = None if fix is None else fix.to_json()
@@ -224,6 +231,9 @@ def run(
 
         junit_xml.write(junit_file, [junit_xml.of_run(result, fix)])
         plain(stderr=True).print(f"wrote {one_line(junit_file)}")
+    if stopped is not None:
+        plain(stderr=True).print(f"{stopped} was interrupted; the run above is complete")
+        raise KeyboardInterrupt
     raise exit_verdict(result.passed)
 
 

@@ -77,6 +77,15 @@ def print_many(
             f"{confidence:g} with 95% confidence; use --runs "
             f"{runs_needed(confidence)} or more."
         )
+    if mc.traps:
+        console.print(
+            Text(
+                f"\nThe design takes the rubric's traps (gym grade; seed {seed}'s run):",
+                style="bold",
+            )
+        )
+        for t in mc.traps:
+            console.print(f"- {one_line(t['trap'])}: {one_line(t['measured'])}", soft_wrap=True)
 
 
 def print_comparison(comparison: Comparison) -> None:

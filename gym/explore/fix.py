@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from gym.core.errors import GymError
 from gym.explore import moves as structural
+from gym.explore.changes import Change, Effect, changes, exact, flow, leaves, mapping, put
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
@@ -69,61 +70,6 @@ REACH_UNITS = 8
 #: The parts that shield a component: more of them, less load or loss there (a higher hit
 #: ratio sends the resolver fewer lookups; a writer holds writes through a store stall).
 _SHIELDS = {"resolver": ("cache",), "page_store": ("async_writer",)}
-
-
-@dataclass(frozen=True)
-class Change:
-    """One field of the design changed by the fix."""
-
-    path: str
-    old: Any
-    new: Any
-
-    def __str__(self) -> str:
-        return f"{self.path} {self.shown_old} -> {self.shown_new}"
-
-    @property
-    def shown_old(self) -> str:
-        from gym.explore.compare import shown
-
-        return shown(self.old)
-
-    @property
-    def shown_new(self) -> str:
-        from gym.explore.compare import shown
-
-        return shown(self.new)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "old": self.old, "new": self.new}
-
-
-@dataclass(frozen=True)
-class Effect:
-    """One change of a fix made alone: the failing SLOs it fixes by itself, and the units
-    it adds (0: it fits the units the design already pays for). ``alone`` is False where
-    the change makes no design by itself (a graph's new edges without their node)."""
-
-    path: str
-    fixes: tuple[str, ...]
-    units: int
-    alone: bool = True
-
-    def words(self) -> str:
-        """``alone fixes throughput_rps, free`` (free: within the units already bought)."""
-        if not self.alone:
-            return "only with the others"
-        fixes = ", ".join(self.fixes) if self.fixes else "no SLO"
-        cost = "free" if self.units <= 0 else f"+{self.units} unit{'s' if self.units != 1 else ''}"
-        return f"alone fixes {fixes}, {cost}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "fixes": list(self.fixes),
-            "units": self.units,
-            "alone": self.alone,
-        }
 
 
 @dataclass
@@ -166,23 +112,29 @@ class Fix:
         (a section it adds, field by field; one it removes, as null)."""
         from gym.inputs.loading import parse_override
 
-        out = []
+        mine: list[tuple[str, Any]] = []
         for c in self.changes:
             if isinstance(c.new, dict):  # a section added: each of its fields
-                out += [f"{path}={_exact(v)}" for path, v in _leaves(c.new, c.path)]
+                mine += leaves(c.new, c.path)
             else:
-                out.append(f"{c.path}={_exact(c.new)}")
-        changed = {s.partition("=")[0] for s in out} | {c.path for c in self.changes}
-        kept = [
-            s
-            for s in self.user_sets
-            if not any(
-                p == c or p.startswith(c + ".")
-                for c in changed
-                for p in [".".join(parse_override(s)[0])]
-            )
-        ]
-        return kept + out
+                mine.append((c.path, c.new))
+        changed = {p for p, _ in mine} | {c.path for c in self.changes}
+        kept = []
+        for option in self.user_sets:
+            keys, value = parse_override(option)
+            at = ".".join(keys)
+            if any(at == c or at.startswith(c + ".") for c in changed):
+                continue  # the fix sets it
+            inside = [(p, v) for p, v in mine if p.startswith(at + ".")]
+            if not inside:
+                kept.append(option)
+            elif isinstance(value, dict):  # the user's whole section, the fix's fields in it
+                for p, v in inside:
+                    put(value, p[len(at) + 1 :], v, make=True)
+                mine = [(p, v) for p, v in mine if (p, v) not in inside]
+                kept.append(f"{at}={flow(value)}")
+            # else the user set the section to a value (null) that the fix's fields replace
+        return kept + [f"{p}={exact(v)}" for p, v in mine]
 
     def to_json(self) -> dict[str, Any]:
         from gym.explore.unit_space import design_mapping
@@ -305,6 +257,7 @@ def suggest(
     if limit is None:
         slo = scenario.slos.cost_units
         limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
+    start = _clamp(start, space, limit)
     search = _Search(design, scenario, space, result.seed, result.tick_ms, max_runs)
     found, closest = _uniform(search, start, limit)
     # The structural moves, each a unit search of its own from the design it makes: the
@@ -322,8 +275,23 @@ def suggest(
             max(got_units.get(p, 0), m)
             for p, m in zip(sub_space.parts, sub_space.mins, strict=True)
         )
+        # Only a move at no more cost than the best change so far can win or be named
+        # beside it: its search stops there, and one that starts above it is not run.
+        bound = limit if found is None else min(limit, sum(found[0]))
+        if found is None:
+            sub_start = _clamp(sub_start, sub_space, limit)
+        elif sum(sub_start) > bound:
+            # Above it (a design over the cost SLO, come down to the fix): from the fix's
+            # units where the move's are higher, the move's search is one near the fix.
+            theirs = dict(zip(space.parts, found[0], strict=True))
+            sub_start = tuple(
+                max(m, min(u, theirs.get(p, u)))
+                for p, u, m in zip(sub_space.parts, sub_start, sub_space.mins, strict=True)
+            )
+            if sum(sub_start) > bound:
+                continue
         sub = _Search(based, scenario, sub_space, result.seed, result.tick_ms, MOVE_RUNS)
-        got, _ = _uniform(sub, sub_start, limit)
+        got, _ = _uniform(sub, sub_start, bound, strict=found is not None)
         spent += sub.runs
         if got is None:
             continue
@@ -363,8 +331,10 @@ def suggest(
             if trial.passed:
                 units, fixed, r, lower = down, candidate, trial, True
                 break
-    fixed, r = _smallest(search, fixed, r)
+    fixed, r = _smallest(search, fixed, r, design)
     made = changes(design, fixed)
+    if move is not None and not _makes(move, design, made):
+        move = None  # its own fields went back too: a change of units after all
     runs = spent + search.runs - before
     if not made:  # the flow engine passes what the request engine failed
         return NoFix(
@@ -379,11 +349,12 @@ def suggest(
     if alternative is not None:
         _, alt_move, (alt_units, alt_design, alt_r), alt_search = alternative
         alt_search.max_runs = alt_search.runs + max_runs // 3
-        alt_design, alt_r = _smallest(alt_search, alt_design, alt_r)
+        alt_design, alt_r = _smallest(alt_search, alt_design, alt_r, design)
         runs += alt_search.runs
         mine = {c.path for c in made}
-        if mine <= {c.path for c in changes(design, alt_design)}:
-            alternative = None  # the fix and more: no alternative
+        alt_made = changes(design, alt_design)
+        if mine <= {c.path for c in alt_made} or not _makes(alt_move, design, alt_made):
+            alternative = None  # the fix and more, or no structural change: none
     if alternative is not None:
         other = Fix(
             changes=changes(design, alt_design),
@@ -418,8 +389,8 @@ def _effects(search: _Search, failing: Result, made: list[Change]) -> list[Effec
     have = sum(units_of(design, scenario.catalog).values())
     out = []
     for change in made:
-        data = _mapping(design)
-        _put(data, change.path, change.new)
+        data = mapping(design)
+        put(data, change.path, change.new)
         try:
             alone = type(design).model_validate(data)
         except ValueError:
@@ -438,11 +409,22 @@ def _effects(search: _Search, failing: Result, made: list[Change]) -> list[Effec
 Found = tuple[tuple[int, ...], "Design | GraphDesign", "Result"]
 
 
+def _clamp(start: tuple[int, ...], space: Space, limit: int) -> tuple[int, ...]:
+    """``start`` with no part above what a design within ``limit`` units can hold of it
+    (the limit less the other parts' least): a design over the limit is searched from
+    there, not one unit at a time down from a part of thousands (a drain_rps of 1e9)."""
+    floor = sum(space.mins)
+    if sum(start) <= limit or limit < floor:
+        return start
+    return tuple(min(u, limit - floor + m) for u, m in zip(start, space.mins, strict=True))
+
+
 def _uniform(
-    search: _Search, start: tuple[int, ...], limit: int
+    search: _Search, start: tuple[int, ...], limit: int, *, strict: bool = False
 ) -> tuple[Found | None, tuple[float, tuple[int, ...], Result] | None]:
     """The uniform-cost search over units from ``start`` (the module docstring): the
-    first candidate that passes, and the closest miss."""
+    first candidate that passes, and the closest miss. ``strict``: no candidate over
+    ``limit``, even on the way down from a start above it."""
     space = search.space
     order = itertools.count()
     queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
@@ -463,7 +445,8 @@ def _uniform(
             child = tuple(u + s for u, s in zip(units, step, strict=True))
             if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
                 continue
-            if sum(child) > max(limit, sum(start)):  # over the limit: only on the way down
+            if sum(child) > (limit if strict else max(limit, sum(start))):
+                # over the limit: only on the way down
                 continue
             seen.add(child)
             heapq.heappush(queue, (sum(child), -slack, next(order), child))
@@ -523,79 +506,49 @@ def _margin(r: Result) -> float:
     return min(out, default=0.0)
 
 
+def _makes(move: structural.Move, design: Design | GraphDesign, made: list[Change]) -> bool:
+    """Whether ``made`` still holds a field the structural ``move`` changes in ``design``."""
+    its = {c.path for c in changes(design, move.apply(design))}
+    return any(c.path in its for c in made)
+
+
 def _smallest(
-    search: _Search, fixed: Design | GraphDesign, r: Result
+    search: _Search, fixed: Design | GraphDesign, r: Result, base: Design | GraphDesign
 ) -> tuple[Design | GraphDesign, Result]:
-    """The passing design with the fewest fields changed: each changed field in turn gets
+    """The passing design with the fewest fields changed from ``base`` (the user's, so a
+    structural move's own fields may go back too): each changed field in turn gets
     the user's own value back where the design still passes with it at no more units
-    (one run each, in the order the design file lists them)."""
+    (one run each, in the order the design file lists them); again, while a pass gives
+    one back (a field may go back only once another has: a frontier's back queues once
+    its structure is the user's again)."""
     from gym.system.costing import units_of
 
     catalog = search.scenario.catalog
     cost = sum(units_of(fixed, catalog).values())
-    for change in changes(search.base, fixed):
-        if search.runs >= search.max_runs:
-            break
-        data = _mapping(fixed)
-        _put(data, change.path, change.old)
-        try:
-            candidate = type(search.base).model_validate(data)
-        except ValueError:  # the field cannot go back alone (a writer's own limits)
-            continue
-        if sum(units_of(candidate, catalog).values()) > cost:
-            continue
-        trial = search.run(candidate)
-        if trial.passed:
-            fixed, r = candidate, trial
+    tried: set[tuple[str, str]] = set()  # (field, the design it was tried on) that failed
+    again = True
+    while again:
+        again = False
+        for change in changes(base, fixed):
+            if search.runs >= search.max_runs:
+                return fixed, r
+            data = mapping(fixed)
+            put(data, change.path, change.old)
+            try:
+                candidate = type(search.base).model_validate(data)
+            except ValueError:  # the field cannot go back alone (a writer's own limits)
+                continue
+            key = (change.path, repr(mapping(candidate)))
+            if key in tried or sum(units_of(candidate, catalog).values()) > cost:
+                continue
+            tried.add(key)
+            try:
+                trial = search.run(candidate)
+            except GymError:  # a graph it leaves broken (a buffer node without its edges)
+                continue
+            if trial.passed:
+                fixed, r, again = candidate, trial, True
     return fixed, r
-
-
-def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
-    return design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
-
-
-def _put(data: dict[str, Any], path: str, value: Any) -> None:
-    *parents, last = path.split(".")
-    for key in parents:
-        data = data[key]
-    data[last] = value
-
-
-def changes(before: Design | GraphDesign, after: Design | GraphDesign) -> list[Change]:
-    """Every field that differs between two designs, by its dotted path (a section added
-    or removed is one change)."""
-    out: list[Change] = []
-
-    def walk(a: Any, b: Any, path: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            for key in [*a, *(k for k in b if k not in a)]:
-                walk(a.get(key), b.get(key), f"{path}.{key}" if path else key)
-        elif a != b:
-            out.append(Change(path, a, b))
-
-    walk(_mapping(before), _mapping(after), "")
-    return out
-
-
-def _leaves(data: dict[str, Any], path: str) -> list[tuple[str, Any]]:
-    """Every field of a section by its dotted path (None and empty values left out: the
-    defaults)."""
-    out: list[tuple[str, Any]] = []
-    for key, value in data.items():
-        here = f"{path}.{key}"
-        if isinstance(value, dict):
-            out += _leaves(value, here)
-        elif value is not None and value != []:
-            out.append((here, value))
-    return out
-
-
-def _exact(value: Any) -> str:
-    """A value as ``--set`` reads it back to the same value: YAML's null, and numbers in
-    full where 12 digits would change them (and so, maybe, their units)."""
-    from gym.explore.compare import shown
-
-    return "null" if value is None else shown(value)
 
 
 def _measured(value: float | None) -> str:

@@ -7,11 +7,14 @@ the scenario or the design:
   which the design first fails: bisected between the last factor that passes and the
   first that fails, to 1% (a factor that fails the run is found by doubling from 1);
 - **crash**: with a crash in the scenario, how many replicas of the crashed fleet it can
-  lose at once and still pass (the scenario's count raised one by one up to the fleet);
+  lose at once and still pass, bisected between the scenario's count and the fleet
+  (with several crashes, the one that takes the most replicas; the others as they are);
 - **hit ratio**: the lowest cache hit ratio at which a crawler still passes, bisected
-  down from the design's to 0.005.
+  down from the design's to 0.005; for a graph, the same for each cache node.
 
-Each says which SLO fails first past it. A margin that cannot fail within its range says
+Each says which SLO fails first past it. A bisection takes the runs past the first
+failure to fail too; on one seed the edge is noisy, so a margin is the edge this seed
+shows. A margin that cannot fail within its range says
 so (a design that passes at 64x its load). The runs are counted: ``cost`` is what the
 margins spent, in flow runs.
 """
@@ -44,29 +47,46 @@ class Margin:
     fails: float | None  # the first that fails (None: none within the range)
     failed: tuple[str, ...] = ()
     fleet: int | None = None  # crash: the replicas of the fleet it hits
+    at_s: float | None = None  # crash: when the crash it varies starts
+    surge: bool = False  # load: the scenario's load rises above its first stage's
+    node: str | None = None  # hit ratio: a graph's cache node
 
     def sentence(self) -> str:
         """The margin in words."""
         why = f" ({', '.join(self.failed)} fails)" if self.failed else ""
         if self.what == "load":
+            load = "the scenario's load" + (" (its surge scaled alike)" if self.surge else "")
             if self.fails is None:
-                return f"load: passes at {self.passes:g}x the scenario's load and beyond"
-            return (
-                f"load: passes up to {self.passes:.2f}x the scenario's load (surge "
-                f"included); fails at {self.fails:.2f}x{why}"
-            )
+                return f"load: passes at {self.passes:g}x {load} and beyond"
+            low, high = _apart(self.passes, self.fails)
+            return f"load: passes up to {low}x {load}; fails at {high}x{why}"
         if self.what == "crash":
+            when = "" if self.at_s is None else f" at t={self.at_s:g}s"
+            n, fleet = int(self.passes), self.fleet
+            lose = f"all {fleet} replicas" if n == fleet else f"{n} replica{'s' if n != 1 else ''}"
             return (
-                f"crash: can lose {int(self.passes)} replica{'s' if self.passes != 1 else ''}"
-                f" of {self.fleet} at once"
+                f"crash{when}: can lose {lose}"
+                + (f" of {fleet}" if n != fleet else "")
+                + " at once"
                 + ("" if self.fails is None else f"; losing {int(self.fails)} fails{why}")
             )
+        at = "" if self.node is None else f" at {self.node}"
         if self.fails is None:
-            return f"hit ratio: passes down to {self.passes:g}"
-        return f"hit ratio: passes down to {self.passes:.3f}; fails at {self.fails:.3f}{why}"
+            return f"hit ratio{at}: passes down to {self.passes:g}"
+        return f"hit ratio{at}: passes down to {self.passes:.3f}; fails at {self.fails:.3f}{why}"
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "failed": list(self.failed)}
+
+
+def _apart(low: float, high: float) -> tuple[str, str]:
+    """Two factors to the fewest decimals (two at least) that tell them apart: a pass at
+    1.1641 and a failure at 1.1719 are 1.16 and 1.17, never both 1.17."""
+    for digits in range(2, 7):
+        a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
+        if a != b:
+            return a, b
+    return f"{low:g}", f"{high:g}"
 
 
 @dataclass
@@ -127,7 +147,10 @@ def headroom(result: Result, max_ticks: int | None = None) -> Headroom | None:
     if crash is not None:
         out.margins.append(crash)
     if isinstance(result.design, Design):
-        out.margins.append(_hit_ratio(runs))
+        out.margins.append(_hit_ratio(runs, None))
+    else:
+        caches = [n for n, node in result.design.graph.nodes.items() if node.kind == "cache"]
+        out.margins += [_hit_ratio(runs, name) for name in caches]
     out.cost = runs.count
     return out
 
@@ -144,8 +167,9 @@ def _load(runs: _Runs, at_two: tuple[str, ...] | None) -> Margin:
     while failed is None and high < MAX_LOAD:
         low, high = high, high * 2
         failed = runs.fails(design, _scaled(scenario, high))
+    surge = max(s.multiplier for s in scenario.load) > scenario.load[0].multiplier
     if failed is None:
-        return Margin("load", high, None)
+        return Margin("load", high, None, surge=surge)
     while high - low > LOAD_PRECISION * low:
         mid = (low + high) / 2
         got = runs.fails(design, _scaled(scenario, mid))
@@ -153,7 +177,7 @@ def _load(runs: _Runs, at_two: tuple[str, ...] | None) -> Margin:
             low = mid
         else:
             high, failed = mid, got
-    return Margin("load", low, high, failed)
+    return Margin("load", low, high, failed, surge=surge)
 
 
 def _crash(runs: _Runs) -> Margin | None:
@@ -161,10 +185,12 @@ def _crash(runs: _Runs) -> Margin | None:
     crashes = [(i, f) for i, f in enumerate(scenario.faults) if isinstance(f, CrashFault)]
     if not crashes:
         return None
-    i, crash = crashes[0]
+    # The crash that takes the most replicas (the first of those): the one to vary.
+    i, crash = max(crashes, key=lambda c: (c[1].replicas, -c[0]))
     fleet = _fleet(design, crash.target)
     if fleet is None:
         return None
+    at = crash.at_s if len(crashes) > 1 else None  # named when there is more than one
 
     def with_lost(n: int) -> tuple[str, ...] | None:
         faults = list(scenario.faults)
@@ -175,7 +201,7 @@ def _crash(runs: _Runs) -> Margin | None:
     low = min(crash.replicas, fleet)
     failed = with_lost(fleet) if fleet > low else None
     if failed is None:
-        return Margin("crash", fleet, None, (), fleet)
+        return Margin("crash", fleet, None, (), fleet, at)
     high = fleet
     while high - low > 1:
         mid = (low + high) // 2
@@ -184,7 +210,7 @@ def _crash(runs: _Runs) -> Margin | None:
             low = mid
         else:
             high, failed = mid, got
-    return Margin("crash", low, high, failed, fleet)
+    return Margin("crash", low, high, failed, fleet, at)
 
 
 def _fleet(design: Design | GraphDesign, target: str) -> int | None:
@@ -196,19 +222,26 @@ def _fleet(design: Design | GraphDesign, target: str) -> int | None:
     return replicas if isinstance(replicas, int) else None
 
 
-def _hit_ratio(runs: _Runs) -> Margin:
+def _hit_ratio(runs: _Runs, node: str | None) -> Margin:
+    """The crawler's cache (``node`` None), or a graph's cache node."""
     design, scenario = runs.result.design, runs.result.scenario
-    assert isinstance(design, Design)
 
-    def at(hit: float) -> Design:
-        return design.model_copy(
-            update={"cache": design.cache.model_copy(update={"hit_ratio": hit})}
-        )
+    def at(hit: float) -> Design | GraphDesign:
+        if isinstance(design, Design):
+            cache = design.cache.model_copy(update={"hit_ratio": hit})
+            return design.model_copy(update={"cache": cache})
+        assert node is not None
+        nodes = dict(design.graph.nodes)
+        nodes[node] = nodes[node].model_copy(update={"hit_ratio": hit})
+        return design.model_copy(update={"graph": design.graph.model_copy(update={"nodes": nodes})})
 
-    high = design.cache.hit_ratio
+    if isinstance(design, Design):
+        high = design.cache.hit_ratio
+    else:
+        high = float(getattr(design.graph.nodes[str(node)], "hit_ratio", 0.0))
     failed = runs.fails(at(0.0), scenario)
     if failed is None:
-        return Margin("hit_ratio", 0.0, None)
+        return Margin("hit_ratio", 0.0, None, node=node)
     low = 0.0  # fails
     while high - low > HIT_PRECISION:
         mid = round((low + high) / 2, 6)
@@ -217,4 +250,4 @@ def _hit_ratio(runs: _Runs) -> Margin:
             high = mid
         else:
             low, failed = mid, got
-    return Margin("hit_ratio", high, low, failed)
+    return Margin("hit_ratio", high, low, failed, node=node)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,8 @@ class Task:
     engine: str = "flow"
     tick_ms: int = 10
     max_urls: int = DEFAULT_MAX_URLS
+    #: Its row carries the rubric's traps the run took (``gym run --runs``: the first's).
+    traps: bool = False
 
 
 def tasks_for(
@@ -93,6 +95,8 @@ class Batch:
     engine: str = "flow"
     tick_ms: int = 10
     max_urls: int = DEFAULT_MAX_URLS
+    #: The seeds whose rows carry the rubric's traps (:attr:`Task.traps`).
+    traps: tuple[int, ...] = ()
 
 
 def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
@@ -130,6 +134,8 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
                 "failed_by_cause": {c: n for c, n in m.failed_by_cause.items() if n},
             }
         )
+        if r.seed in b.traps:
+            out[-1]["traps"] = [t.to_json() for t in r.traps]
     return out
 
 
@@ -172,7 +178,8 @@ def batches(tasks: Sequence[Task], parts: int = 1, budget: int = BATCH_BYTES) ->
         for i in range(0, len(group), most):
             chunk = group[i : i + most]
             seeds = tuple(t.seed for t in chunk)
-            out.append(Batch(first.design, first.scenario, seeds, *_settings(first)))
+            traps = tuple(t.seed for t in chunk if t.traps)
+            out.append(Batch(first.design, first.scenario, seeds, *_settings(first), traps))
     return out
 
 
@@ -295,6 +302,11 @@ class MonteCarloResult:
     def cost_units(self) -> int:
         return int(self.runs[0]["cost_units"]) if self.runs else 0
 
+    @property
+    def traps(self) -> list[dict[str, Any]]:
+        """The rubric's traps the first seed's run took (as :meth:`Grade.to_json`)."""
+        return list(self.runs[0].get("traps", [])) if self.runs else []
+
     def to_json(self) -> dict[str, Any]:
         low, high = self.ci
         return {
@@ -310,6 +322,7 @@ class MonteCarloResult:
             "pass_probability_ci": [low, high],
             "cost_units": self.cost_units,
             "slos": [s.to_json() for s in self.slos],
+            "traps": self.traps,
         }
 
 
@@ -357,5 +370,6 @@ def run_many(
 
         raise GymError.single(None, "runs", f"{runs:,} must be 1 to {MAX_RUNS:,}")
     tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
+    tasks[0] = replace(tasks[0], traps=True)  # the first seed's run tells the traps
     results = run_tasks(tasks, executor, progress)
     return MonteCarloResult(results, confidence)

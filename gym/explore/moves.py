@@ -13,10 +13,14 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 - ``frontier.structure: two_stage``: a global FIFO frontier made polite;
 - ``fetchers.on_crash: requeue``: a crash's fetches in flight sent back to the frontier
   (the run lost some);
+- ``discovery``: a seen-URL set of one shard (the unit search adds shards), where the
+  scenario's pages carry links and the design follows none;
 - ``retries``: backoff with jitter and a budget of tries (writes or lookups failed at the
   store or resolver, and the design retries none, or in lockstep with no backoff);
 - a ``write_buffer`` node in a graph, before a store that lost writes while down or
-  overloaded, holding at least the writes it lost.
+  overloaded, holding at least the writes it lost (not before a store a cache feeds:
+  its misses are reads);
+- ``on_crash: requeue`` on a graph's fleet that lost work in a crash.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gym.models import Design
@@ -56,7 +61,7 @@ def moves(result: Result) -> list[Move]:
 
 def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
     """``design`` with the field at ``path`` (dotted) set to ``value``."""
-    data = design.model_dump(mode="json")
+    data = design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
     *parents, last = path.split(".")
     node = data
     for key in parents:
@@ -92,6 +97,16 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
         switch("dedup.canonicalize", True, "canonicalize URLs: variants are pages crawled twice")
     if not design.dedup.content_hash and world.duplicate_body_fraction:
         switch("dedup.content_hash", True, "hash page bodies: duplicates are writes stored twice")
+    links = scenario.web.links_per_page or any(st.links_per_page for st in scenario.load)
+    if design.discovery is None and links:
+        out.append(
+            Move(
+                "discovery: a seen-URL set",
+                "discover links: the crawl grows by the links its pages yield, each new one "
+                "found by a seen-URL set (the scenario's pages carry links)",
+                lambda d: _set(d, "discovery", {"shards": 1}),
+            )
+        )
     if design.frontier.structure == "global_fifo":
         switch(
             "frontier.structure",
@@ -134,10 +149,22 @@ def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
     edges: list[dict[str, Any]] = data["graph"]["edges"]
     m = result.metrics
     for name, node in nodes.items():
+        lost_by = m.components[name].failed if name in m.components else {}
+        crashed = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("crash_loss"))
+        if node.get("kind") == "fleet" and node.get("on_crash", "fail") == "fail" and crashed:
+            out.append(
+                Move(
+                    f"{name}.on_crash=requeue",
+                    f"requeue a crashed replica's work at {name} instead of failing it",
+                    partial(_set, path=f"graph.nodes.{name}.on_crash", value="requeue"),
+                )
+            )
         if node.get("kind") != "store" or name not in m.components:
             continue
         feeding = [e for e in edges if e.get("to") == name]
-        if any(nodes[e["from"]].get("kind") == "write_buffer" for e in feeding):
+        # A cache's misses are reads, which no buffer can hold: only a store that takes
+        # writes alone (no cache before it) gets one.
+        if any(nodes[e["from"]].get("kind") in ("write_buffer", "cache") for e in feeding):
             continue
         lost = int(m.components[name].failed_total.sum())
         if not lost or not feeding:
@@ -174,8 +201,15 @@ def _round_up(x: float) -> int:
     return int(math.ceil(x / scale) * scale)
 
 
+#: The longest node name a graph takes (gym.system.graph.NODE_NAME_PATTERN).
+MAX_NODE_NAME = 64
+
+
 def _unique(name: str, taken: dict[str, Any]) -> str:
-    out, n = name, 2
+    """``name``, or ``name2``, ``name3``...: one no node has, cut to a node name's length
+    (a store of 60 characters gets a buffer named after its first 57)."""
+    out, n = name[:MAX_NODE_NAME], 2
     while out in taken:
-        out, n = f"{name}{n}", n + 1
+        suffix = str(n)
+        out, n = name[: MAX_NODE_NAME - len(suffix)] + suffix, n + 1
     return out
