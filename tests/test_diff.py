@@ -125,7 +125,7 @@ def test_markdown_summary(tmp_path: Path) -> None:
         (["--runs", "1"], "--runs"),
         # fewer than can show either side passing at 0.8: BASE passing, HEAD failing
         # could never be seen
-        (["--runs", "10"], "at least 16 runs"),
+        (["--runs", "10"], "use --runs 16 or more"),
         (["--markdown", "out.txt"], ".md"),
         (["--force"], "--markdown"),
     ],

@@ -79,17 +79,36 @@ def test_runs_summarize_seeds_and_decide_by_the_rule() -> None:
 
 
 def test_few_runs_cannot_clear_the_confidence() -> None:
-    """10 passing runs give a lower bound of 0.72 < 0.8: FAIL, and the output says why."""
-    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "10", "--workers", "1"])
-    assert res.exit_code == 1
-    assert "use --runs 16 or more" in res.stdout
+    """10 passing runs give a Wilson lower bound of 10 / (10 + 1.96^2) = 0.72 < 0.8; 16
+    give 0.806, the fewest that can: so fewer than 16 are refused before any work, by
+    every command that takes --runs (one rule), exit 2, naming the least. One run keeps
+    its own verdict; diff needs the rule on both sides."""
+    from gym.explore.montecarlo import runs_needed
+
+    assert runs_needed(0.8) == 16 and runs_needed(0.9) == 35
+    sweep_args = ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4"]
+    for args in (
+        ["run", str(REFERENCE)],
+        sweep_args,
+        ["optimize"],
+        ["diff", str(REFERENCE), str(REFERENCE)],
+    ):
+        res = runner.invoke(app, [*args, "--runs", "10"])
+        assert res.exit_code == 2, args
+        assert res.stderr.startswith("error: --runs: 10 runs cannot show a pass probability")
+        assert "use --runs 16 or more" in res.stderr and res.stdout == ""
+    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "20", "--confidence", "0.9"])
+    assert res.exit_code == 2 and "use --runs 35 or more" in res.stderr
+    assert runner.invoke(app, ["run", str(REFERENCE), "--runs", "16"]).exit_code == 0
+    with pytest.raises(gym.GymError, match="use --runs 16 or more"):
+        run_many(gym.load_design(REFERENCE), gym.load_scenario(CHAOS), runs=10)
 
 
 def test_sweep_rows_equal_individual_runs() -> None:
     """Each row's means are those of plain runs of that design over the same seeds."""
     sc = gym.load_scenario(CHAOS)
     points = sweep.grid(REFERENCE, ["fetchers.replicas=3..4", "cache.hit_ratio=0.6,0.92"])
-    rows = sweep.run(points, sc, runs=2, seed=5)
+    rows = sweep.run(points, sc, runs=2, confidence=0.3, seed=5)
     assert len(rows) == 4
     for row in rows:
         d = gym.load_design(
@@ -130,8 +149,8 @@ def test_sweep_is_the_same_on_one_process_and_on_a_pool() -> None:
     """Seeds belong to points, not workers: serial and pooled sweeps give identical rows."""
     sc = gym.load_scenario(CHAOS)
     points = sweep.grid(REFERENCE, ["fetchers.replicas=2..5"])
-    serial = sweep.run(points, sc, runs=3, executor=Serial())
-    pooled = sweep.run(points, sc, runs=3, executor=LocalPool(2))
+    serial = sweep.run(points, sc, runs=3, confidence=0.3, executor=Serial())
+    pooled = sweep.run(points, sc, runs=3, confidence=0.3, executor=LocalPool(2))
     assert serial == pooled
 
 
@@ -327,8 +346,8 @@ def test_unreachable_scheduler_is_a_clear_error() -> None:
 def test_run_many_is_deterministic() -> None:
     """Same seeds, same summaries, on any executor."""
     d, sc = design(), scenario(arrivals="poisson")
-    a = run_many(d, sc, runs=4, executor=Serial()).to_json()
-    b = run_many(d, sc, runs=4, executor=LocalPool(2)).to_json()
+    a = run_many(d, sc, runs=4, confidence=0.3, executor=Serial()).to_json()
+    b = run_many(d, sc, runs=4, confidence=0.3, executor=LocalPool(2)).to_json()
     assert a == b
     assert not math.isnan(a["pass_probability"])
 

@@ -131,7 +131,9 @@ def test_a_passing_run_and_no_fix_search_no_fix() -> None:
     assert ok.exit_code == 0 and json.loads(ok.stdout)["fix"] is None
     off = runner.invoke(app, ["run", str(STARTER), "--json", "--no-fix"])
     assert off.exit_code == 1 and json.loads(off.stdout)["fix"] is None
-    many = runner.invoke(app, ["run", str(STARTER), "--no-fix", "--runs", "2"])
+    many = runner.invoke(
+        app, ["run", str(STARTER), "--no-fix", "--runs", "2", "--confidence", "0.3"]
+    )
     assert many.exit_code == 2 and "--no-fix" in many.stderr
 
 

@@ -69,7 +69,9 @@ def test_shown_by_gym_run_and_the_report(tmp_path: Path) -> None:
     assert data["headroom"]["runs"] > 3
     res = runner.invoke(app, ["run", str(REFERENCE), "--no-headroom", "--json"])
     assert json.loads(res.stdout)["headroom"] is None
-    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "3", "--no-headroom"])
+    res = runner.invoke(
+        app, ["run", str(REFERENCE), "--runs", "3", "--confidence", "0.3", "--no-headroom"]
+    )
     assert res.exit_code == 2 and "--no-headroom" in res.stderr
     page = tmp_path / "r.html"
     assert runner.invoke(app, ["report", str(REFERENCE), "-o", str(page)]).exit_code == 0
@@ -115,7 +117,9 @@ def test_skipped_over_its_budget_unless_asked_for() -> None:
     assert room.skipped is not None and "gym run --headroom works them out" in room.skipped
     full = headroom.headroom(result, max_ticks=4_000)
     assert full is not None and full.skipped is None and len(full.margins) == 3
-    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "3", "--headroom"])
+    res = runner.invoke(
+        app, ["run", str(REFERENCE), "--runs", "3", "--confidence", "0.3", "--headroom"]
+    )
     assert res.exit_code == 2 and "--headroom" in res.stderr
     one = runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout
     assert one == runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout

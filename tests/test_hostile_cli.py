@@ -87,8 +87,10 @@ def test_markup_in_names_is_printed_literally(name: str, tmp_path: Path) -> None
     assert res.exit_code == 0 and f"valid design '{name}'" in res.stdout
     res = _invoke("compare", str(d), str(d), "-s", str(s))
     assert res.exit_code == 0 and f"scenario {name}," in res.stdout
-    res = _invoke("run", str(d), "-s", str(s), "--runs", "2", "--workers", "1")
-    assert res.exit_code == 1 and name in res.stdout  # 2 runs cannot show 0.8
+    res = _invoke(
+        "run", str(d), "-s", str(s), "--runs", "2", "--confidence", "0.3", "--workers", "1"
+    )
+    assert res.exit_code == 0 and name in res.stdout  # 2 passing runs show 0.3: 2 / 5.84
     res = _invoke("sweep", str(d), "-s", str(s), "--vary", "fetchers.replicas=3..4")
     assert res.exit_code == 0 and f"scenario {name}," in res.stdout
     res = _invoke("estimate", str(d), "-s", str(s))
@@ -157,18 +159,35 @@ def test_runs_honours_or_refuses_every_other_option(monkeypatch: Any) -> None:
     """--runs N with --warmup is refused (latency is not summarized over runs); --tick-ms
     is honoured (and a bad one refused before any run); --workers, --scheduler and
     --confidence without --runs are refused; --workers with --scheduler conflict."""
-    res = _invoke("run", str(REFERENCE), "--runs", "2", "--tick-ms", "20", "--json")
+    res = _invoke(
+        "run", str(REFERENCE), "--runs", "2", "--confidence", "0.3", "--tick-ms", "20", "--json"
+    )
     assert json.loads(res.stdout)["tick_ms"] == 20
     forbid_work(monkeypatch)
-    assert "--warmup" in _error("run", str(REFERENCE), "--runs", "2", "--warmup", "5")
-    assert "--tick-ms: 7" in _error("run", str(REFERENCE), "--runs", "2", "--tick-ms", "7")
+    assert "--warmup" in _error(
+        "run", str(REFERENCE), "--runs", "2", "--confidence", "0.3", "--warmup", "5"
+    )
+    assert "--tick-ms: 7" in _error(
+        "run", str(REFERENCE), "--runs", "2", "--confidence", "0.3", "--tick-ms", "7"
+    )
     for extra in (
         ["--workers", "1"],
         ["--scheduler", "tcp://127.0.0.1:1"],
         ["--confidence", "0.5"],
     ):
         assert extra[0] in _error("run", str(REFERENCE), *extra)
-    err = _error("run", str(REFERENCE), "--runs", "2", "--workers", "1", "--scheduler", "tcp://h:1")
+    err = _error(
+        "run",
+        str(REFERENCE),
+        "--runs",
+        "2",
+        "--confidence",
+        "0.3",
+        "--workers",
+        "1",
+        "--scheduler",
+        "tcp://h:1",
+    )
     assert "--scheduler" in err
     assert "--confidence" in _error(
         "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--confidence", "0.9"
@@ -232,7 +251,7 @@ def test_options_that_would_do_nothing_are_refused(monkeypatch: Any) -> None:
 
 
 RUN_OPTIONS = {
-    "runs": ["--runs", "2"],
+    "runs": ["--runs", "2", "--confidence", "0.3"],
     "json": ["--json"],
     "out": ["--out", "OUT"],
     "request": ["--engine", "request"],
@@ -296,7 +315,7 @@ def test_optimize_refuses_searches_that_cannot_find_anything(
     """Too few runs for the confidence, a confidence of 1, a --max-cost over the cost SLO,
     a cost SLO under 4 units: refused before the search."""
     forbid_work(monkeypatch)
-    assert "--runs 16" in _error("optimize", "--runs", "5")
+    assert "--runs 16" in _error("optimize", "--runs", "5", "--confidence", "0.3")
     assert "--runs 35" in _error("optimize", "--runs", "20", "--confidence", "0.9")
     assert "--confidence" in _error("optimize", "--confidence", "1")
     assert "--max-cost" in _error("optimize", "--max-cost", "12")
@@ -316,6 +335,8 @@ def test_json_with_every_other_option(tmp_path: Path) -> None:
         "--json",
         "--runs",
         "2",
+        "--confidence",
+        "0.3",
         "--workers",
         "1",
         "--set",
@@ -345,7 +366,9 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
     forbid_work(monkeypatch)
     assert "100,000" in _error("run", str(REFERENCE), "--runs", "1000000")
     assert "100,000" in _error("sweep", str(REFERENCE), "--vary", "x=1..2", "--runs", "200000")
-    assert "cores" in _error("run", str(REFERENCE), "--runs", "2", "--workers", "300")
+    assert "cores" in _error(
+        "run", str(REFERENCE), "--runs", "2", "--confidence", "0.3", "--workers", "300"
+    )
     assert "cores" in _error(
         "sweep", str(REFERENCE), "--vary", "fetchers.replicas=3..4", "--workers", "100000"
     )
@@ -366,11 +389,11 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
         "--vary",
         "fetchers.replicas=1..100",
         "--runs",
-        "5",
+        "16",
         "--max-runs",
-        "499",
+        "1599",
     )
-    assert "--max-runs 500" in err
+    assert "--max-runs 1600" in err
     err = _error(
         "sweep", str(REFERENCE), "--vary", "fetchers.replicas=1..40", "--engine", "request"
     )
@@ -384,7 +407,16 @@ def test_limits_on_options_are_checked_before_any_work(monkeypatch: Any) -> None
     )
     assert "--seed" in _error("run", str(REFERENCE), "--seed", str(2**63))
     assert "--seed" in _error(
-        "run", str(REFERENCE), "--seed", str(2**63 - 1), "--runs", "2", "--workers", "1"
+        "run",
+        str(REFERENCE),
+        "--seed",
+        str(2**63 - 1),
+        "--runs",
+        "2",
+        "--confidence",
+        "0.3",
+        "--workers",
+        "1",
     )
     for opt, value in (
         ("--seed", "-1"),
@@ -470,7 +502,9 @@ def test_nothing_listening_or_an_unknown_host_is_reported_at_once(monkeypatch: A
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]  # closed again: nothing listens there
     for address in (f"tcp://127.0.0.1:{port}", "tcp://no-such-host.invalid:8786"):
-        err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", address)
+        err = _error(
+            "run", str(REFERENCE), "--runs", "2", "--confidence", "0.3", "--scheduler", address
+        )
         assert address in err and "nothing answers" in err
 
 
@@ -503,7 +537,16 @@ def test_a_listener_that_is_not_dask_does_not_hang(banner: bytes, monkeypatch: A
     thread = threading.Thread(target=accept, daemon=True)
     thread.start()
     try:
-        err = _error("run", str(REFERENCE), "--runs", "2", "--scheduler", f"tcp://127.0.0.1:{port}")
+        err = _error(
+            "run",
+            str(REFERENCE),
+            "--runs",
+            "2",
+            "--confidence",
+            "0.3",
+            "--scheduler",
+            f"tcp://127.0.0.1:{port}",
+        )
         assert f"127.0.0.1:{port}" in err and "not a Dask scheduler" in err
     finally:
         stop.set()
@@ -755,7 +798,7 @@ def test_an_inproc_scheduler_is_refused_before_connecting(address: str, monkeypa
 
     monkeypatch.setattr(parallel, "DaskCluster", no_connect)
     for args in (
-        ["run", str(REFERENCE), "--runs", "2"],
+        ["run", str(REFERENCE), "--runs", "2", "--confidence", "0.3"],
         ["sweep", str(REFERENCE), "--vary", "fetchers.replicas=3,4"],
         ["optimize", "--runs", "16"],
     ):

@@ -28,13 +28,13 @@ def test_sweep_refuses_more_runs_than_allowed() -> None:
             "--vary",
             "fetchers.replicas=1..10",
             "--runs",
-            "5",
+            "16",
             "--max-runs",
-            "49",
+            "159",
         ],
     )
     assert res.exit_code == 2
-    assert "50 simulations" in res.stderr and "--max-runs 50" in res.stderr
+    assert "160 simulations" in res.stderr and "--max-runs 160" in res.stderr
 
 
 def test_request_engine_sweep_refuses_too_many_urls() -> None:
@@ -74,7 +74,12 @@ def test_ctrl_c_keeps_the_finished_points() -> None:
     points = sweep.grid(REFERENCE, ["fetchers.replicas=3..5"])
     with pytest.raises(sweep.SweepInterrupted) as stop:
         sweep.run(
-            points, gym.load_scenario(CHAOS), runs=4, executor=Serial(), progress=_StopAfter(4)
+            points,
+            gym.load_scenario(CHAOS),
+            runs=4,
+            confidence=0.3,
+            executor=Serial(),
+            progress=_StopAfter(4),
         )
     assert [r["status"] for r in stop.value.rows] == ["ok", "not run", "not run"]
     assert stop.value.rows[0]["runs"] == 4

@@ -627,10 +627,12 @@ def test_every_run_names_the_traps_the_design_takes(
     result = gym.simulate(DESIGNS / design, ROOT / "scenarios" / scenario)
     assert trap in html.render(result)
     # --runs too: the first seed's run (seed 0, the run above) tells them, text and --json
-    many = CliRunner().invoke(app, [*args, "--runs", "3", "--workers", "1"])
+    many = CliRunner().invoke(app, [*args, "--runs", "3", "--confidence", "0.3", "--workers", "1"])
     assert "rubric's traps (gym grade; seed 0's run)" in many.stdout
     assert trap in many.stdout and figure in many.stdout, many.stdout
-    data = json.loads(CliRunner().invoke(app, [*args, "--runs", "3", "--json"]).stdout)
+    data = json.loads(
+        CliRunner().invoke(app, [*args, "--runs", "3", "--confidence", "0.3", "--json"]).stdout
+    )
     assert data["traps"] == [t.to_json() for t in result.traps]
 
 

@@ -182,7 +182,9 @@ def test_cli_prints_undefined_and_exits_1(tmp_path: Any) -> None:
     as_json = runner.invoke(app, ["run", str(d), "--scenario", str(sc), "--json"])
     assert as_json.exit_code == 1
     assert json.loads(as_json.stdout)["metrics"]["availability"] is None
-    many = runner.invoke(app, ["run", str(d), "--scenario", str(sc), "--runs", "3", "--json"])
+    many = runner.invoke(
+        app, ["run", str(d), "--scenario", str(sc), "--runs", "3", "--confidence", "0.3", "--json"]
+    )
     assert many.exit_code == 1, many.output
     (slo,) = json.loads(many.stdout)["slos"]
     assert slo["mean"] is None and slo["pass_rate"] == 0.0

@@ -188,9 +188,14 @@ def check_many(
                         "from the process that started it; give tcp://HOST:PORT",
                     )
                 )
+    conf = DEFAULT_CONFIDENCE if confidence is None else confidence
+    from gym.explore.montecarlo import too_few_runs
+
+    if (few := too_few_runs(runs, conf)) is not None:
+        problems.append(Problem(None, "--confidence" if conf >= 1 else "--runs", few))
     if problems:
         raise GymError(problems)
-    return DEFAULT_CONFIDENCE if confidence is None else confidence
+    return conf
 
 
 def file_name(value: str | Path) -> Path:

@@ -36,7 +36,6 @@ def print_many(
     from rich.text import Text
 
     from gym.analysis.scoring import format_measured
-    from gym.explore.montecarlo import runs_needed
 
     console = plain()
     console.print(
@@ -71,12 +70,6 @@ def print_many(
             f" (rule: PASS if the lower bound >= {confidence:g})",
         )
     )
-    if mc.passes == mc.n and mc.verdict == "fail":
-        console.print(
-            f"Every run passed, but {runs} runs cannot show a pass probability of "
-            f"{confidence:g} with 95% confidence; use --runs "
-            f"{runs_needed(confidence)} or more."
-        )
     if mc.traps:
         console.print(
             Text(

@@ -230,17 +230,12 @@ def check(
     """What the gate refuses before anything runs: fewer runs than can show either side
     passing by the ``--runs`` rule (the clause "BASE passes and HEAD fails" could never
     hold), and designs of two kinds."""
-    from gym.explore.montecarlo import runs_needed
+    from gym.explore.montecarlo import too_few_runs
 
-    least = max(2, runs_needed(confidence))
-    if runs < least or runs > MAX_RUNS:
-        raise GymError.single(
-            None,
-            "--runs",
-            f"{runs}: the gate needs at least {least} runs a side, the fewest that can show "
-            f"a pass probability of {confidence:g} (--confidence) with 95% confidence "
-            f"(at most {MAX_RUNS:,})",
-        )
+    if (few := too_few_runs(runs, confidence, single_ok=False)) is not None:
+        raise GymError.single(None, "--confidence" if confidence >= 1 else "--runs", few)
+    if runs > MAX_RUNS:
+        raise GymError.single(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS:,}")
     if isinstance(base, GraphDesign) != isinstance(head, GraphDesign):
         kinds = "a graph" if isinstance(head, GraphDesign) else "a crawler design"
         raise GymError.single(

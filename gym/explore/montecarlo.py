@@ -48,6 +48,27 @@ def runs_needed(confidence: float, z: float = Z95) -> int:
     return n
 
 
+def too_few_runs(runs: int, confidence: float, *, single_ok: bool = True) -> str | None:
+    """Why ``runs`` seeds cannot reach a verdict by the ``--runs`` rule (None when they
+    can): the one rule of every command that takes ``--runs``, checked before any work.
+    One run (``single_ok``) is judged by its own verdict, not the rule."""
+    if runs == 1 and single_ok:
+        return None
+    if confidence >= 1:
+        return (
+            f"{confidence:g}: no number of runs shows a pass probability of 1 with 95% "
+            "confidence; use a value below 1"
+        )
+    least = max(2, runs_needed(confidence))
+    if runs < least:
+        one = " (or 1: one run's own verdict)" if single_ok else ""
+        return (
+            f"{runs} runs cannot show a pass probability of {confidence:g} with 95% "
+            f"confidence even if every run passes; use --runs {least} or more{one}"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Task:
     """One simulation to run anywhere: plain data in, a small summary out."""
@@ -365,10 +386,12 @@ def run_many(
     max_urls: int = DEFAULT_MAX_URLS,
 ) -> MonteCarloResult:
     """Run seeds ``seed .. seed + runs - 1`` and summarize them (at most :data:`MAX_RUNS`)."""
-    if not 1 <= runs <= MAX_RUNS:
-        from gym.core.errors import GymError
+    from gym.core.errors import GymError
 
+    if not 1 <= runs <= MAX_RUNS:
         raise GymError.single(None, "runs", f"{runs:,} must be 1 to {MAX_RUNS:,}")
+    if (few := too_few_runs(runs, confidence)) is not None:
+        raise GymError.single(None, "confidence" if confidence >= 1 else "runs", few)
     tasks = tasks_for(design, scenario, range(seed, seed + runs), engine, tick_ms, max_urls)
     tasks[0] = replace(tasks[0], traps=True)  # the first seed's run tells the traps
     results = run_tasks(tasks, executor, progress)

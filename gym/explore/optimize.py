@@ -203,7 +203,7 @@ def check(
     """Refuse, before anything runs, a search that cannot find anything or is too large;
     returns the cost limit. Computed, not tried: the worst case is every design up to
     the limit, each over ``runs`` seeds."""
-    from gym.explore.montecarlo import runs_needed, wilson
+    from gym.explore.montecarlo import too_few_runs
 
     space = space or crawler_space(None)
     least = space.min_cost
@@ -232,26 +232,8 @@ def check(
                 f"cannot pass; use --max-cost {int(slo.max)} or less",
             )
         )
-    if runs > 1:
-        if confidence >= 1:
-            problems.append(
-                Problem(
-                    None,
-                    "--confidence",
-                    f"{confidence:g}: no number of runs shows a pass probability of 1 with "
-                    "95% confidence; use a value below 1",
-                )
-            )
-        elif wilson(runs, runs)[0] < confidence:
-            problems.append(
-                Problem(
-                    None,
-                    "--runs",
-                    f"{runs} runs cannot show a pass probability of {confidence:g} with 95% "
-                    f"confidence even if every run passes, so nothing would be found; use "
-                    f"--runs {runs_needed(confidence)} or more",
-                )
-            )
+    if (few := too_few_runs(runs, confidence)) is not None:
+        problems.append(Problem(None, "--confidence" if confidence >= 1 else "--runs", few))
     if not problems and (total := designs_up_to(limit, space) * runs) > max_runs:
         problems.append(
             Problem(

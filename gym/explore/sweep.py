@@ -272,8 +272,11 @@ def run(
     the rows finished so far.
     """
     from gym.api import validate
+    from gym.explore.montecarlo import too_few_runs
     from gym.system.costing import units_of
 
+    if (few := too_few_runs(runs, confidence)) is not None:
+        raise GymError.single(None, "--confidence" if confidence >= 1 else "--runs", few)
     tasks = []
     owners = []
     errors: dict[int, str] = {}
