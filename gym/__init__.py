@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from gym.inputs.loading import load_design, load_scenario
     from gym.models import Design, Scenario
     from gym.system.graph import GraphDesign
+    from gym.verbs import optimize, plot, suggest_fix, sweep
 
 #: Where each lazily loaded name of the API lives.
 _LAZY = {
@@ -34,6 +35,10 @@ _LAZY = {
     "simulate": "gym.api",
     "simulate_many": "gym.api",
     "validate": "gym.api",
+    "sweep": "gym.verbs",
+    "optimize": "gym.verbs",
+    "suggest_fix": "gym.verbs",
+    "plot": "gym.verbs",
 }
 
 
@@ -47,7 +52,8 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted([*globals(), *_LAZY])
+    """The API's names (not the module's own imports: ``importlib``, ``Any``)."""
+    return sorted(__all__)
 
 
 __all__ = [
@@ -57,10 +63,15 @@ __all__ = [
     "Problem",
     "Result",
     "Scenario",
+    "__version__",
     "load_design",
     "load_scenario",
+    "optimize",
+    "plot",
     "simulate",
     "simulate_many",
+    "suggest_fix",
+    "sweep",
     "validate",
 ]
 __version__ = "0.1.0"

@@ -47,7 +47,7 @@ def test_starter_explanation_names_the_surge_overflow_and_the_crash(
     crash = next(e for e in r.explanations if e.cause == "crash_loss")
     assert crash.component == "fetchers" and crash.at_s == 12.0
     saturation = next(e for e in r.explanations if e.slo == "peak_saturation")
-    assert saturation.component == r.metrics.peak_saturation()[1]
+    assert saturation.component == r.metrics.peak.component
 
 
 def test_reference_loses_only_to_the_stall_and_the_crash(

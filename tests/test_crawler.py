@@ -80,7 +80,7 @@ def test_politeness_bound_design_fails_for_that_reason() -> None:
     sc = gym.load_scenario(CHAOS)
     r = gym.simulate(DESIGNS / "politeness-bound.yaml", sc, seed=0)
     assert r.verdict == "fail"
-    assert r.metrics.peak_saturation()[1] == "frontier"
+    assert r.metrics.peak.component == "frontier"
     sat = next(e for e in r.explanations if e.slo == "peak_saturation")
     assert any("politeness-bound" in line for line in sat.details)
     assert gym.simulate(REFERENCE, sc, seed=0).verdict == "pass"
@@ -142,7 +142,7 @@ def test_content_dedup_design_teaches_its_lesson() -> None:
         RECRAWL,
         seed=0,
     )
-    assert off.verdict == "fail" and off.metrics.peak_saturation()[1] == "page_store"
+    assert off.verdict == "fail" and off.metrics.peak.component == "page_store"
     bigger = gym.simulate(
         gym.load_design(
             DESIGNS / "content-dedup.yaml", ["dedup.content_hash=false", "page_store.rps=50000"]

@@ -53,7 +53,7 @@ def test_the_change_is_the_mean_paired_difference_with_its_t_interval() -> None:
     figures = {
         "throughput_rps": lambda m: m.throughput_rps,
         "availability": lambda m: m.availability,
-        "peak_saturation": lambda m: m.peak_saturation()[0],
+        "peak_saturation": lambda m: m.peak_saturation,
         "cost_units": lambda m: float(m.cost_units),
     }
     by_name = {c.name: c for c in got.changes}

@@ -315,7 +315,7 @@ def test_optimize_refuses_searches_that_cannot_find_anything(
     """Too few runs for the confidence, a confidence of 1, a --max-cost over the cost SLO,
     a cost SLO under 4 units: refused before the search."""
     forbid_work(monkeypatch)
-    assert "--runs 16" in _error("optimize", "--runs", "5", "--confidence", "0.3")
+    assert "--runs 16" in _error("optimize", "--runs", "5")
     assert "--runs 35" in _error("optimize", "--runs", "20", "--confidence", "0.9")
     assert "--confidence" in _error("optimize", "--confidence", "1")
     assert "--max-cost" in _error("optimize", "--max-cost", "12")

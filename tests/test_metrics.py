@@ -25,7 +25,7 @@ def test_saturation_follows_the_demand_chain() -> None:
     assert sat["cache"] == 1_000 / 100_000
     assert sat["resolver"] == 1_000 * 0.5 / 5_000
     assert sat["page_store"] == 500 / 25_000
-    peak, component, at = m.peak_saturation()
+    peak, component, at = m.peak
     assert (peak, component, at) == (1.5, "fetchers", 0.0)
 
 

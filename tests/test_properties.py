@@ -112,7 +112,7 @@ def _sane(r: gym.Result) -> None:
     else:
         assert m.availability is None  # undefined: nothing finished
     assert 0.0 <= m.throughput_rps <= m.offered / m.duration_s + 1e-9
-    peak, _, _ = m.peak_saturation()
+    peak, _, _ = m.peak
     assert peak >= 0.0
     for cw in m.components.values():
         assert (cw.failed_total >= 0).all() and (cw.backlog >= 0).all()

@@ -218,3 +218,49 @@ def test_error_budget_attribution() -> None:
     assert reference.by_event[0].name == "page_store stall"
     assert reference.spent < reference.allowed
     assert set(reference.to_json()["by_event"][0]["by_cause"]) == {"store_unavailable"}
+
+
+def test_the_resolved_files_rerun_the_same_and_the_fix_has_its_own_name(tmp_path: Path) -> None:
+    """--out's design.resolved.yaml writes every default out, the frontier's back queues
+    as the run used them (the catalog's per-unit figure times its units, never null),
+    and rerun with scenario.resolved.yaml gives the same figures;
+    fixed-design.yaml is named after the design, -fixed; the CSV has no float noise."""
+    import re
+
+    out = tmp_path / "o"
+    res = CliRunner().invoke(app, ["run", str(STARTER), "--out", str(out), "--json"])
+    assert res.exit_code == 1
+    resolved = (out / "design.resolved.yaml").read_text()
+    assert "back_queues: null" not in resolved and re.search(r"back_queues: \d+", resolved)
+    again = CliRunner().invoke(
+        app,
+        [
+            "run",
+            str(out / "design.resolved.yaml"),
+            "-s",
+            str(out / "scenario.resolved.yaml"),
+            "--json",
+            "--no-fix",
+        ],
+    )
+    assert json.loads(again.stdout)["metrics"] == json.loads(res.stdout)["metrics"]
+    assert "\nname: starter-fixed\n" in (out / "fixed-design.yaml").read_text()
+    csv = (out / "windows.csv").read_text()
+    assert not re.search(r"\d\.\d{13,}", csv)  # 12 significant digits at most
+
+
+def test_the_report_shows_the_plots_before_the_detail() -> None:
+    """The verdict, the SLOs, why it fails and the fix, then the plots: before the
+    components, the losses, the budget and the inputs."""
+    from gym.explore.fix import suggest
+    from gym.report import html
+
+    r = gym.simulate(STARTER, CHAOS)
+    page = html.render(r, suggest(r))
+    order = [
+        page.index(f"<h2>{h}</h2>")
+        for h in ("SLOs", "Why it fails", "Suggested fix", "Plots", "Timeline", "Components")
+    ]
+    assert order == sorted(order)
+    assert page.index("<h2>Plots</h2>") < page.index("<h2>Where URLs were lost</h2>")
+    assert page.index("<h2>Plots</h2>") < page.index("<h2>Error budget</h2>")

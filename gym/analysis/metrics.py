@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
@@ -32,7 +33,7 @@ FloatArray = np.ndarray
 IntArray = np.ndarray
 
 
-@dataclass
+@dataclass(repr=False)
 class ComponentWindows:
     """One component, one value per 1-second window."""
 
@@ -57,6 +58,11 @@ class ComponentWindows:
             total = total + counts
         return total
 
+    def __repr__(self) -> str:
+        from gym.analysis.reprs import component_repr
+
+        return component_repr(self)
+
     def peak(self) -> tuple[float | None, int | None]:
         """Highest saturation outside outages and the window it happened in."""
         valid = ~np.isnan(self.saturation)
@@ -67,7 +73,15 @@ class ComponentWindows:
         return float(self.saturation[w]), w
 
 
-@dataclass
+class Peak(NamedTuple):
+    """The highest saturation of a run: its value, where, and when (the window's start)."""
+
+    value: float
+    component: str | None
+    at_s: float | None
+
+
+@dataclass(repr=False)
 class Metrics:
     """Run totals and the per-window table."""
 
@@ -109,14 +123,30 @@ class Metrics:
     def cost_units(self) -> int:
         return sum(self.units.values())
 
-    def peak_saturation(self) -> tuple[float, str | None, float | None]:
-        """Highest saturation of any component in any window: (value, component, window start)."""
-        best: tuple[float, str | None, float | None] = (0.0, None, None)
+    def __repr__(self) -> str:
+        from gym.analysis.reprs import metrics_repr
+
+        return metrics_repr(self)
+
+    @property
+    def peak(self) -> Peak:
+        """Highest saturation of any component in any window: its value, the component
+        and the window's start (0, None, None when no component has a figure)."""
+        best = Peak(0.0, None, None)
         for name, cw in self.components.items():
             value, w = cw.peak()
-            if value is not None and w is not None and (best[1] is None or value > best[0]):
-                best = (value, name, float(self.window_s[w]))
+            if (
+                value is not None
+                and w is not None
+                and (best.component is None or value > best.value)
+            ):
+                best = Peak(value, name, float(self.window_s[w]))
         return best
+
+    @property
+    def peak_saturation(self) -> float:
+        """Highest saturation of any component in any window (:attr:`peak` says where)."""
+        return self.peak.value
 
     def outages(self) -> list[tuple[str, float, float]]:
         """(component, from_s, to_s) for each run of outage windows."""

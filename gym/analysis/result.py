@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from gym.analysis.rubric import Grade
 
 
-@dataclass
+@dataclass(repr=False)
 class Result:
     """One design, one scenario, one seed, one engine: what happened and how it scored."""
 
@@ -130,10 +130,21 @@ class Result:
     def passed(self) -> bool:
         return self.verdict == "pass"
 
+    def __repr__(self) -> str:
+        from gym.analysis.reprs import result_repr
+
+        return result_repr(self)
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: the verdict, the SLO table and a small plot."""
+        from gym.analysis.reprs import result_html
+
+        return result_html(self)
+
     def to_json(self) -> dict[str, Any]:
         """The object ``gym run --json`` prints (docs/specification.md section 7)."""
         m = self.metrics
-        peak, peak_component, peak_at = m.peak_saturation()
+        peak, peak_component, peak_at = m.peak
         components: dict[str, Any] = {}
         for name, cw in m.components.items():
             value, w = cw.peak()

@@ -38,7 +38,7 @@ def measured(metrics: Metrics, name: str) -> float | None:
     if name == "availability":
         return metrics.availability
     if name == "peak_saturation":
-        return metrics.peak_saturation()[0]
+        return metrics.peak_saturation
     if name == "cost_units":
         return float(metrics.cost_units)
     raise KeyError(name)

@@ -31,6 +31,7 @@ from gym.cli.options import (
 )
 from gym.cli.program import app, closing
 from gym.core.errors import GymError
+from gym.core.limits import DEFAULT_MAX_RUNS
 
 
 @app.command("sweep")
@@ -55,10 +56,11 @@ def sweep_cmd(
         Path | None,
         typer.Option(
             "-o",
-            "--output",
+            "--out",
             help="Also write the rows to a .csv or .parquet file.",
             show_default=False,
             parser=file_name,
+            metavar="FILE",
         ),
     ] = None,
     force: ForceOpt = False,
@@ -66,7 +68,7 @@ def sweep_cmd(
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
-    max_runs: MaxRunsOpt = 200_000,
+    max_runs: MaxRunsOpt = DEFAULT_MAX_RUNS,
     max_urls: MaxUrlsOpt = None,
     junit: JunitOpt = None,
 ) -> None:
@@ -196,10 +198,11 @@ def optimize_cmd(
         Path | None,
         typer.Option(
             "-o",
-            "--output",
+            "--out",
             help="Write the design to this YAML file (.yaml or .yml).",
             show_default=False,
             parser=file_name,
+            metavar="FILE",
         ),
     ] = None,
     force: ForceOpt = False,
@@ -207,7 +210,7 @@ def optimize_cmd(
     scheduler: SchedulerOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     sets: SetOpt = None,
-    max_runs: MaxRunsOpt = 500_000,
+    max_runs: MaxRunsOpt = DEFAULT_MAX_RUNS,
     junit: JunitOpt = None,
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does.

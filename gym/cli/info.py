@@ -41,7 +41,10 @@ def estimate_cmd(
         float, typer.Option("--page-kb", help="Page size on the wire, KB.", min=0)
     ] = 100,
     urls: Annotated[
-        float, typer.Option("--urls", help="URLs the seen set remembers.", min=1)
+        float,
+        typer.Option(
+            "--urls", help="URLs the seen set remembers (default 1e9).", min=1, show_default=False
+        ),
     ] = 1e9,
     fp: Annotated[
         float, typer.Option("--fp", help="Bloom filter false-positive rate.", min=1e-12, max=0.999)
@@ -91,12 +94,16 @@ def estimate_cmd(
 @guarded
 def schema_cmd(
     output: Annotated[
-        Path, typer.Option("-o", "--output", help="Directory for the JSON Schema files.")
+        Path,
+        typer.Option("-o", "--out", help="Directory for the JSON Schema files.", metavar="DIR"),
     ] = Path("schemas"),
     docs: Annotated[
         Path | None,
         typer.Option(
-            "--docs", help="Also write one Markdown page per file kind here.", show_default=False
+            "--docs",
+            help="Also write one Markdown page per file kind here.",
+            show_default=False,
+            metavar="DIR",
         ),
     ] = None,
     force: Annotated[
@@ -112,13 +119,56 @@ def schema_cmd(
 
 @app.command("validate")
 @guarded
-def validate_cmd(design: DesignArg, scenario: ScenarioOpt = None, sets: SetOpt = None) -> None:
+def validate_cmd(
+    design: DesignArg,
+    scenario: ScenarioOpt = None,
+    sets: SetOpt = None,
+    as_json: Annotated[
+        bool,
+        typer.Option(
+            "--json",
+            help="Print one JSON object: valid, the design's and the scenario's figures, or "
+            "the problems (exit 2).",
+        ),
+    ] = False,
+) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
     from gym.system import costing
 
-    d, s = checked(design, scenario, sets)
+    try:
+        d, s = checked(design, scenario, sets)
+    except GymError as err:
+        if as_json:
+            problems = [
+                {"file": p.file, "field": p.field, "message": p.message} for p in err.problems
+            ]
+            print_json({"valid": False, "problems": problems})
+        raise
     units = costing.units_of(d, s.catalog)
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
+    if as_json:
+        print_json(
+            {
+                "valid": True,
+                "design": {
+                    "name": d.name,
+                    "file": d._source,
+                    "cost_units": sum(units.values()),
+                    "units": units,
+                },
+                "scenario": {
+                    "name": s.name,
+                    "file": s._source,
+                    "duration_s": s.duration_s,
+                    "load_stages": len(s.load),
+                    "faults": len(s.faults),
+                    "slos": s.slos.count(),
+                    "slos_file": s._slos_file,
+                },
+                "notes": list(s._slos_notes),
+            }
+        )
+        return
     console = plain()
     console.print(
         f"{one_line(design)}: valid design '{one_line(d.name)}', {sum(units.values())} "

@@ -10,7 +10,13 @@ from typing import Annotated
 import typer
 
 from gym.core.errors import GymError, Problem
-from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, ENGINES, MAX_RUNS
+from gym.core.limits import (
+    DEFAULT_CONFIDENCE,
+    DEFAULT_MAX_RUNS,
+    DEFAULT_MAX_URLS,
+    ENGINES,
+    MAX_RUNS,
+)
 
 DesignArg = Annotated[
     Path,
@@ -27,6 +33,7 @@ ScenarioOpt = Annotated[
         "-s",
         help="Scenario file (YAML). Default: scenarios/crawler-chaos.yaml.",
         show_default=False,
+        metavar="FILE",
     ),
 ]
 
@@ -57,6 +64,7 @@ SchedulerOpt = Annotated[
         help="Run on a Dask distributed scheduler at this address "
         "(tcp://host:port) instead of local processes; needs the dask extra.",
         show_default=False,
+        metavar="ADDRESS",
     ),
 ]
 ConfidenceOpt = Annotated[
@@ -98,14 +106,18 @@ def _engine_name(value: str) -> str:
 
 EngineOpt = Annotated[
     str,
-    typer.Option(help=f"Engine: {' | '.join(ENGINES)}.", callback=_engine_name),
+    typer.Option(
+        help=f"Engine: {' | '.join(ENGINES)}.", callback=_engine_name, metavar="|".join(ENGINES)
+    ),
 ]
 MaxRunsOpt = Annotated[
     int,
     typer.Option(
         "--max-runs",
-        help="Refuse work of more simulations than this (checked before any run).",
+        help=f"Refuse work of more simulations than this (default {DEFAULT_MAX_RUNS:,}; "
+        "checked before any run).",
         min=1,
+        show_default=False,
     ),
 ]
 

@@ -39,7 +39,7 @@ def print_result(r: Result, console: Console) -> None:
     table = Table(show_edge=False, pad_edge=False)
     for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    _peak, peak_component, peak_at = m.peak_saturation()
+    _peak, peak_component, peak_at = m.peak
     for chk in r.checks:
         measured = format_measured(chk.name, chk.measured)
         if chk.name == "peak_saturation" and peak_component is not None:
@@ -154,7 +154,7 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
     m = r.metrics
     console.print(
         f"  then: throughput {m.throughput_rps:,.0f}/s, availability {m.availability:.4f}, "
-        f"peak saturation {m.peak_saturation()[0]:.2f}"
+        f"peak saturation {m.peak_saturation:.2f}"
     )
     how = "apply it (in place of your --set options)" if fix.user_sets else "apply it"
     console.print(f"  {how}: " + " ".join(f"--set {quote(one_line(s))}" for s in fix.sets()))

@@ -113,9 +113,10 @@ def plot_cmd(
         Path,
         typer.Option(
             "-o",
-            "--output",
+            "--out",
             help="Image file to write: .png, .svg or .pdf (no extension: .png is added).",
             parser=file_name,
+            metavar="FILE",
         ),
     ],
     scenario: ScenarioOpt = None,
@@ -147,7 +148,11 @@ def report_cmd(
     output: Annotated[
         Path,
         typer.Option(
-            "-o", "--output", help="HTML file to write (.html or .htm).", parser=file_name
+            "-o",
+            "--out",
+            help="HTML file to write (.html or .htm).",
+            parser=file_name,
+            metavar="FILE",
         ),
     ],
     scenario: ScenarioOpt = None,

@@ -69,11 +69,13 @@ def run(
     out: Annotated[
         Path | None,
         typer.Option(
+            "-o",
             "--out",
             help="Also write the per-window CSV, the summary JSON, the "
             "resolved design and scenario and the plots into this directory (with --runs: "
             "the summary JSON and one CSV row per run).",
             show_default=False,
+            metavar="DIR",
         ),
     ] = None,
     force: Annotated[

@@ -32,7 +32,11 @@ def export_cmd(
     output: Annotated[
         Path | None,
         typer.Option(
-            "-o", "--output", help="Write to this .yaml file (default: stdout).", show_default=False
+            "-o",
+            "--out",
+            help="Write to this .yaml file (default: stdout).",
+            show_default=False,
+            metavar="FILE",
         ),
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing file.")] = False,

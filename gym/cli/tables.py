@@ -111,7 +111,7 @@ def print_comparison(comparison: Comparison) -> None:
     table.add_row("failed URLs", *[f"{r.metrics.failed:,}" for r in rs])
     table.add_row(
         "peak at",
-        *[f"{r.metrics.peak_saturation()[1]} t={r.metrics.peak_saturation()[2]:g}s" for r in rs],
+        *[f"{r.metrics.peak.component} t={r.metrics.peak.at_s:g}s" for r in rs],
     )
     console.print(
         f"scenario {one_line(rs[0].scenario.name)}, engine {rs[0].engine}, seed {rs[0].seed}"

@@ -19,3 +19,7 @@ DEFAULT_CONFIDENCE = 0.8
 
 #: The most seeds of one design a command runs (memory and time stay bounded).
 MAX_RUNS = 100_000
+
+#: The most simulations a sweep or an optimization takes on unless asked for more
+#: (--max-runs): one default for both, checked before any run.
+DEFAULT_MAX_RUNS = 500_000

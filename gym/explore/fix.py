@@ -95,10 +95,13 @@ class Fix:
     def cost_units(self) -> int:
         return sum(self.units.values())
 
+    def __repr__(self) -> str:
+        return f"<Fix {self.summary()}>"
+
     def summary(self) -> str:
         """One line: what to change, and how the changed design does."""
         m = self.result.metrics
-        peak = m.peak_saturation()[0]
+        peak = m.peak_saturation
         what = " and ".join(str(c) for c in self.changes) or "no change"
         return (
             f"{what}: {self.result.verdict.upper()} at {self.cost_units} units "
@@ -154,7 +157,7 @@ class Fix:
             "metrics": {
                 "throughput_rps": m.throughput_rps,
                 "availability": m.availability,
-                "peak_saturation": m.peak_saturation()[0],
+                "peak_saturation": m.peak_saturation,
                 "failed": m.failed,
             },
             "slos": [c.to_json() for c in self.result.checks],
@@ -176,6 +179,9 @@ class NoFix:
     closest_units: dict[str, int] = field(default_factory=dict)
     reason: str | None = None  # why no search was made
     found: ClassVar[bool] = False
+
+    def __repr__(self) -> str:
+        return f"<NoFix {self.summary()}>"
 
     def summary(self) -> str:
         if self.reason is not None:
@@ -490,7 +496,7 @@ def implicated(r: Result, parts: tuple[str, ...]) -> set[str]:
             hot.add(name)
     if not hot:
         # Short of throughput with nothing lost or saturated: the busiest part.
-        busiest = m.peak_saturation()[1]
+        busiest = m.peak.component
         hot = {busiest} if busiest else set(parts)
     return hot & set(parts)
 

@@ -150,7 +150,7 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
                 "cost_units": m.cost_units,
                 "throughput_rps": m.throughput_rps,
                 "availability": m.availability,
-                "peak_saturation": m.peak_saturation()[0],
+                "peak_saturation": m.peak_saturation,
                 "failed": m.failed,
                 "failed_by_cause": {c: n for c, n in m.failed_by_cause.items() if n},
             }
@@ -295,6 +295,14 @@ class MonteCarloResult:
     def __post_init__(self) -> None:
         if not self.slos:
             self.slos = summarize(self.runs)
+
+    def __repr__(self) -> str:
+        low, high = self.ci
+        return (
+            f"<MonteCarloResult {self.verdict.upper()}: passes every SLO in {self.passes}/"
+            f"{self.n} runs, 95% interval [{low:.2f}, {high:.2f}] (confidence "
+            f"{self.confidence:g})>"
+        )
 
     @property
     def n(self) -> int:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym.core.errors import GymError, Problem
-from gym.core.limits import DEFAULT_CONFIDENCE
+from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_RUNS
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Progress, Serial
 from gym.explore.unit_space import (
@@ -103,6 +103,15 @@ class Optimum:
     confidence: float = DEFAULT_CONFIDENCE
     space: Space | None = None
 
+    def __repr__(self) -> str:
+        if self.best is None:
+            return f"<Optimum: no design passes ({self.evaluated:,} designs evaluated)>"
+        b = self.best
+        return (
+            f"<Optimum: {b.cost} units ({b.describe()}), passes {b.result.passes}/"
+            f"{b.result.n} runs; {self.evaluated:,} designs evaluated>"
+        )
+
     def why_nothing_cheaper(self) -> list[str]:
         space = self.space or crawler_space(None)
         lines = [f"fewer than {space.min_cost} units cannot build a design: {space.needs}"]
@@ -180,7 +189,6 @@ def _failures(runs: list[dict[str, Any]]) -> int:
 
 
 #: Simulations an optimization may run at most, unless allowed more (``--max-runs``).
-DEFAULT_MAX_RUNS = 500_000
 
 
 def cost_limit(scenario: Scenario, max_cost: int | None) -> int:

@@ -21,7 +21,7 @@ from typing import Any
 from gym.analysis import rounding
 from gym.api import url_budget
 from gym.core.errors import GymError
-from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS
+from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_RUNS, DEFAULT_MAX_URLS
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Interrupted, Progress
 from gym.inputs.loading import load_design, parse_override, whole_number
@@ -31,7 +31,6 @@ from gym.system.graph import GraphDesign
 
 MAX_POINTS = 100_000
 #: Simulations a sweep runs unless allowed more (``--max-runs``).
-DEFAULT_MAX_RUNS = 200_000
 
 
 def _same_value(a: Any, b: Any) -> bool:
@@ -401,6 +400,6 @@ def write(rows: list[dict[str, Any]], path: Path) -> None:
     if suffix not in SUFFIXES:
         raise GymError.single(str(path), None, "-o takes a .csv or a .parquet file")
     if suffix == ".csv":
-        write_file(path, lambda tmp: df.to_csv(tmp, index=False), "-o")
+        write_file(path, lambda tmp: df.to_csv(tmp, index=False, float_format="%.12g"), "-o")
     else:
         write_file(path, lambda tmp: df.to_parquet(tmp, index=False), "-o")

@@ -57,7 +57,7 @@ def parse(model: type[M], data: Any, file: str | None, what: str) -> M:
             return graph  # type: ignore[return-value]
         return model.model_validate(data)
     except ValidationError as exc:
-        raise GymError([_problem(model, e, file) for e in exc.errors()]) from None
+        raise GymError(_typos_first([_problem(model, e, file) for e in exc.errors()])) from None
     except RecursionError:
         raise GymError.single(file, None, "nested too deeply") from None
 
@@ -246,10 +246,12 @@ def apply_overrides(data: Any, overrides: list[str], file: str | None) -> Any:
 
 
 def _blame_override(problem: Problem, overrides: list[str]) -> Problem:
-    """Say so when a problem is at a field a ``--set`` wrote."""
+    """Say so when a problem is at a field a ``--set`` wrote, or is an unknown key a
+    ``--set`` made (``--set fetcher.replicas=4``: ``fetcher``)."""
     for text in overrides:
         key = text.partition("=")[0].strip()
-        if problem.field and (problem.field == key or problem.field.startswith(key + ".")):
+        made = problem.message.startswith("unknown key") and key.startswith(f"{problem.field}.")
+        if problem.field and (problem.field == key or problem.field.startswith(key + ".") or made):
             return Problem(
                 problem.file, problem.field, f"{problem.message} (from --set {_echo(text)})"
             )
@@ -265,6 +267,7 @@ def _load(
 ) -> N:
     """Parse, validate, name after the file if unnamed, and remember the file."""
     data = read_yaml(path) if contents is None else contents
+    _other_kind(data, str(path), what)
     if overrides:
         data = apply_overrides(data, overrides, str(path))
         try:
@@ -329,6 +332,13 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
         )
     if kind == "model_type":
         return Problem(file, field, f"must be a mapping of keys, got {value_kind(value)}")
+    if kind in ("bool_parsing", "bool_type") and isinstance(value, str):
+        return Problem(
+            file,
+            field,
+            f"must be true or false (got {clipped(value)}: YAML 1.2 reads {value} as a word; "
+            "write true or false)",
+        )
     if kind == "list_type":
         return Problem(file, field, f"must be a list, got {value_kind(value)}")
     message = str(err["msg"])
@@ -338,6 +348,45 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
     if message[:1].isupper():
         message = message[0].lower() + message[1:]
     return Problem(file, field, f"{message} (got {clipped(value)})")
+
+
+def _typos_first(problems: list[Problem]) -> list[Problem]:
+    """A misspelt key is one problem, not two: where an unknown key's "did you mean"
+    names a key that is missing beside it (``bufer`` for ``buffer``), the missing key's
+    "is required but missing" is left out."""
+    meant = set()
+    for p in problems:
+        close = re.search(r"did you mean '([^']+)'", p.message)
+        if close and p.field is not None:
+            parent = p.field.rpartition(".")[0]
+            meant.add(f"{parent}.{close.group(1)}" if parent else close.group(1))
+    return [
+        p for p in problems if not (p.message == "is required but missing" and p.field in meant)
+    ] or problems
+
+
+#: The top-level keys of the other kind of file: a scenario given as a design (or the
+#: other way round) is said so in one line, not as every key it lacks and has.
+_SCENARIO_KEYS = {"duration_s", "base_rps", "load", "faults", "slos", "slos_from", "web"}
+_DESIGN_KEYS = {"frontier", "fetchers", "cache", "page_store", "graph"}
+
+
+def _other_kind(data: Any, file: str | None, what: str) -> None:
+    if not isinstance(data, dict):
+        return
+    keys = set(map(str, data))
+    mine, theirs = (
+        (_DESIGN_KEYS, _SCENARIO_KEYS) if what == "design" else (_SCENARIO_KEYS, _DESIGN_KEYS)
+    )
+    found = sorted(keys & theirs)
+    if len(found) >= 2 and not keys & mine:
+        other = "scenario" if what == "design" else "design"
+        flag = "--scenario FILE" if other == "scenario" else "DESIGN"
+        raise GymError.single(
+            file,
+            None,
+            f"this is a {other} file (it has {', '.join(found)}), not a {what}; give it as {flag}",
+        )
 
 
 def _clean_loc(loc: tuple[Any, ...]) -> tuple[Any, ...]:

@@ -291,6 +291,28 @@ def load_text(text: str, *, documents: bool = False) -> Any:
     return yaml.load(text, Loader=_StrictLoader)
 
 
+def _opened(exc: yaml.MarkedYAMLError) -> str:
+    """Where the construct the parser was in began, when on an earlier line, with that
+    line: an unclosed ``{`` is found a line late, where the next key is; the line to
+    fix is the one that opened it."""
+    start, end = exc.context_mark, exc.problem_mark
+    if start is None or end is None or not exc.context or start.line >= end.line:
+        return ""
+    line = ""
+    if isinstance(start.buffer, str):
+        text = start.buffer.rstrip("\0").split("\n")
+        if start.line < len(text):
+            line = " ".join(text[start.line].split())[:120]
+    closer = "}" if "mapping" in exc.context else "]" if "sequence" in exc.context else None
+    hint = f"; is its '{closer}' missing?" if closer and "flow" in exc.context else ""
+    said = exc.context.removeprefix("while parsing ")
+    return (
+        f" (in {said} that starts at line {start.line + 1}, column {start.column + 1}"
+        + (f": {line!r}" if line else "")
+        + f"{hint})"
+    )
+
+
 def yaml_problem(exc: Exception) -> str | None:
     """What went wrong parsing YAML, in one line; None for an exception that is a bug."""
     if isinstance(exc, _Refused):
@@ -301,7 +323,7 @@ def yaml_problem(exc: Exception) -> str | None:
         what = exc.problem or exc.context or "malformed YAML"
         if isinstance(exc, _Unfit):
             return f"at {where}{what}"
-        return f"malformed YAML at {where}{what}"
+        return f"malformed YAML at {where}{what}{_opened(exc)}"
     if isinstance(exc, RecursionError):
         return "malformed YAML: nested too deeply"
     if isinstance(exc, yaml.YAMLError | ValueError | OverflowError):

@@ -14,15 +14,31 @@ from gym.inputs.strict_yaml import dump_yaml
 if TYPE_CHECKING:
     from gym.explore.fix import Fix, NoFix
     from gym.explore.headroom import Headroom
+    from gym.models import Scenario
 
 
-def resolved_yaml(model: object) -> str:
-    """A model with every default filled in, as YAML that loads back to the same model."""
+#: Floats in CSV files to 12 significant digits (2.2825125, not 2.2825124999999997).
+CSV_FLOAT = "%.12g"
+
+
+def resolved_yaml(model: object, scenario: Scenario | None = None) -> str:
+    """A model with every default filled in, as YAML that loads back to a model that runs
+    the same: a crawler's back queues as the run used them (the frontier units' own,
+    under ``scenario``'s catalog)."""
     from pydantic import BaseModel
 
+    from gym.models import Design
+
     assert isinstance(model, BaseModel)
-    header = "# Resolved by the crawler SLO gym: every default the run used, written out.\n"
+    header = (
+        "# Resolved by the crawler SLO gym: every default the run used, written out\n"
+        "# (null: a section or field not in use).\n"
+    )
     data = model.model_dump(mode="json", by_alias=True)
+    if isinstance(model, Design) and scenario is not None:
+        from gym.system.crawler import politeness
+
+        data["frontier"]["back_queues"] = politeness(model, scenario).back_queues
     if data.get("system") == "graph":  # a graph scenario has no crawler world
         for key in ("resolver", "web", "dedup"):
             data.pop(key, None)
@@ -38,7 +54,9 @@ def fixed_yaml(fix: Fix) -> str:
         f"# {printable(line)}\n"
         for line in ("The suggested fix, found by the crawler SLO gym:", fix.summary())
     )
-    return header + dump_yaml(design_mapping(fix.design))
+    data = design_mapping(fix.design)
+    data["name"] = f"{fix.design.name}-fixed"  # not the failing design's name
+    return header + dump_yaml(data)
 
 
 def write_run(
@@ -60,7 +78,7 @@ def write_run(
         df = result.windows()
         written = []
         path = work / "windows.csv"
-        df.to_csv(path, index=False)
+        df.to_csv(path, index=False, float_format=CSV_FLOAT)
         written.append(path)
         path = work / "summary.json"
         summary = result.to_json()
@@ -76,7 +94,7 @@ def write_run(
             written.append(path)
         for name, model in (("design", result.design), ("scenario", result.scenario)):
             path = work / f"{name}.resolved.yaml"
-            path.write_text(resolved_yaml(model))
+            path.write_text(resolved_yaml(model, result.scenario))
             written.append(path)
         return written + plots.save_all(result, work, df)
 

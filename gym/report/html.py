@@ -56,35 +56,31 @@ def render(result: Result, fix: Fix | NoFix | None = None, headroom: Headroom | 
         f"{escape(str(r.scenario._source))}, {r.engine} engine, seed {r.seed}</p>"
         f"<p class='verdict'>Verdict: {_mark(r.passed)}</p>"
     )
-    parts = [
-        head,
-        "<h2>SLOs</h2>",
-        slo_table(r),
-        _totals(r),
-        "<h2>Components</h2>",
-        _components(r),
-    ]
-    if r.traps:
-        parts += ["<h2>Traps the design takes</h2>", traps_section(r)]
+    # The verdict and why first, then the pictures, then the detail (issue 30: the plots
+    # came after a long wall of text).
+    parts = [head, "<h2>SLOs</h2>", slo_table(r), _totals(r)]
     why = [e for e in r.explanations if e.kind == "slo"]
     rest = [e for e in r.explanations if e.kind != "slo"]
     if why:
         parts += ["<h2>Why it fails</h2>", explanation_list(why)]
+    if fix is not None:
+        parts += ["<h2>Suggested fix</h2>", fix_section(fix)]
+    if headroom is not None:
+        parts += ["<h2>Headroom</h2>", headroom_section(headroom)]
+    if r.traps:
+        parts += ["<h2>Traps the design takes</h2>", traps_section(r)]
+    parts += ["<h2>Plots</h2>", _plots(r), "<h2>Timeline</h2>", _timeline(r)]
+    parts += ["<h2>Components</h2>", _components(r)]
     if rest:
         parts += [
             "<h2>Where URLs were lost</h2>" if m.failed else "<h2>Notes</h2>",
             explanation_list(rest),
         ]
-    if fix is not None:
-        parts += ["<h2>Suggested fix</h2>", fix_section(fix)]
-    if headroom is not None:
-        parts += ["<h2>Headroom</h2>", headroom_section(headroom)]
     parts += ["<h2>Error budget</h2>", budget_section(r)]
     if r.alerts is not None:
         parts += ["<h2>Alerts</h2>", alerts_section(r)]
     if r.latency:
         parts += ["<h2>Latency (ms)</h2>", _latency(r)]
-    parts += ["<h2>Timeline</h2>", _timeline(r), "<h2>Plots</h2>", _plots(r)]
     parts += ["<h2>Inputs</h2>", _inputs(r)]
     body = "\n".join(parts)
     title = escape(f"{r.design.name}: {r.verdict.upper()} - crawler SLO gym")
@@ -112,7 +108,7 @@ def fix_section(fix: Fix | NoFix) -> str:
         f"units; flow engine, seed {fix.result.seed}):</p>"
         + _table(["field", "now", "fixed", "alone"], rows, {1, 2})
         + f"<p>Then: throughput {m.throughput_rps:,.0f}/s, availability "
-        f"{m.availability:.4f}, peak saturation {m.peak_saturation()[0]:.2f}.</p>"
+        f"{m.availability:.4f}, peak saturation {m.peak_saturation:.2f}.</p>"
         + (f"<p class='muted'>Apply it with <code>{escape(sets)}</code></p>" if sets else "")
         + (f"<p>The lesson: {escape(fix.lesson)}.</p>" if fix.lesson else "")
         + (

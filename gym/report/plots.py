@@ -269,13 +269,20 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
             label=f"failed: {cause}",
         )
         bottom = bottom + failed_x
-    ax.step(
-        *_extend(t, offered, ctx.duration_s),
-        where="post",
-        color="black",
-        linewidth=1.4,
-        label=ctx.offered_label,
+    _, offered_x = _extend(t, offered, ctx.duration_s)
+    # What was offered and had neither been served nor failed by then: queued or in flight.
+    ax.fill_between(
+        tx,
+        bottom,
+        np.maximum(offered_x, bottom),
+        step="post",
+        facecolor="none",
+        edgecolor="#8c8c8c",
+        hatch="///",
+        linewidth=0,
+        label="queued or in flight",
     )
+    ax.step(tx, offered_x, where="post", color="black", linewidth=1.4, label=ctx.offered_label)
     _headroom(ax, max(float(offered.max()), float(bottom.max())), lanes)
     _finish(ax, ctx, "URLs per second", "Offered, served and failed")
     return fig
@@ -303,8 +310,25 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
             label=f"buffer {ctx.frontier_buffer:,} URLs",
         )
     _headroom(ax, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1), lanes)
+    _zero_shows(ax, float(rows["backlog"].max()))
     _finish(ax, ctx, "URLs waiting", f"{literal(ctx.entry).capitalize()} backlog")
     return fig
+
+
+def _zero_shows(ax: Axes, most: float) -> None:
+    """A line at 0 drawn above the time axis, not hidden on it; "no backlog" said."""
+    low, high = ax.get_ylim()
+    ax.set_ylim(-0.03 * (high - low), high)
+    if most <= 0:
+        ax.text(
+            0.5,
+            0.08,
+            "no backlog: 0 URLs waiting all along",
+            transform=ax.transAxes,
+            ha="center",
+            fontsize=8,
+            color="#555555",
+        )
 
 
 PLOTS = {
@@ -338,10 +362,12 @@ def overlay(results: Sequence[Result]) -> Figure:
     for i, (r, df) in enumerate(zip(results, frames, strict=True)):
         color = colors[i % len(colors)]
         label = f"{literal(r.design.name)} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
-        peak = df.groupby("window")["saturation"].max()
+        peak = r.metrics.peak
+        top = f"{label}: highest {peak.value:.2f} at {literal(peak.component)}"
+        highest = df.groupby("window")["saturation"].max()
         t = df.groupby("window")["t_s"].first()
         end = ctx.duration_s
-        axes[0].step(*_extend(t, peak, end), where="post", color=color, linewidth=1.6, label=label)
+        axes[0].step(*_extend(t, highest, end), where="post", color=color, linewidth=1.6, label=top)
         served = df.groupby("window")["served"].sum()
         axes[1].step(
             *_extend(t, served, end), where="post", color=color, linewidth=1.6, label=label
@@ -371,7 +397,7 @@ def overlay(results: Sequence[Result]) -> Figure:
             linewidth=1,
             label=f"SLO ceiling {ctx.ceiling:.2f}",
         )
-    axes[0].set_ylabel("highest saturation")
+    axes[0].set_ylabel("highest saturation\n(of any component)")
     axes[1].set_ylabel("served URLs per second")
     entries = {next(iter(r.metrics.components)) for r in results}
     shown = literal(ctx.entry) if len(entries) == 1 else "entry queue"
@@ -387,6 +413,8 @@ def overlay(results: Sequence[Result]) -> Figure:
         # The data's top: its step lines (the event lines are in axes units).
         tops = [float(np.nanmax(np.asarray(ln.get_ydata(), dtype=float))) for ln in ax.lines]
         _headroom(ax, max([t for t in tops if np.isfinite(t)], default=1.0), lane)
+        if ax is axes[2]:
+            _zero_shows(ax, max([t for t in tops if np.isfinite(t)], default=0.0))
         ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig

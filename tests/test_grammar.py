@@ -1,0 +1,125 @@
+"""One grammar for the command line (issue 30): every command's help rendered and read,
+every usage error one line (``error: ...``, exit 2), the same option names and defaults
+for the same things in every command."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+import typer.main
+from typer.testing import CliRunner
+
+from gym.cli import app
+from gym.core.limits import DEFAULT_MAX_RUNS
+from tests.conftest import REFERENCE
+
+runner = CliRunner()
+
+
+def _commands() -> list[tuple[list[str], Any]]:
+    """Every command as its words after ``gym`` (``slo export``), with its click command."""
+    out = []
+
+    def walk(words: list[str], command: Any) -> None:
+        subs = getattr(command, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                walk([*words, name], sub)
+        else:
+            out.append((words, command))
+
+    walk([], typer.main.get_command(app))
+    return out
+
+
+COMMANDS = _commands()
+NAMES = [" ".join(words) for words, _ in COMMANDS]
+
+
+def test_every_command_is_found() -> None:
+    assert {"run", "sweep", "optimize", "diff", "validate", "schema", "slo export"} <= set(NAMES)
+
+
+@pytest.mark.parametrize("words", [w for w, _ in COMMANDS], ids=NAMES)
+def test_help_names_values_by_words_not_types(words: list[str]) -> None:
+    """No Python type in the help (``<int range>``, ``<list[Path]>``, ``<path>``), no
+    typer braces around an argument (``{DESIGN}``), no float default printed in full
+    (``1000000000.0``); every option that takes a value names it (N, NUMBER, FILE...)."""
+    res = runner.invoke(app, [*words, "--help"])
+    assert res.exit_code == 0, res.output
+    text = res.stdout
+    assert text.startswith(f"Usage: gym {' '.join(words)} [OPTIONS]")
+    for bad in ("<int", "<float", "<path>", "<str>", "list[", "Path]", "{", "}", "000000.0"):
+        assert bad not in text, (bad, text)
+    usage = text.splitlines()[0]
+    assert re.fullmatch(r"Usage: gym [a-z ]+\[OPTIONS\]( \[?[A-Z]+(\.\.\.)?\]?)*", usage), usage
+    for line in text.splitlines():
+        m = re.match(r"  (-\w, )?(--[a-z-]+)( [^/\s]\S*)?\s", line)
+        if m and m.group(3):  # an option with a value: its word in capitals or choices
+            assert re.fullmatch(r" ([A-Z=]+|[a-z]+(\|[a-z]+)+)", m.group(3)), line
+
+
+@pytest.mark.parametrize("words", [w for w, _ in COMMANDS], ids=NAMES)
+def test_every_usage_error_is_one_line_and_exit_2(words: list[str]) -> None:
+    """An unknown option and a missing argument: one line on stderr, ``error: ...`` with
+    where to look, exit 2, nothing on stdout."""
+    command = dict(zip(NAMES, (c for _, c in COMMANDS), strict=True))[" ".join(words)]
+    required = [p for p in command.params if p.param_type_name == "argument" and p.required]
+    args = [str(REFERENCE)] * len(required)
+    cases = [[*words, *args, "--bogus"]]
+    if required:
+        cases.append(list(words))  # the argument missing
+    if any("--seed" in p.opts for p in command.params):
+        cases.append([*words, *args, "--seed", "x"])
+    for case in cases:
+        res = runner.invoke(app, case)
+        assert res.exit_code == 2, (case, res.output)
+        lines = res.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: "), (case, res.stderr)
+        assert f"(see gym {' '.join(words)} --help)" in lines[0]
+        assert res.stdout == ""
+
+
+def test_an_unknown_command_and_the_version() -> None:
+    res = runner.invoke(app, ["rnu"])
+    assert res.exit_code == 2 and res.stderr.startswith("error: no such command")
+    assert len(res.stderr.splitlines()) == 1
+    from importlib.metadata import version
+
+    res = runner.invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.stdout == f"gym {version('crawler-slo-gym')}\n"
+
+
+def test_the_same_thing_has_the_same_option_everywhere() -> None:
+    """A file or directory a command writes: -o/--out in every command that writes one;
+    the simulation budget: --max-runs, one default; the scenario: -s/--scenario FILE."""
+    by_name = dict(zip(NAMES, (c for _, c in COMMANDS), strict=True))
+    writers = ["run", "plot", "report", "sweep", "optimize", "schema", "slo export"]
+    for name in writers:
+        opts = [p.opts for p in by_name[name].params if "--out" in p.opts]
+        assert opts and set(opts[0]) == {"-o", "--out"}, name
+    for name, command in by_name.items():
+        assert not any("--output" in p.opts for p in command.params), name
+        for p in command.params:
+            if "--scenario" in p.opts:
+                assert set(p.opts) == {"-s", "--scenario"} and p.metavar == "FILE", name
+    budgets = [p.default for c in by_name.values() for p in c.params if "--max-runs" in p.opts]
+    assert budgets == [DEFAULT_MAX_RUNS, DEFAULT_MAX_RUNS]  # sweep, optimize
+
+
+def test_validate_speaks_json_both_ways() -> None:
+    """validate --json: the figures when valid; when not, the problems as JSON on stdout
+    and the one-line errors on stderr, exit 2."""
+    import json
+
+    res = runner.invoke(app, ["validate", str(REFERENCE), "--json"])
+    data = json.loads(res.stdout)
+    assert res.exit_code == 0 and data["valid"] is True and data["design"]["cost_units"] == 7
+    res = runner.invoke(app, ["validate", str(REFERENCE), "--json", "--set", "fetchers.replicas=0"])
+    data = json.loads(res.stdout)
+    assert res.exit_code == 2 and data["valid"] is False
+    (problem,) = data["problems"]
+    assert problem["field"] == "fetchers.replicas" and "(from --set" in problem["message"]
+    assert res.stderr.startswith("error: ")

@@ -1,0 +1,71 @@
+"""Error messages, the last gaps (issue 30): one line that says what is wrong and where
+to fix it, never the symptoms of it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from gym.cli import app
+from tests.conftest import CHAOS, REFERENCE
+
+runner = CliRunner()
+
+GOOD = (
+    "name: x\n"
+    "frontier: {drain_rps: 30000, buffer: 80000}\n"
+    "fetchers: {replicas: 4, rps_per_replica: 4000}\n"
+    "cache: {hit_ratio: 0.92}\n"
+    "page_store: {rps: 25000}\n"
+)
+
+
+def _errors(*args: str) -> list[str]:
+    res = runner.invoke(app, ["run", *args])
+    assert res.exit_code == 2 and res.stdout == "", res.output
+    return res.stderr.splitlines()
+
+
+def _file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "d.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_a_file_of_the_other_kind_is_named_as_such() -> None:
+    """A scenario given as the design (it has no design section and 6 scenario keys),
+    and a design given as the scenario: one line each, saying what to do."""
+    (line,) = _errors(str(CHAOS))
+    assert "this is a scenario file" in line and "give it as --scenario FILE" in line
+    (line,) = _errors(str(REFERENCE), "--scenario", str(REFERENCE))
+    assert "this is a design file" in line and "give it as DESIGN" in line
+
+
+def test_a_misspelt_key_is_one_problem(tmp_path: Path) -> None:
+    """`bufer` for `buffer`: the unknown key with its "did you mean", not also buffer's
+    "is required but missing"."""
+    (line,) = _errors(_file(tmp_path, GOOD.replace("buffer:", "bufer:")))
+    assert "frontier.bufer: unknown key; did you mean 'buffer'?" in line
+
+
+def test_an_unclosed_brace_names_the_line_that_opened_it(tmp_path: Path) -> None:
+    """The parser finds an unclosed `{` on the next line; the message also names the
+    line that opened it, with its text, and asks for the missing `}`."""
+    text = GOOD.replace("buffer: 80000}", "buffer: 80000")
+    (line,) = _errors(_file(tmp_path, text))
+    assert "at line 3, column 9" in line
+    assert "starts at line 2, column 11: 'frontier: {drain_rps: 30000, buffer: 80000'" in line
+    assert "is its '}' missing?" in line
+
+
+def test_yes_for_a_boolean_says_write_true(tmp_path: Path) -> None:
+    (line,) = _errors(_file(tmp_path, GOOD + "dedup: {content_hash: yes}\n"))
+    assert "dedup.content_hash: must be true or false (got 'yes'" in line
+    assert "write true or false" in line
+
+
+def test_an_unknown_key_a_set_made_says_so() -> None:
+    (line,) = _errors(str(REFERENCE), "--set", "fetcher.replicas=4")
+    assert "fetcher: unknown key; did you mean 'fetchers'?" in line
+    assert line.endswith("(from --set fetcher.replicas=4)")
