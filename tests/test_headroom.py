@@ -125,14 +125,18 @@ def test_skipped_over_its_budget_unless_asked_for() -> None:
     assert one == runner.invoke(app, ["run", str(REFERENCE), "--json"]).stdout
 
 
-def test_the_load_figures_are_told_apart() -> None:
-    """A pass at 1.1651x and a failure at 1.1689x are both 1.17 at two decimals, so they
-    get three (1.165, 1.169): never the same figure for both ends. Two decimals where
-    they differ there (1.1641, 1.1719: 1.16, 1.17)."""
-    margin = headroom.Margin("load", 1.1651, 1.1689, ("peak_saturation",))
-    assert "passes up to 1.165x the scenario's load; fails at 1.169x" in margin.sentence()
-    apart = headroom.Margin("load", 1.1641, 1.1719)
-    assert "passes up to 1.16x" in apart.sentence() and "fails at 1.17x" in apart.sentence()
+def test_the_load_figures_are_the_points_run() -> None:
+    """A bisection's points are printed as they ran, to five figures: 1.1796875 is
+    1.1797 (printed as 1.18 it read as a point that fails, where a run at 1.18 may
+    pass); both ends to the same decimals (1.2500 and 1.2578), never alike."""
+    margin = headroom.Margin("load", 1.171875, 1.1796875, ("peak_saturation",))
+    assert "passes up to 1.1719x the scenario's load; fails at 1.1797x" in margin.sentence()
+    wider = headroom.Margin("load", 1.25, 1.2578125).sentence()
+    assert "passes up to 1.2500x the scenario's load; fails at 1.2578x" in wider
+    hit = headroom.Margin("hit_ratio", 0.8625, 0.858906)
+    assert hit.sentence() == "hit ratio: passes down to 0.8625; fails at 0.8589"
+    wide = headroom.Margin("load", 64.0, None)
+    assert wide.sentence() == "load: passes at every factor tried, up to 64x the scenario's load"
 
 
 def test_a_surge_is_named_only_when_there_is_one() -> None:
@@ -170,3 +174,19 @@ def test_a_crash_of_the_whole_fleet_and_two_crashes() -> None:
     # the scenario's own crash at t=12 s (1 replica for 6 s) is varied: as alone, 1 of 4
     assert crash.at_s == 12.0 and (crash.passes, crash.fails) == (1, 2)
     assert crash.sentence().startswith("crash at t=12s: can lose 1 replica of 4 at once")
+
+
+def test_a_run_stepped_tick_by_tick_counts_more_against_the_budget() -> None:
+    """retry-storm under freshness: 3,000 ticks, but a retry policy makes the flow engine
+    step tick by tick (about 60x a plain run's cost), so it counts 50 x 3,000 = 150,000
+    against gym run's 20,000 and is skipped, saying why; the reference is not."""
+    from tests.conftest import ROOT
+
+    storm = gym.simulate(
+        ROOT / "designs" / "levers" / "retry-storm.yaml",
+        ROOT / "scenarios" / "levers" / "freshness.yaml",
+    )
+    assert headroom.weighted_ticks(storm) == headroom.STEP_WEIGHT * 3_000
+    room = headroom.headroom(storm, headroom.AUTO_TICKS)
+    assert room is not None and room.skipped is not None and "stepped tick by tick" in room.skipped
+    assert headroom.weighted_ticks(gym.simulate(REFERENCE, CHAOS)) == 4_000

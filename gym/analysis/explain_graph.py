@@ -52,7 +52,8 @@ def hint(m: Metrics, component: str, cause: str, worst_outage: int) -> str:
     if node.kind == "fleet" and cause.endswith("crash_loss"):
         return (
             "More replicas (N+1: one beyond the load's need) keep the rest below "
-            "saturation while one is down; the work in flight on it is lost either way."
+            f"saturation while one is down; with on_crash: requeue on {component}, the work "
+            "in flight on it goes back to its feeder instead of failing."
         )
     if node.kind == "write_buffer" and cause.endswith("overflow"):
         behind = ", ".join(e.target for e in graph.outputs(component)) or "the store"

@@ -58,16 +58,17 @@ def count_progress(total: int, what: str) -> Iterator[Callable[[int], None] | No
 
 
 @contextmanager
-def status(text: str) -> Iterator[None]:
-    """A spinner with ``text`` on stderr while a step runs (terminals only)."""
+def status(text: str) -> Iterator[Callable[[int], None]]:
+    """A spinner with ``text`` on stderr while a step runs (terminals only); yields a
+    callback that shows a count of runs done beside it (``(34 runs)``)."""
     from rich.console import Console
 
     console = Console(stderr=True)
     if not console.is_terminal:
-        yield
+        yield lambda _n: None
         return
-    with console.status(text):
-        yield
+    with console.status(text) as shown:
+        yield lambda n: shown.update(f"{text} ({n:,} runs)")
 
 
 #: A progress callback: called with a count (runs planned, or runs finished).

@@ -142,14 +142,14 @@ def print_fix(fix: Fix | NoFix, console: Console) -> None:
             f" at {fix.cost_units} units",
         )
     )
-    effects = {e.path: e.words() for e in fix.effects}
+    effects = {e.path: e.words() if len(fix.changes) > 1 else e.cost() for e in fix.effects}
     for c in fix.changes:  # one line each, wrapped by the terminal: a path is never cut
-        effect = effects.get(c.path, "") if len(fix.changes) > 1 else ""
+        effect = effects.get(c.path, "")
         console.print(
             f"  {one_line(c.path)}: {one_line(c.words())}" + (f"  ({effect})" if effect else ""),
             soft_wrap=True,
         )
-    if len(fix.changes) > 1 and any(e.alone and not e.units for e in fix.effects):
+    if any(e.alone and not e.units for e in fix.effects):
         console.print("  (free: within the units the design already pays for)")
     m = r.metrics
     console.print(

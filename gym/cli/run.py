@@ -196,8 +196,8 @@ def run(
         from gym.explore.fix import suggest
 
         try:
-            with status("searching for the cheapest change that passes"):
-                fix = suggest(result, user_sets=sets or ())
+            with status("searching for the cheapest change that passes") as counted:
+                fix = suggest(result, user_sets=sets or (), progress=counted)
         except KeyboardInterrupt:  # the run is done: shown, then the interrupt
             stopped = "the fix search (--no-fix skips it)"
     room = None

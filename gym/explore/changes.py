@@ -42,6 +42,8 @@ class Change:
 
         if _is_edges(self.old) and _is_edges(self.new):  # a graph's edges: those it drops
             return _edge_words(self.old, self.new)
+        if self.old is None and not isinstance(self.new, dict | type(None)):
+            return "default"  # a field left to its default, not a section absent
         return shown(self.old)
 
     @property
@@ -50,6 +52,8 @@ class Change:
 
         if _is_edges(self.old) and _is_edges(self.new):  # and those it adds
             return _edge_words(self.new, self.old)
+        if self.new is None and not isinstance(self.old, dict | type(None)):
+            return "default"  # back to its default (worked out from the units), not "none"
         return shown(self.new)
 
     def to_json(self) -> dict[str, Any]:
@@ -92,12 +96,15 @@ class Effect:
         """``alone fixes throughput_rps, free`` (free: within the units already bought;
         a change that gives units back: ``saves 2 units``)."""
         if not self.alone:
-            return "only with the others"
+            return "only with the others" + (f", {self.cost()}" if self.units else "")
         fixes = ", ".join(self.fixes) if self.fixes else "no SLO"
+        return f"alone fixes {fixes}, {self.cost()}"
+
+    def cost(self) -> str:
+        """``free`` (within the units already bought), ``+2 units`` or ``saves 9 units``."""
         n = abs(self.units)
         units = f"{n} unit{'s' if n != 1 else ''}"
-        cost = "free" if not self.units else f"+{units}" if self.units > 0 else f"saves {units}"
-        return f"alone fixes {fixes}, {cost}"
+        return "free" if not self.units else f"+{units}" if self.units > 0 else f"saves {units}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -194,9 +194,10 @@ class NoFix:
             if not c.passed
         )
         units = ", ".join(f"{k} {v}" for k, v in self.closest_units.items() if v)
+        cost = sum(self.closest_units.values())
         return (
-            f"no change of units within {self.limit} units passes ({self.runs} designs "
-            f"run); the closest ({units}) still fails {failing}"
+            f"no change within the limit of {self.limit} units passes ({self.runs} designs "
+            f"run); the closest ({units}: {cost} units) still fails {failing}"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -220,11 +221,17 @@ class _Search:
     tick_ms: int
     max_runs: int
     runs: int = 0
+    #: Every search of one suggestion counts here too (for progress: runs so far).
+    spent: list[int] = field(default_factory=lambda: [0])
+    progress: Callable[[int], None] | None = None
 
     def run(self, design: Design | GraphDesign) -> Result:
         from gym.api import simulate
 
         self.runs += 1
+        self.spent[0] += 1
+        if self.progress is not None:
+            self.progress(self.spent[0])
         return simulate(design, self.scenario, seed=self.seed, tick_ms=self.tick_ms)
 
     def build(self, units: tuple[int, ...]) -> Design | GraphDesign | None:
@@ -241,6 +248,7 @@ def suggest(
     max_runs: int = MAX_RUNS,
     max_cost: int | None = None,
     user_sets: Sequence[str] = (),
+    progress: Callable[[int], None] | None = None,
 ) -> Fix | NoFix | None:
     """The cheapest change to ``result``'s design that passes its scenario (see the module
     docstring); :class:`NoFix` when no candidate within ``max_runs`` runs and the cost
@@ -264,7 +272,9 @@ def suggest(
         slo = scenario.slos.cost_units
         limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
     start = _clamp(start, space, limit)
-    search = _Search(design, scenario, space, result.seed, result.tick_ms, max_runs)
+    search = _Search(
+        design, scenario, space, result.seed, result.tick_ms, max_runs, progress=progress
+    )
     found, closest = _uniform(search, start, limit)
     # The structural moves, each a unit search of its own from the design it makes: the
     # cheapest passing change wins (a unit change at equal cost); a structural one at no
@@ -296,7 +306,16 @@ def suggest(
             )
             if sum(sub_start) > bound:
                 continue
-        sub = _Search(based, scenario, sub_space, result.seed, result.tick_ms, MOVE_RUNS)
+        sub = _Search(
+            based,
+            scenario,
+            sub_space,
+            result.seed,
+            result.tick_ms,
+            MOVE_RUNS,
+            spent=search.spent,
+            progress=progress,
+        )
         got, _ = _uniform(sub, sub_start, bound, strict=found is not None)
         spent += sub.runs
         if got is None:
@@ -371,7 +390,7 @@ def suggest(
             user_sets=tuple(user_sets),
             lesson=alt_move.lesson,
         )
-    effects = _effects(search, result, made)
+    effects = _effects(search, result, made, fixed)
     return Fix(
         changes=made,
         design=fixed,
@@ -385,9 +404,13 @@ def suggest(
     )
 
 
-def _effects(search: _Search, failing: Result, made: list[Change]) -> list[Effect]:
+def _effects(
+    search: _Search, failing: Result, made: list[Change], fixed: Design | GraphDesign
+) -> list[Effect]:
     """Each change of a fix made alone to the failing design: one run each (a fix of a
-    single change needs none: it fixes what failed, at its own cost)."""
+    single change needs none: it fixes what failed, at its own cost). A change that
+    makes no design alone (a graph's new node, without its edges) says what it costs in
+    the fixed design (a write buffer's unit)."""
     from gym.system.costing import units_of
 
     design, scenario = failing.design, failing.scenario
@@ -400,15 +423,18 @@ def _effects(search: _Search, failing: Result, made: list[Change]) -> list[Effec
         try:
             alone = type(design).model_validate(data)
         except ValueError:
-            out.append(Effect(change.path, (), 0, alone=False))
+            node = change.path.removeprefix("graph.nodes.")
+            added = change.old is None and node != change.path and "." not in node
+            units = units_of(fixed, scenario.catalog).get(node, 0) if added else 0
+            out.append(Effect(change.path, (), units, alone=False))
             continue
         cost = sum(units_of(alone, scenario.catalog).values()) - have
         if len(made) == 1:
             out.append(Effect(change.path, tuple(failed), cost))
             continue
         r = search.run(alone)
-        fixed = tuple(c.name for c in r.checks if c.name in failed and c.passed)
-        out.append(Effect(change.path, fixed, cost))
+        fixes = tuple(c.name for c in r.checks if c.name in failed and c.passed)
+        out.append(Effect(change.path, fixes, cost))
     return out
 
 

@@ -14,7 +14,9 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 - ``fetchers.on_crash: requeue``: a crash's fetches in flight sent back to the frontier
   (the run lost some);
 - ``discovery``: a seen-URL set of one shard (the unit search adds shards), where the
-  scenario's pages carry links and the design follows none;
+  scenario's pages carry links and the design follows none; taken out where they carry
+  none;
+- ``async_writer`` taken out: its unit spent elsewhere;
 - ``retries``: backoff with jitter and a budget of tries (writes or lookups failed at the
   store or resolver, and the design retries none, or in lockstep with no backoff);
 - a ``write_buffer`` node in a graph, before a store that lost writes while down or
@@ -98,6 +100,25 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
     if not design.dedup.content_hash and world.duplicate_body_fraction:
         switch("dedup.content_hash", True, "hash page bodies: duplicates are writes stored twice")
     links = scenario.web.links_per_page or any(st.links_per_page for st in scenario.load)
+    # Sections that cost units, taken out: their units spent where the run falls short.
+    if design.discovery is not None and not links:
+        out.append(
+            Move(
+                "discovery: none",
+                "the scenario's pages carry no links: a seen-URL set has nothing to find, "
+                "and its shards cost units",
+                lambda d: _set(d, "discovery", None),
+            )
+        )
+    if design.async_writer is not None:
+        out.append(
+            Move(
+                "async_writer: none",
+                "an async writer costs a unit; where the store keeps up, that unit does more "
+                "elsewhere",
+                lambda d: _set(d, "async_writer", None),
+            )
+        )
     if design.discovery is None and links:
         out.append(
             Move(
@@ -131,10 +152,13 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
     )
     lockstep = retried is not None and (retried.jitter == 0 or retried.multiplier == 1)
     if failing and (retried is None or lockstep):
+        writes = any(lost.get(c, 0) for c in ("store_unavailable", "store_overload"))
+        lookups = any(lost.get(c, 0) for c in ("resolver_unavailable", "resolver_overload"))
+        what = "writes and lookups" if writes and lookups else "writes" if writes else "lookups"
         lesson = (
-            "retry failed writes with backoff and jitter, a bounded number of times"
+            f"retry failed {what} with backoff, a bounded number of times"
             if retried is None
-            else "retries in lockstep are a storm: back off exponentially, with jitter"
+            else "retries in lockstep are a storm: space them out (backoff that grows, or jitter)"
         )
         out.append(
             Move("retries: backoff with jitter", lesson, lambda d: _set(d, "retries", RETRIES))

@@ -96,7 +96,7 @@ def fix_section(fix: Fix | NoFix) -> str:
 
     if not isinstance(fix, Fix):
         return f"<p>No fix found: {escape(fix.summary())}</p>"
-    effects = {e.path: e.words() for e in fix.effects}
+    effects = {e.path: e.words() if len(fix.changes) > 1 else e.cost() for e in fix.effects}
     rows = [
         [escape(c.path), escape(c.shown_old), escape(c.shown_new), escape(effects.get(c.path, ""))]
         for c in fix.changes
