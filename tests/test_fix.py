@@ -557,3 +557,16 @@ def test_the_text_says_what_each_change_costs_and_a_default_is_a_default() -> No
     text = runner.invoke(app, args)
     assert "kind: write_buffer" in text.stdout and "(only with the others, +1 unit)" in text.stdout
     assert "with on_crash: requeue on consumers" in " ".join(text.stdout.split())
+
+
+def test_two_moves_together_when_neither_passes_alone() -> None:
+    """relational-store under deep-crawl: a split layout alone leaves the crawl at its
+    seeds (3,000/s for a 9,000/s SLO), a seen-URL set alone keeps 16 units of relational
+    rows (the cost SLO's 16 leave no room for shards); both together pass at 12 units."""
+    path = ROOT / "designs" / "levers" / "relational-store.yaml"
+    sc = ROOT / "scenarios" / "levers" / "deep-crawl.yaml"
+    fix = suggest(gym.simulate(path, sc))
+    assert isinstance(fix, Fix) and fix.cost_units <= 12
+    assert {c.path for c in fix.changes} == {"page_store.layout", "discovery"}
+    assert fix.lesson is not None and "object storage" in fix.lesson and "links" in fix.lesson
+    assert gym.simulate(gym.load_design(path, fix.sets()), sc).passed

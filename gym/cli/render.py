@@ -224,7 +224,7 @@ def _print_traps(r: Result, console: Console) -> None:
     head = "Passes its SLOs, but" if r.passed else "Also,"
     console.print(Text(f"{head} the design takes the rubric's traps (gym grade):", style="bold"))
     for t in r.traps:
-        console.print(f"- {one_line(t.trap)}: {one_line(t.measured)}", soft_wrap=True)
+        console.print(f"- {one_line(t.trap)}. The run: {one_line(t.measured)}", soft_wrap=True)
 
 
 #: The most alert firings the text lists (an alert that flaps on a coarse scale).

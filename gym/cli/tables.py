@@ -78,7 +78,9 @@ def print_many(
             )
         )
         for t in mc.traps:
-            console.print(f"- {one_line(t['trap'])}: {one_line(t['measured'])}", soft_wrap=True)
+            console.print(
+                f"- {one_line(t['trap'])}. The run: {one_line(t['measured'])}", soft_wrap=True
+            )
 
 
 def print_comparison(comparison: Comparison) -> None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,6 +63,9 @@ MAX_RUNS = 120
 
 #: Runs each structural move's own unit search may spend (gym.explore.moves).
 MOVE_RUNS = 30
+
+#: Runs each pair of moves may spend, tried only when no move passes alone.
+PAIR_RUNS = 15
 
 #: How many units above the design's the search looks when the scenario has no cost SLO.
 REACH_UNITS = 8
@@ -280,7 +283,18 @@ def suggest(
     # cheapest passing change wins (a unit change at equal cost); a structural one at no
     # more cost than the winner is named beside it.
     spent, move, alternative = search.runs, None, None
-    for mv in structural.moves(result):
+    singles = structural.moves(result)
+
+    def candidates() -> Iterator[tuple[structural.Move, int]]:
+        """Each move with its run budget; then, only if none passed alone, each pair
+        (a relational store under a deep crawl needs its layout split and a seen-URL
+        set both)."""
+        yield from ((mv, MOVE_RUNS) for mv in singles)
+        if found is None:
+            for a, b in itertools.combinations(singles, 2):
+                yield structural.both(a, b), PAIR_RUNS
+
+    for mv, budget in candidates():
         try:
             based = mv.apply(design)
             sub_space = space_for(scenario, based)
@@ -312,7 +326,7 @@ def suggest(
             sub_space,
             result.seed,
             result.tick_ms,
-            MOVE_RUNS,
+            budget,
             spent=search.spent,
             progress=progress,
         )

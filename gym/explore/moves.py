@@ -61,6 +61,15 @@ def moves(result: Result) -> list[Move]:
     return _crawler_moves(result, design)
 
 
+def both(a: Move, b: Move) -> Move:
+    """Two moves made together: their lessons, one after the other."""
+
+    def apply(d: Design | GraphDesign) -> Design | GraphDesign:
+        return b.apply(a.apply(d))
+
+    return Move(f"{a.name} and {b.name}", f"{a.lesson}; and {b.lesson}", apply)
+
+
 def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
     """``design`` with the field at ``path`` (dotted) set to ``value``."""
     data = design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))

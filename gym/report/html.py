@@ -252,7 +252,9 @@ def headroom_section(room: Headroom) -> str:
 
 def traps_section(r: Result) -> str:
     """The rubric's traps the design took, each with what the run measured."""
-    items = "".join(f"<li><b>{escape(str(t.trap))}</b>: {escape(t.measured)}</li>" for t in r.traps)
+    items = "".join(
+        f"<li><b>{escape(str(t.trap))}</b>. The run: {escape(t.measured)}</li>" for t in r.traps
+    )
     head = "It passes its SLOs, but" if r.passed else "Besides its SLOs,"
     return f"<p>{head} the rubric (<code>gym grade</code>) marks these down:</p><ul>{items}</ul>"
 
