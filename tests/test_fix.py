@@ -570,3 +570,18 @@ def test_two_moves_together_when_neither_passes_alone() -> None:
     assert {c.path for c in fix.changes} == {"page_store.layout", "discovery"}
     assert fix.lesson is not None and "object storage" in fix.lesson and "links" in fix.lesson
     assert gym.simulate(gym.load_design(path, fix.sets()), sc).passed
+
+
+def test_a_move_out_of_a_trap_wins_a_tie_with_units() -> None:
+    """relational-store under recrawl: page_store.rps 2500 with 4 more replicas and the
+    split layout with them cost the same 11 units. The design takes the rubric's "blobs
+    in a relational table" trap, so the split layout is the fix (and its lesson), not
+    the alternative beside a unit change, as under the chaos scenario."""
+    path = ROOT / "designs" / "levers" / "relational-store.yaml"
+    sc = ROOT / "scenarios" / "recrawl.yaml"
+    result = gym.simulate(path, sc)
+    assert "storage split" in {t.item for t in result.traps}
+    fix = suggest(result)
+    assert isinstance(fix, Fix) and fix.lesson is not None and "object storage" in fix.lesson
+    assert any(c.path == "page_store.layout" and c.new == "split" for c in fix.changes)
+    assert gym.simulate(gym.load_design(path, fix.sets()), sc).passed

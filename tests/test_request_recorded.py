@@ -15,7 +15,9 @@ undersized URL shortener) were recorded again for issue 29, when their explanati
 to say what would keep the losses (a write buffer before a stalled store, capacity after
 an overflowing queue): their per-tick and latency digests did not move. The undersized
 URL shortener's once more in issue 29's review, when its kv store, fed by the cache's
-misses, was no longer offered a write buffer (reads: the cache's hit ratio instead).
+misses, was no longer offered a write buffer (reads: the cache's hit ratio instead);
+the two ingestions' once more when a graph fleet's crash advice came to name
+``on_crash: requeue``.
 """
 
 from __future__ import annotations

@@ -31,10 +31,12 @@ with it, so the change shown is as small as the runs allow.
 Beside unit counts, the structural moves of :mod:`gym.explore.moves` (a choice switched, a
 retry policy or a graph's write buffer added: each a teaching design's lesson) each get a
 unit search of their own, from the design the move makes, of at most :data:`MOVE_RUNS`
-runs. The cheapest passing change wins (a unit change at equal cost), with its lesson
-when it is a move; a move that passes at no more cost than a unit change that won is
-named beside it (:attr:`Fix.alternative`, its own changes given back where it still
-passes), unless it holds every change of the winner and more.
+runs (each pair of moves, when none passes alone, :data:`PAIR_RUNS`). The cheapest
+passing change wins (a unit change at equal cost, unless the move takes the design out
+of a rubric trap it takes), with its lesson when it is a move; a move that passes at no
+more cost than a unit change that won is named beside it (:attr:`Fix.alternative`, its
+own changes given back where it still passes), unless it holds every change of the
+winner and more, or none of its own is left.
 
 Every candidate runs once, on the flow engine, with the failing run's seed and tick.
 Deterministic: same design, scenario and seed, same suggestion.
@@ -42,7 +44,6 @@ Deterministic: same design, scenario and seed, same suggestion.
 
 from __future__ import annotations
 
-import heapq
 import itertools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -51,12 +52,12 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from gym.core.errors import GymError
 from gym.explore import moves as structural
 from gym.explore.changes import Change, Effect, changes, exact, flow, leaves, mapping, put
-from gym.models import Design, Scenario
+from gym.explore.unit_search import Search, clamp, uniform
+from gym.models import Design
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
-    from gym.explore.unit_space import Space
 
 #: Runs the search may spend (each a flow run of a few ms to tens of ms).
 MAX_RUNS = 120
@@ -69,10 +70,6 @@ PAIR_RUNS = 15
 
 #: How many units above the design's the search looks when the scenario has no cost SLO.
 REACH_UNITS = 8
-
-#: The parts that shield a component: more of them, less load or loss there (a higher hit
-#: ratio sends the resolver fewer lookups; a writer holds writes through a store stall).
-_SHIELDS = {"resolver": ("cache",), "page_store": ("async_writer",)}
 
 
 @dataclass
@@ -213,38 +210,6 @@ class NoFix:
         }
 
 
-@dataclass
-class _Search:
-    """The search's inputs and its count of runs."""
-
-    base: Design | GraphDesign
-    scenario: Scenario
-    space: Space
-    seed: int
-    tick_ms: int
-    max_runs: int
-    runs: int = 0
-    #: Every search of one suggestion counts here too (for progress: runs so far).
-    spent: list[int] = field(default_factory=lambda: [0])
-    progress: Callable[[int], None] | None = None
-
-    def run(self, design: Design | GraphDesign) -> Result:
-        from gym.api import simulate
-
-        self.runs += 1
-        self.spent[0] += 1
-        if self.progress is not None:
-            self.progress(self.spent[0])
-        return simulate(design, self.scenario, seed=self.seed, tick_ms=self.tick_ms)
-
-    def build(self, units: tuple[int, ...]) -> Design | GraphDesign | None:
-        u = dict(zip(self.space.parts, units, strict=True))
-        try:
-            return self.space.build(u, self.scenario, self.base.name)
-        except GymError:  # beyond a field's limit: no design file can say it
-            return None
-
-
 def suggest(
     result: Result,
     *,
@@ -274,16 +239,17 @@ def suggest(
     if limit is None:
         slo = scenario.slos.cost_units
         limit = int(slo.max) if slo is not None else sum(start) + REACH_UNITS
-    start = _clamp(start, space, limit)
-    search = _Search(
+    start = clamp(start, space, limit)
+    search = Search(
         design, scenario, space, result.seed, result.tick_ms, max_runs, progress=progress
     )
-    found, closest = _uniform(search, start, limit)
+    found, closest = uniform(search, start, limit)
     # The structural moves, each a unit search of its own from the design it makes: the
     # cheapest passing change wins (a unit change at equal cost); a structural one at no
     # more cost than the winner is named beside it.
     spent, move, alternative = search.runs, None, None
     singles = structural.moves(result)
+    taken = {t.item for t in result.traps}  # the rubric's traps the design takes
 
     def candidates() -> Iterator[tuple[structural.Move, int]]:
         """Each move with its run budget; then, only if none passed alone, each pair
@@ -309,7 +275,7 @@ def suggest(
         # beside it: its search stops there, and one that starts above it is not run.
         bound = limit if found is None else min(limit, sum(found[0]))
         if found is None:
-            sub_start = _clamp(sub_start, sub_space, limit)
+            sub_start = clamp(sub_start, sub_space, limit)
         elif sum(sub_start) > bound:
             # Above it (a design over the cost SLO, come down to the fix): from the fix's
             # units where the move's are higher, the move's search is one near the fix.
@@ -320,7 +286,7 @@ def suggest(
             )
             if sum(sub_start) > bound:
                 continue
-        sub = _Search(
+        sub = Search(
             based,
             scenario,
             sub_space,
@@ -330,11 +296,18 @@ def suggest(
             spent=search.spent,
             progress=progress,
         )
-        got, _ = _uniform(sub, sub_start, bound, strict=found is not None)
+        got, _ = uniform(sub, sub_start, bound, strict=found is not None)
         spent += sub.runs
         if got is None:
             continue
-        if found is None or sum(got[0]) < sum(found[0]):
+        # A move out of a trap the design takes wins a tie with a change of units: the
+        # lesson is the fix, not its alternative (a relational store's split layout).
+        tie = found is not None and sum(got[0]) == sum(found[0])
+        if (
+            found is None
+            or sum(got[0]) < sum(found[0])
+            or (tie and move is None and mv.trap in taken)
+        ):
             if (
                 found is not None
                 and move is not None
@@ -419,7 +392,7 @@ def suggest(
 
 
 def _effects(
-    search: _Search, failing: Result, made: list[Change], fixed: Design | GraphDesign
+    search: Search, failing: Result, made: list[Change], fixed: Design | GraphDesign
 ) -> list[Effect]:
     """Each change of a fix made alone to the failing design: one run each (a fix of a
     single change needs none: it fixes what failed, at its own cost). A change that
@@ -452,106 +425,6 @@ def _effects(
     return out
 
 
-Found = tuple[tuple[int, ...], "Design | GraphDesign", "Result"]
-
-
-def _clamp(start: tuple[int, ...], space: Space, limit: int) -> tuple[int, ...]:
-    """``start`` with no part above what a design within ``limit`` units can hold of it
-    (the limit less the other parts' least): a design over the limit is searched from
-    there, not one unit at a time down from a part of thousands (a drain_rps of 1e9)."""
-    floor = sum(space.mins)
-    if sum(start) <= limit or limit < floor:
-        return start
-    return tuple(min(u, limit - floor + m) for u, m in zip(start, space.mins, strict=True))
-
-
-def _uniform(
-    search: _Search, start: tuple[int, ...], limit: int, *, strict: bool = False
-) -> tuple[Found | None, tuple[float, tuple[int, ...], Result] | None]:
-    """The uniform-cost search over units from ``start`` (the module docstring): the
-    first candidate that passes, and the closest miss. ``strict``: no candidate over
-    ``limit``, even on the way down from a start above it."""
-    space = search.space
-    order = itertools.count()
-    queue: list[tuple[int, float, int, tuple[int, ...]]] = [(sum(start), 0.0, next(order), start)]
-    seen = {start}
-    closest: tuple[float, tuple[int, ...], Result] | None = None
-    while queue and search.runs < search.max_runs:
-        _, _, _, units = heapq.heappop(queue)
-        candidate = search.build(units)
-        if candidate is None:
-            continue
-        r = search.run(candidate)
-        if r.passed:
-            return (units, candidate, r), closest
-        slack = _margin(r)
-        if closest is None or slack > closest[0]:
-            closest = (slack, units, r)
-        for step in _moves(r, space):
-            child = tuple(u + s for u, s in zip(units, step, strict=True))
-            if child in seen or any(c < m for c, m in zip(child, space.mins, strict=True)):
-                continue
-            if sum(child) > (limit if strict else max(limit, sum(start))):
-                # over the limit: only on the way down
-                continue
-            seen.add(child)
-            heapq.heappush(queue, (sum(child), -slack, next(order), child))
-    return None, closest
-
-
-def _moves(r: Result, space: Space) -> list[tuple[int, ...]]:
-    """One unit more of each part the run implicates, when an SLO other than cost failed;
-    one unit less of each part, when the cost SLO failed."""
-    parts = space.parts
-    failed = {c.name for c in r.checks if not c.passed}
-    out = []
-    if failed - {"cost_units"}:
-        hot = implicated(r, parts)
-        out += [tuple(1 if p == q else 0 for q in parts) for p in parts if p in hot]
-    if "cost_units" in failed:
-        out += [tuple(-1 if p == q else 0 for q in parts) for p in parts]
-    return out
-
-
-def implicated(r: Result, parts: tuple[str, ...]) -> set[str]:
-    """The parts a failing run points at (see the module docstring)."""
-    m = r.metrics
-    limit = next((c.target for c in r.checks if c.name == "peak_saturation" and c.op == "<="), 1.0)
-    names = list(m.components)
-    hot: set[str] = set()
-    for i, name in enumerate(names):
-        cw = m.components[name]
-        lost = int(cw.failed_total.sum())
-        peak = cw.peak()[0]
-        if lost == 0 and (peak is None or peak <= limit):
-            continue
-        hot.add(name)
-        hot.update(_SHIELDS.get(name, ()))
-        overflowed = any(
-            cause.endswith("overflow") and int(n.sum()) for cause, n in cw.failed.items()
-        )
-        if overflowed and i + 1 < len(names):
-            hot.add(names[i + 1])
-        if any(cause.startswith("crash") and int(n.sum()) for cause, n in cw.failed.items()):
-            hot.add(name)
-    if not hot:
-        # Short of throughput with nothing lost or saturated: the busiest part.
-        busiest = m.peak.component
-        hot = {busiest} if busiest else set(parts)
-    return hot & set(parts)
-
-
-def _margin(r: Result) -> float:
-    """How far the run is from passing: its smallest relative slack over the SLOs."""
-    out = []
-    for c in r.checks:
-        if c.measured is None or not c.target:
-            continue
-        gap = c.measured - c.target if c.op == ">=" else c.target - c.measured
-        out.append(gap / abs(c.target))
-    return min(out, default=0.0)
-
-
 def _makes(move: structural.Move, design: Design | GraphDesign, made: list[Change]) -> bool:
     """Whether ``made`` still holds a field the structural ``move`` changes in ``design``."""
     its = {c.path for c in changes(design, move.apply(design))}
@@ -559,7 +432,7 @@ def _makes(move: structural.Move, design: Design | GraphDesign, made: list[Chang
 
 
 def _smallest(
-    search: _Search, fixed: Design | GraphDesign, r: Result, base: Design | GraphDesign
+    search: Search, fixed: Design | GraphDesign, r: Result, base: Design | GraphDesign
 ) -> tuple[Design | GraphDesign, Result]:
     """The passing design with the fewest fields changed from ``base`` (the user's, so a
     structural move's own fields may go back too): each changed field in turn gets

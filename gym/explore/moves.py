@@ -51,6 +51,8 @@ class Move:
     name: str
     lesson: str
     apply: Callable[[Design | GraphDesign], Design | GraphDesign]
+    #: The rubric's trap it takes the design out of (gym.analysis.rubric: an item).
+    trap: str | None = None
 
 
 def moves(result: Result) -> list[Move]:
@@ -89,25 +91,39 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
     world = scenario.dedup
     out = []
 
-    def switch(path: str, value: Any, lesson: str) -> None:
-        out.append(Move(f"{path}={str(value).lower()}", lesson, lambda d: _set(d, path, value)))
+    def switch(path: str, value: Any, lesson: str, trap: str | None = None) -> None:
+        out.append(
+            Move(f"{path}={str(value).lower()}", lesson, lambda d: _set(d, path, value), trap)
+        )
 
     if design.page_store.layout == "relational":
         switch(
             "page_store.layout",
             "split",
             "page bodies belong in object storage, not in rows of a relational table",
+            "storage split",
         )
     if design.dedup.recrawl == "full" and world.seen_url_fraction:
         switch(
             "dedup.recrawl",
             "change_rate",
             "recrawl a page only when it changed: unchanged pages waste the fetchers",
+            "recrawl policy",
         )
     if not design.dedup.canonicalize and world.variant_fraction:
-        switch("dedup.canonicalize", True, "canonicalize URLs: variants are pages crawled twice")
+        switch(
+            "dedup.canonicalize",
+            True,
+            "canonicalize URLs: variants are pages crawled twice",
+            "dedup layers",
+        )
     if not design.dedup.content_hash and world.duplicate_body_fraction:
-        switch("dedup.content_hash", True, "hash page bodies: duplicates are writes stored twice")
+        switch(
+            "dedup.content_hash",
+            True,
+            "hash page bodies: duplicates are writes stored twice",
+            "dedup layers",
+        )
     links = scenario.web.links_per_page or any(st.links_per_page for st in scenario.load)
     # Sections that cost units, taken out: their units spent where the run falls short.
     if design.discovery is not None and not links:
@@ -142,6 +158,7 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
             "frontier.structure",
             "two_stage",
             "a two-stage frontier: polite to every host, priorities first",
+            "frontier structure",
         )
     if design.fetchers.on_crash == "fail" and lost.get("crash_loss", 0):
         switch(
