@@ -123,3 +123,30 @@ def test_validate_speaks_json_both_ways() -> None:
     (problem,) = data["problems"]
     assert problem["field"] == "fetchers.replicas" and "(from --set" in problem["message"]
     assert res.stderr.startswith("error: ")
+
+
+def test_each_kind_names_its_own_unit() -> None:
+    """A unit by the kind that has the field, not by the field's name: a retry's
+    multiplier is of the wait before (not of base_rps), a writer's buffer holds writes
+    (the frontier's URLs), a graph's queue and fleet count requests; the playground's
+    fields carry the same units."""
+    from gym.inputs.schema import unit_of
+    from gym.models import AsyncWriterConfig, FrontierConfig, LoadStage, RetryPolicy
+    from gym.playground.state import fields
+    from gym.system.kinds.fleet import FleetNode
+    from gym.system.kinds.queue import QueueNode
+
+    assert unit_of(RetryPolicy, "multiplier") == "x the wait before"
+    assert unit_of(LoadStage, "multiplier") == "x base_rps"
+    assert unit_of(AsyncWriterConfig, "buffer") == "writes"
+    assert unit_of(FrontierConfig, "buffer") == "URLs"
+    assert unit_of(QueueNode, "buffer") == "requests"
+    assert unit_of(FleetNode, "rps_per_replica") == "requests/s"
+    import gym
+    from tests.conftest import ROOT
+
+    graph = gym.load_design(ROOT / "designs" / "systems" / "ingestion.yaml")
+    units = {f.path: f.unit for f in fields(graph)}
+    assert units["graph.nodes.log.buffer"] == "requests"
+    assert units["graph.nodes.buffer.buffer"] == "writes"
+    assert units["graph.nodes.consumers.rps_per_replica"] == "requests/s"

@@ -26,7 +26,7 @@ KINDS: dict[str, type[BaseModel]] = {"design": Design, "scenario": Scenario}
 #: Other forms a file kind can take (a design given as a graph), in the same schema.
 ALTERNATIVES: dict[str, tuple[type[BaseModel], ...]] = {"design": (GraphDesign,)}
 
-#: Units, by field name (the descriptions say more).
+#: Units, by field name (the descriptions say more); :data:`BY_KIND` first.
 UNITS = {
     "drain_rps": "URLs/s",
     "rps": "per second",
@@ -34,7 +34,7 @@ UNITS = {
     "base_rps": "URLs/s",
     "lookups_rps": "lookups/s",
     "max_rps_per_replica": "fetches/s",
-    "buffer": "URLs (writes for the writer)",
+    "buffer": "URLs",
     "back_queues": "queues (one host each)",
     "replicas": "replicas",
     "hosts": "hosts",
@@ -55,6 +55,30 @@ UNITS = {
     "factor": "x",
     "cv": "std / mean",
 }
+
+#: Units a kind gives a field its own way (issue 30): by the model's class (or a base of
+#: it), then the field. A graph's nodes count requests, a write buffer writes, a retry's
+#: multiplier the wait before.
+BY_KIND: dict[str, dict[str, str]] = {
+    "RetryPolicy": {"multiplier": "x the wait before"},
+    "AsyncWriterConfig": {"buffer": "writes"},
+    "PageStoreConfig": {"rps": "writes/s"},
+    "CacheParams": {"rps": "lookups/s"},
+    "LookupParams": {"rps": "lookups/s"},
+    "ServiceParams": {"rps": "requests/s"},
+    "QueueParams": {"drain_rps": "requests/s", "buffer": "requests"},
+    "FleetNode": {"rps_per_replica": "requests/s"},
+    "StoreNode": {"rps": "requests/s"},
+}
+
+
+def unit_of(model: type[BaseModel], name: str) -> str:
+    """The unit of field ``name`` of ``model``: its kind's own, else the field name's."""
+    for cls in model.__mro__:
+        own = BY_KIND.get(cls.__name__, {})
+        if name in own:
+            return own[name]
+    return UNITS.get(name, "")
 
 
 def json_schema(kind: str) -> dict[str, Any]:
@@ -99,7 +123,7 @@ def field_rows(
             (
                 path,
                 _type_name(info.annotation),
-                UNITS.get(name, ""),
+                unit_of(model, name),
                 _range(info),
                 default,
                 info.description or "",

@@ -89,7 +89,7 @@ def fields(design: Design | GraphDesign) -> list[FieldSpec]:
     """Every scalar field of ``design`` the page can set, in the order of the file."""
     from pydantic import BaseModel
 
-    from gym.inputs.schema import UNITS
+    from gym.inputs.schema import unit_of
 
     out: list[FieldSpec] = []
     by_alias = isinstance(design, GraphDesign)
@@ -111,7 +111,7 @@ def fields(design: Design | GraphDesign) -> list[FieldSpec]:
                 continue
             if isinstance(value, list | tuple):
                 continue
-            spec = _spec(info, path, part or key, UNITS.get(name, ""))
+            spec = _spec(info, path, part or key, unit_of(type(model), name))
             if spec is not None:
                 out.append(spec)
 

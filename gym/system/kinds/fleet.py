@@ -22,7 +22,7 @@ class FleetNode(FetchersConfig):
 
     kind: Literal["fleet"] = Field(description="Node kind.")
     replicas: int = Field(description="Number of replicas (workers).", gt=0, le=100_000)
-    rps_per_replica: Rate = Field(description="Jobs per second one replica can start.")
+    rps_per_replica: Rate = Field(description="Requests per second one replica can start.")
     service: ServiceTime = Field(
         default_factory=lambda: ServiceTime(mean_ms=250.0),
         description=(

@@ -18,9 +18,9 @@ if TYPE_CHECKING:
 class QueueParams(InputModel):
     """A queue's parameters."""
 
-    drain_rps: Rate = Field(description="Most URLs per second it hands out.")
+    drain_rps: Rate = Field(description="Most requests per second it hands out.")
     buffer: int = Field(
-        description="URLs it can hold; arrivals beyond it are dropped (overflow).",
+        description="Requests it can hold; arrivals beyond it are dropped (overflow).",
         gt=0,
         le=10**12,
     )
@@ -69,7 +69,7 @@ def _scale(units: int, c: Catalog) -> dict[str, Any]:
 
 KIND = Kind(
     name="queue",
-    summary="Holds up to buffer URLs, hands out at most drain_rps per second.",
+    summary="Holds up to buffer requests, hands out at most drain_rps per second.",
     node=QueueNode,
     units=_units,
     scale=_scale,

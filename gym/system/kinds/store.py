@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from gym.models import PageStoreConfig
+from gym.models.common import Rate
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
@@ -19,6 +20,7 @@ class StoreNode(PageStoreConfig):
     """A store node in a graph design."""
 
     kind: Literal["store"] = Field(description="Node kind.")
+    rps: Rate = Field(description="Requests per second the store takes.")
 
 
 def _units(p: Any, c: Catalog) -> int:
