@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from gym.models import Design, Scenario
     from gym.system.graph import GraphDesign
 
-PlotKind = Literal["utilization", "outcomes", "backlog"]
+PlotKind = Literal["utilization", "outcomes", "backlog", "budget"]
 
 
 def _scenario(scenario: Scenario | str | Path | None) -> Scenario:
@@ -108,18 +108,21 @@ def plot(
     result: Result | Sequence[Result], kind: PlotKind = "utilization", ax: Axes | None = None
 ) -> Figure:
     """A figure of one run (``kind``: utilization, outcomes or backlog, as ``gym run
-    --out`` draws them; on ``ax`` when given, a panel of a figure of yours) or of
-    several overlaid (as ``gym plot``)."""
+    --out`` draws them, or budget: the failures by event and cause against the error
+    budget; on ``ax`` when given, a panel of a figure of yours) or of several overlaid
+    (as ``gym plot``)."""
     from gym.analysis.result import Result
     from gym.report import plots
 
     if not isinstance(result, Result):
         return plots.overlay(list(result))
+    if kind == "budget":
+        return plots.plot_budget(result, ax=ax)
     draw = {
         "utilization": plots.plot_utilization,
         "outcomes": plots.plot_outcomes,
         "backlog": plots.plot_backlog,
     }.get(kind)
     if draw is None:
-        raise ValueError(f"kind {kind!r}: choose utilization, outcomes or backlog")
+        raise ValueError(f"kind {kind!r}: choose utilization, outcomes, backlog or budget")
     return draw(result.windows(), plots.context(result), ax=ax)

@@ -40,3 +40,19 @@ def test_a_result_repr_is_short_and_its_html_shows_the_verdict() -> None:
         page = r._repr_html_()
         assert r.verdict.upper() in page and page.count("<tr>") == 1 + len(r.checks)
         assert "<svg" in page and "polyline" in page
+
+
+def test_the_budget_plot_says_how_far_over() -> None:
+    """gym.plot(result, "budget"): a bar per scenario event that explains failures, the
+    budget's line, and the title says the starter spent 13.5x its budget (113,345
+    failed for 8,383 allowed: 3% of the URLs that finished), which a bar cut at the
+    axis could hide."""
+    import gym
+
+    r = gym.simulate(ROOT / "designs" / "starter.yaml")
+    fig = gym.plot(r, "budget")
+    (ax,) = fig.axes
+    title = ax.get_title()
+    b = r.budget
+    assert f"{b.spent:,} failed URLs, {b.spent / b.allowed:.1f}x the budget" in title
+    assert len(ax.get_yticks()) == sum(1 for e in b.by_event if e.urls)

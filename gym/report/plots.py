@@ -338,6 +338,54 @@ PLOTS = {
 }
 
 
+def plot_budget(result: Result, ax: Axes | None = None) -> Figure:
+    """The error budget as bars: the failed URLs each scenario event explains, stacked
+    by cause, against what the availability SLO allows (a dashed line); the title says
+    how much of it was spent, so a budget 13 times over reads as such."""
+    import textwrap
+
+    from gym.analysis.budget import format_fraction
+
+    fig, ax = _axes(ax)
+    b = result.budget
+    events = [e for e in b.by_event if e.urls]
+    causes = [c for c in CAUSES if any(e.by_cause.get(c) for e in events)]
+    causes += sorted({c for e in events for c in e.by_cause if e.by_cause[c]} - set(causes))
+    spare = iter(_SPARE_COLORS)
+    left = np.zeros(len(events))
+    rows = np.arange(len(events))
+    for cause in causes:
+        counts = np.array([e.by_cause.get(cause, 0) for e in events], dtype=float)
+        ax.barh(
+            rows,
+            counts,
+            left=left,
+            color=CAUSE_COLORS.get(cause) or next(spare, None),
+            label=cause,
+        )
+        left += counts
+    ax.set_yticks(rows, [textwrap.fill(literal(e.name), 28) for e in events], fontsize=8)
+    ax.invert_yaxis()
+    if b.allowed > 0:
+        ax.axvline(b.allowed, color="black", linestyle="--", label="error budget")
+    spent = b.fraction_spent
+    share = (
+        "none allowed"
+        if b.allowed <= 0 or spent is None
+        else f"{spent:.1f}x"
+        if spent >= 2
+        else format_fraction(spent) + " of"
+    )
+    ax.set_title(
+        f"{literal(result.design.name)}: {b.spent:,} failed URLs, {share} the budget\n"
+        f"({b.allowed:,.0f} allowed: {1 - (b.target or 1):.1%} of the URLs that finished)",
+        fontsize=9,
+    )
+    ax.set_xlabel("failed URLs")
+    ax.legend(fontsize=7.5, loc="lower right")
+    return fig
+
+
 def save_all(result: Result, directory: Path, df: pd.DataFrame | None = None) -> list[Path]:
     """Write every plot of ``result`` as a PNG in ``directory``; returns the paths."""
     df = result.windows() if df is None else df
