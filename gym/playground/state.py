@@ -197,9 +197,23 @@ class Session:
     seed: int = 0
     max_urls: int = DEFAULT_MAX_URLS  # the request engine's limit (gym serve --max-urls)
     data: dict[str, Any] = field(init=False)
+    #: The design as opened (the file, or what the page was started with): what the page's
+    #: edits are counted against.
+    opened: dict[str, Any] = field(init=False)
 
     def __post_init__(self) -> None:
         self.data = _mapping(self.design)
+        self.opened = _mapping(self.design)
+
+    def edits(self) -> int:
+        """How many fields differ from the design as opened (a section counts once)."""
+
+        def count(a: Any, b: Any) -> int:
+            if isinstance(a, dict) and isinstance(b, dict):
+                return sum(count(a.get(k), b.get(k)) for k in {*a, *b})
+            return int(a != b)
+
+        return count(self.opened, _mapping(self.design))
 
     # -- editing ---------------------------------------------------------------------------
     def fields(self) -> list[FieldSpec]:
@@ -282,6 +296,7 @@ class Session:
             raise
         self.design = design
         self.data = _mapping(design)
+        self.opened = _mapping(design)
 
     def yaml(self) -> str:
         """The design as a file that loads back (every field written out)."""

@@ -31,8 +31,12 @@ def shown(value: Any) -> str:
 
 
 def title_html(s: Session) -> str:
+    """The design's name, and how many fields the page has changed since it was opened
+    (the name alone read as the file's design after edits)."""
+    n = s.edits()
+    edited = f" <small>edited: {n} field{'s' if n != 1 else ''}</small>" if n else ""
     return (
-        f"<h2 style='margin:4px 0'>{esc(str(s.design.name))} "
+        f"<h2 style='margin:4px 0'>{esc(str(s.design.name))}{edited} "
         f"<small>under {esc(str(s.scenario.name))}, seed {s.seed}</small></h2>"
     )
 

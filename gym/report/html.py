@@ -141,7 +141,10 @@ def escape_block(text: str) -> str:
 
 
 def _mark(ok: bool) -> str:
-    return "<span class='pass'>PASS</span>" if ok else "<span class='fail'>FAIL</span>"
+    """PASS or FAIL, coloured also where the report's style sheet is not (the playground)."""
+    if ok:
+        return "<span class='pass' style='color:#1a7f37;font-weight:600'>PASS</span>"
+    return "<span class='fail' style='color:#c62828;font-weight:600'>FAIL</span>"
 
 
 def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
