@@ -69,3 +69,56 @@ def test_an_unknown_key_a_set_made_says_so() -> None:
     (line,) = _errors(str(REFERENCE), "--set", "fetcher.replicas=4")
     assert "fetcher: unknown key; did you mean 'fetchers'?" in line
     assert line.endswith("(from --set fetcher.replicas=4)")
+
+
+def test_a_boolean_hint_fits_what_was_written(tmp_path: Path) -> None:
+    """yes: YAML 1.2's word; "true" in quotes: write it without; maybe or 1: no hint
+    about YAML words, just what a boolean is."""
+    for raw, words in (
+        ("yes", "YAML 1.2 reads yes as a word"),
+        ('"true"', "write true without quotes"),
+        ("maybe", "must be true or false (got 'maybe')"),
+        ("1", "must be true or false (got 1)"),
+    ):
+        (line,) = _errors(_file(tmp_path, GOOD + f"dedup: {{content_hash: {raw}}}\n"))
+        assert words in line, (raw, line)
+        if raw in ("maybe", "1"):
+            assert "YAML 1.2" not in line
+
+
+def test_an_unclosed_bracket_on_its_own_line_and_a_quote() -> None:
+    """A `[` left open inside a `{` on one line: the column it opened at; an unclosed
+    quote: the line it opened on, without "while scanning"."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "d.yaml"
+        path.write_text("name: x\nfrontier: {drain_rps: 30000, buffer: [80000}\n")
+        (line,) = _errors(str(path))
+        assert "in a flow sequence that starts at column 38; is its ']' missing?" in line
+        path.write_text('name: "x\n')
+        (line,) = _errors(str(path))
+        assert "in a quoted scalar that starts at line 1, column 7" in line
+        assert "while" not in line
+
+
+def test_seed_counts_api_and_diff() -> None:
+    """The library says what is wrong with a count of runs or a confidence that cannot
+    be one; diff, which needs the rule on both sides, never offers one run."""
+    import gym
+
+    for kwargs, words in (
+        ({"runs": 0}, "at least 1 run is needed"),
+        ({"runs": 16, "confidence": 1.5}, "a share of runs, from 0 to 1"),
+    ):
+        try:
+            gym.sweep(str(REFERENCE), ["fetchers.replicas=3..4"], **kwargs)  # type: ignore[arg-type]
+        except gym.GymError as err:
+            assert words in err.problems[0].message
+        else:
+            raise AssertionError(kwargs)
+    res = runner.invoke(app, ["diff", str(REFERENCE), str(REFERENCE), "--runs", "5"])
+    assert res.exit_code == 2 and "use --runs 16 or more" in res.stderr
+    assert "or 1" not in res.stderr
+    res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "20", "--confidence", "0.9"])
+    assert "use --runs 35 or more" in res.stderr and "or 1" not in res.stderr

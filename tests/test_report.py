@@ -168,7 +168,7 @@ def test_html_report_is_self_contained(tmp_path: Path) -> None:
     out = tmp_path / "report.html"
     assert _invoke("report", str(STARTER), "-o", str(out)).exit_code == 1
     html = out.read_text()
-    assert "Verdict: <span class='fail'>FAIL</span>" in html
+    assert "Verdict: <span class='fail' style='color:#c62828;font-weight:600'>FAIL</span>" in html
     assert html.count("data:image/png;base64,") == 3
     assert "http://" not in html and "https://" not in html and "<script" not in html
     for words in ("Why it fails", "Error budget", "Timeline", "deep-crawl surge"):

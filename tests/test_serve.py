@@ -291,3 +291,23 @@ def test_an_optional_section_is_added_from_the_page(page: Any) -> None:
     page.locator(".gym-sections label", has_text="async_writer").click()
     page.wait_for_selector("[data-cost='7']", timeout=15_000)
     assert page.locator(".gym-input-async-writer-buffer input").count() == 0
+
+
+def test_the_plots_keep_their_width_after_an_edit(page: Any) -> None:
+    """The plots are laid out at their full width from the first render: the same width
+    before and after the first edit (they drew at about half, then jumped), and as
+    wide as the results column leaves them (no wide empty margin on the right)."""
+    plot = page.locator(".gym-plot-saturation")
+    time.sleep(0.5)  # the first layout pass
+    before = plot.bounding_box()
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("5")
+    box.press("Enter")
+    page.wait_for_selector("[data-cost='8']", timeout=15_000)
+    time.sleep(0.5)
+    after = plot.bounding_box()
+    assert before is not None and after is not None
+    assert after["width"] == pytest.approx(before["width"], abs=2)
+    assert before["x"] + before["width"] > 1400 * 0.85  # the plots reach the right side
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground-after-edit.png"), full_page=True)

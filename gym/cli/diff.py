@@ -71,7 +71,7 @@ def diff_cmd(
     from gym.explore.parallel import make_executor
     from gym.inputs.loading import load_design
 
-    conf = check_many(runs, workers, scheduler, confidence, seed=seed)
+    conf = check_many(runs, workers, scheduler, confidence, seed=seed, one_run=False)
     force_needs(force, markdown, "--markdown")
     target = None
     if markdown is not None:

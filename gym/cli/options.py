@@ -141,8 +141,11 @@ def check_many(
     confidence: float | None,
     single_ok: bool = False,
     seed: int = 0,
+    one_run: bool = True,
 ) -> float:
-    """Options of many-run commands, checked before any work; returns the confidence."""
+    """Options of many-run commands, checked before any work; returns the confidence.
+    ``single_ok``: one run may take --workers and --confidence (a sweep's points);
+    ``one_run``: one run gives a verdict of its own (not diff's gate)."""
     problems = []
     if seed + runs - 1 > MAX_SEED:
         problems.append(
@@ -203,7 +206,10 @@ def check_many(
     conf = DEFAULT_CONFIDENCE if confidence is None else confidence
     from gym.explore.montecarlo import too_few_runs
 
-    if (few := too_few_runs(runs, conf)) is not None:
+    few = too_few_runs(
+        runs, conf, single_ok=one_run, hint_one=one_run and (single_ok or confidence is None)
+    )
+    if few is not None:
         problems.append(Problem(None, "--confidence" if conf >= 1 else "--runs", few))
     if problems:
         raise GymError(problems)

@@ -48,10 +48,17 @@ def runs_needed(confidence: float, z: float = Z95) -> int:
     return n
 
 
-def too_few_runs(runs: int, confidence: float, *, single_ok: bool = True) -> str | None:
+def too_few_runs(
+    runs: int, confidence: float, *, single_ok: bool = True, hint_one: bool = True
+) -> str | None:
     """Why ``runs`` seeds cannot reach a verdict by the ``--runs`` rule (None when they
     can): the one rule of every command that takes ``--runs``, checked before any work.
-    One run (``single_ok``) is judged by its own verdict, not the rule."""
+    One run (``single_ok``) is judged by its own verdict, not the rule; ``hint_one``:
+    the message offers it (not where a confidence was given, which one run refuses)."""
+    if runs < 1:
+        return f"{runs}: at least 1 run is needed"
+    if not 0 <= confidence <= 1:  # NaN too
+        return f"confidence {confidence}: a share of runs, from 0 to 1"
     if runs == 1 and single_ok:
         return None
     if confidence >= 1:
@@ -61,7 +68,7 @@ def too_few_runs(runs: int, confidence: float, *, single_ok: bool = True) -> str
         )
     least = max(2, runs_needed(confidence))
     if runs < least:
-        one = " (or 1: one run's own verdict)" if single_ok else ""
+        one = " (or 1: one run's own verdict)" if single_ok and hint_one else ""
         return (
             f"{runs} runs cannot show a pass probability of {confidence:g} with 95% "
             f"confidence even if every run passes; use --runs {least} or more{one}"

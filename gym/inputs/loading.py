@@ -332,13 +332,13 @@ def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
         )
     if kind == "model_type":
         return Problem(file, field, f"must be a mapping of keys, got {value_kind(value)}")
-    if kind in ("bool_parsing", "bool_type") and isinstance(value, str):
-        return Problem(
-            file,
-            field,
-            f"must be true or false (got {clipped(value)}: YAML 1.2 reads {value} as a word; "
-            "write true or false)",
-        )
+    if kind in ("bool_parsing", "bool_type"):
+        why = ""
+        if isinstance(value, str) and value.lower() in ("yes", "no", "on", "off", "y", "n"):
+            why = f": YAML 1.2 reads {value} as a word; write true or false"
+        elif isinstance(value, str) and value.lower() in ("true", "false"):
+            why = f": a quoted word; write {value.lower()} without quotes"
+        return Problem(file, field, f"must be true or false (got {clipped(value)}{why})")
     if kind == "list_type":
         return Problem(file, field, f"must be a list, got {value_kind(value)}")
     message = str(err["msg"])

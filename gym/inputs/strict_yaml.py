@@ -296,7 +296,9 @@ def _opened(exc: yaml.MarkedYAMLError) -> str:
     line: an unclosed ``{`` is found a line late, where the next key is; the line to
     fix is the one that opened it."""
     start, end = exc.context_mark, exc.problem_mark
-    if start is None or end is None or not exc.context or start.line >= end.line:
+    if start is None or end is None or not exc.context or start.line > end.line:
+        return ""
+    if (start.line, start.column) >= (end.line, end.column):
         return ""
     line = ""
     if isinstance(start.buffer, str):
@@ -305,7 +307,9 @@ def _opened(exc: yaml.MarkedYAMLError) -> str:
             line = " ".join(text[start.line].split())[:120]
     closer = "}" if "mapping" in exc.context else "]" if "sequence" in exc.context else None
     hint = f"; is its '{closer}' missing?" if closer and "flow" in exc.context else ""
-    said = exc.context.removeprefix("while parsing ")
+    said = exc.context.removeprefix("while parsing ").removeprefix("while scanning ")
+    if start.line == end.line:  # on the same line: where it opened is enough
+        return f" (in {said} that starts at column {start.column + 1}{hint})"
     return (
         f" (in {said} that starts at line {start.line + 1}, column {start.column + 1}"
         + (f": {line!r}" if line else "")

@@ -123,7 +123,11 @@ def write_runs(
             out = csv.writer(f)
             out.writerow(["seed", "verdict", *names, "failed"])
             for r in runs:
-                measured = [r["slos"][n]["measured"] if n in r["slos"] else "" for n in names]
+                measured = [
+                    CSV_FLOAT % v if isinstance(v, float) else ("" if v is None else v)
+                    for n in names
+                    for v in [r["slos"][n]["measured"] if n in r["slos"] else None]
+                ]
                 out.writerow([r["seed"], r["verdict"], *measured, r["failed"]])
         return [summary_path, rows_path]
 

@@ -411,7 +411,7 @@ def overlay(results: Sequence[Result]) -> Figure:
         color = colors[i % len(colors)]
         label = f"{literal(r.design.name)} ({r.verdict.upper()}, {r.metrics.cost_units} units)"
         peak = r.metrics.peak
-        top = f"{label}: highest {peak.value:.2f} at {literal(peak.component)}"
+        top = f"{label}: peak {peak.value:.2f}, {literal(peak.component)} at t={peak.at_s:g}s"
         highest = df.groupby("window")["saturation"].max()
         t = df.groupby("window")["t_s"].first()
         end = ctx.duration_s
