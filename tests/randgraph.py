@@ -224,7 +224,10 @@ def draw(seed: int) -> Case:
             elif b.kind == "service":
                 node["finish_share"] = round(1.0 - b.passes, 3)
             else:
-                node["layout"] = str(rng.choice(["split", "relational"]))
+                # A graph's store has only the split layout now (a relational one was
+                # accepted and ignored); the draw stays, so every later draw is the same.
+                rng.choice(["split", "relational"])
+                node["layout"] = "split"
             nodes[b.entry] = node
         elif b.kind == "buffered_store":
             # The store behind a buffer writes in a fixed time of one to five ticks (both

@@ -174,10 +174,11 @@ def test_no_change_is_suggested_when_the_flow_engine_passes_the_design_as_it_is(
     failed = dataclasses.replace(passed, verdict="fail", engine="request")
     nofix = suggest(failed)
     # Two runs: the reference with its units filled (a frontier buffer of 100,000, not
-    # 80,000) passes, and so does the reference once the buffer is given back; two more
-    # for the structural move the crash's lost fetches bring (on_crash: requeue), which
-    # passes too, at no less cost.
-    assert isinstance(nofix, NoFix) and nofix.runs == 4
+    # 80,000) passes, and so does the reference once the buffer is given back; one for
+    # each structural move the run's losses bring (on_crash: requeue for the crash's
+    # fetches, retries for the stall's writes) and one for the pair: each passes at no
+    # less cost, so none is kept.
+    assert isinstance(nofix, NoFix) and nofix.runs == 5
     assert "passes this design as it is" in nofix.summary()
 
 
@@ -585,3 +586,37 @@ def test_a_move_out_of_a_trap_wins_a_tie_with_units() -> None:
     assert isinstance(fix, Fix) and fix.lesson is not None and "object storage" in fix.lesson
     assert any(c.path == "page_store.layout" and c.new == "split" for c in fix.changes)
     assert gym.simulate(gym.load_design(path, fix.sets()), sc).passed
+
+
+def test_a_graph_service_rate_is_a_move_and_a_graph_store_is_split_only(
+    tmp_path: Path,
+) -> None:
+    """A service node costs no units, so the unit search never raised its rate: a design
+    whose service (9,000/s) is short in the burst had "No fix found". The move sets it
+    to its busiest second at 80%, and the fix passes. A graph store's relational layout
+    (accepted and ignored before) is refused."""
+    text = (SYSTEMS / "ingestion.yaml").read_text()
+    text = text.replace(
+        "    buffer:    {kind: write_buffer, buffer: 60000}",
+        "    api:       {kind: service, rps: 9000, service: {mean_ms: 5}}\n"
+        "    buffer:    {kind: write_buffer, buffer: 5000}",
+    ).replace(
+        "- {from: consumers, to: buffer}",
+        "- {from: consumers, to: api}\n    - {from: api, to: buffer}",
+    )
+    path = tmp_path / "api.yaml"
+    path.write_text(text)
+    fix = suggest(gym.simulate(path, INGESTION))
+    assert isinstance(fix, Fix) and any(c.path == "graph.nodes.api.rps" for c in fix.changes)
+    assert gym.simulate(gym.load_design(path, fix.sets()), INGESTION).passed
+    with pytest.raises(gym.GymError, match="must be 'split'"):
+        gym.load_design(SYSTEMS / "ingestion.yaml", ["graph.nodes.db.layout=relational"])
+
+
+def test_a_crawl_that_follows_no_links_is_told_so() -> None:
+    """The reference under deep-crawl: its seeds offer 3,005/s for a 9,000/s SLO. The
+    scenario's pages carry links: "no design can meet this target" was false (a
+    discovery section passes); the explanation says to follow them."""
+    r = gym.simulate(REFERENCE, ROOT / "scenarios" / "levers" / "deep-crawl.yaml")
+    (why,) = [e.text for e in r.explanations if e.slo == "throughput_rps"]
+    assert "no design can meet" not in why and "a discovery section" in why

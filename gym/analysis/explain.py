@@ -63,7 +63,13 @@ def explain(
     """Explanations for every failed SLO, then every failure cause, then every outage."""
     crawler = design if isinstance(design, Design) else None
     polite = politeness(crawler, scenario) if crawler is not None else None
-    out = [_slo(metrics, chk, polite) for chk in checks if not chk.passed]
+    # Links the scenario's pages carry that the design does not follow (no discovery).
+    unfollowed = (
+        crawler is not None
+        and crawler.discovery is None
+        and bool(scenario.web.links_per_page or any(s.links_per_page for s in scenario.load))
+    )
+    out = [_slo(metrics, chk, polite, unfollowed) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
     out += [_cause(metrics, cause, crawler, polite) for _, cause in causes]
     if crawler is None and any(not c.passed for c in checks):  # what a graph's loops amplify
@@ -95,7 +101,9 @@ def _words(cause: str, crawler: bool = True) -> str:
     return (CAUSE_WORDS.get(cause) if crawler else None) or cause.replace("_", " ")
 
 
-def _slo(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
+def _slo(
+    m: Metrics, chk: SLOCheck, polite: Politeness | None, unfollowed: bool = False
+) -> Explanation:
     top = _top_causes(m)
     if chk.name == "throughput_rps":
         offered_rps = m.offered / m.duration_s
@@ -105,7 +113,13 @@ def _slo(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
             f"URLs offered in {m.duration_s:g} s, {m.served:,} were served, {m.failed:,} failed"
             f"{top} and {m.in_flight_end:,} were still in flight at the end."
         )
-        if offered_rps < chk.target and not m.record.created:  # links could add to it
+        if offered_rps < chk.target and not m.record.created and unfollowed:
+            text += (
+                f" Its seeds offer only {offered_rps:,.0f}/s; the scenario's pages carry "
+                "links the design does not follow: a discovery section (a seen-URL set) "
+                "crawls them too."
+            )
+        elif offered_rps < chk.target and not m.record.created:  # links could add to it
             text += (
                 f" The scenario itself offers only {offered_rps:,.0f}/s, so no design "
                 "can meet this target."

@@ -252,13 +252,13 @@ def suggest(
     taken = {t.item for t in result.traps}  # the rubric's traps the design takes
 
     def candidates() -> Iterator[tuple[structural.Move, int]]:
-        """Each move with its run budget; then, only if none passed alone, each pair
-        (a relational store under a deep crawl needs its layout split and a seen-URL
-        set both)."""
+        """Each move with its run budget; then each pair (a relational store under a
+        deep crawl needs its layout split and a seen-URL set both; a canonicalized crawl
+        without links, its seen-URL set taken out too), bounded like a move by the
+        cheapest change found so far."""
         yield from ((mv, MOVE_RUNS) for mv in singles)
-        if found is None:
-            for a, b in itertools.combinations(singles, 2):
-                yield structural.both(a, b), PAIR_RUNS
+        for a, b in itertools.combinations(singles, 2):
+            yield structural.both(a, b), PAIR_RUNS
 
     for mv, budget in candidates():
         try:

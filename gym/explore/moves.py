@@ -22,7 +22,9 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 - a ``write_buffer`` node in a graph, before a store that lost writes while down or
   overloaded, holding at least the writes it lost (not before a store a cache feeds:
   its misses are reads);
-- ``on_crash: requeue`` on a graph's fleet that lost work in a crash.
+- ``on_crash: requeue`` on a graph's fleet that lost work in a crash;
+- a graph service's rate raised to its busiest second's demand at 80% (a service costs
+  no units, so the unit search never changes it).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from gym.models import Design
 from gym.system.graph import GraphDesign
@@ -209,6 +213,21 @@ def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
                     partial(_set, path=f"graph.nodes.{name}.on_crash", value="requeue"),
                 )
             )
+        overloaded = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("overload"))
+        if node.get("kind") == "service" and overloaded:
+            # A service costs no units: the unit search never changes its rate. Enough
+            # for its busiest second at 80% (its demand there, as the run measured it).
+            peak = float(np.nanmax(m.components[name].demand))
+            rate = float(_round_up(peak / 0.8))
+            if rate > float(node.get("rps", 0)):
+                out.append(
+                    Move(
+                        f"{name}.rps={rate:g}",
+                        f"{name} is a service: it costs no units, so its rate is a choice, "
+                        f"not a purchase; its busiest second asked for {peak:,.0f}",
+                        partial(_set, path=f"graph.nodes.{name}.rps", value=rate),
+                    )
+                )
         if node.get("kind") != "store" or name not in m.components:
             continue
         feeding = [e for e in edges if e.get("to") == name]

@@ -21,6 +21,11 @@ class StoreNode(PageStoreConfig):
 
     kind: Literal["store"] = Field(description="Node kind.")
     rps: Rate = Field(description="Requests per second the store takes.")
+    layout: Literal["split"] = Field(
+        "split",
+        description="A graph's store keeps no relational table of page bodies: the "
+        "crawler's page store has that choice (page_store.layout); here only split.",
+    )
 
 
 def _units(p: Any, c: Catalog) -> int:
