@@ -544,6 +544,11 @@ def test_an_optional_section_is_taken_out_where_that_is_cheaper() -> None:
     assert any(c.path == "async_writer" and c.new is None for c in fix.changes)
     assert "async_writer=null" in fix.sets()
     assert gym.simulate(gym.load_design(path, fix.sets()), sc).passed
+    # the seventh replica alone fixes the saturation but goes over the cost SLO: said
+    (replicas,) = [e for e in fix.effects if e.path == "fetchers.replicas"]
+    alone = gym.simulate(gym.load_design(path, ["fetchers.replicas=7"]), sc)
+    assert ("cost_units" in replicas.breaks) is (not alone.checks[-1].passed)
+    assert "breaks cost_units" in replicas.words()
 
 
 def test_the_text_says_what_each_change_costs_and_a_default_is_a_default() -> None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 import gym
 from gym.cli import app
 from gym.report import plots
-from tests.conftest import CHAOS, REFERENCE, STARTER
+from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
 
 runner = CliRunner()
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -264,3 +264,28 @@ def test_the_report_shows_the_plots_before_the_detail() -> None:
     assert order == sorted(order)
     assert page.index("<h2>Plots</h2>") < page.index("<h2>Where URLs were lost</h2>")
     assert page.index("<h2>Plots</h2>") < page.index("<h2>Error budget</h2>")
+
+
+def test_the_report_takes_the_fix_and_headroom_options(tmp_path: Path) -> None:
+    """gym report --no-fix leaves the fix out; --headroom works the margins out for a run
+    gym run would skip them for (retries: stepped tick by tick); --no-headroom leaves
+    them out."""
+    retry = [str(ROOT / "designs" / "levers" / "retry-backoff.yaml")]
+    brownout = ["-s", str(ROOT / "scenarios" / "levers" / "store-brownout.yaml")]
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["report", *retry, *brownout, "-o", str(out), "--headroom"])
+    assert res.exit_code == 0 and "load: passes up to" in out.read_text()
+    res = CliRunner().invoke(app, ["report", *retry, *brownout, "-o", str(out), "--force"])
+    assert "Skipped" in out.read_text() or "skipped" in out.read_text()
+    res = CliRunner().invoke(app, ["report", str(STARTER), "-o", str(out), "--force", "--no-fix"])
+    assert res.exit_code == 1 and "<h2>Suggested fix</h2>" not in out.read_text()
+
+
+def test_a_measured_value_never_prints_as_its_target_when_it_fails() -> None:
+    """A peak saturation of 0.9004 against <= 0.9 fails; printed to two decimals it read
+    0.90, the target itself. With the target it gets the decimals that tell them apart."""
+    from gym.analysis.scoring import format_measured
+
+    assert format_measured("peak_saturation", 0.9004, 0.9) == "0.9004"
+    assert format_measured("availability", 0.99896, 0.999) == "0.99896"
+    assert format_measured("peak_saturation", 0.77, 0.9) == "0.77"

@@ -474,10 +474,12 @@ def _storage(result: Result) -> Grade:
         "storage split",
         "none",
         f"bodies as rows of one relational table: {store.rps:,.0f} writes/s asked for "
-        f"{units} units ({page_store_units(split, cat)} in object storage), and the table "
+        f"{units} unit{'s' if units != 1 else ''} ({page_store_units(split, cat)} in object "
+        "storage), and the table "
         f"takes at most {runs:,.0f}/s: peak saturation {peak:.2f}, {lost:,} writes lost to "
         "overload",
-        trap="blobs in a relational table: it costs more and stops at one primary's writes",
+        trap="blobs in a relational table: it costs more at scale and stops at one "
+        "primary's writes",
     )
 
 

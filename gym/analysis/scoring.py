@@ -62,14 +62,22 @@ def check(metrics: Metrics, slos: SLOs) -> list[SLOCheck]:
     return checks
 
 
-def format_measured(name: str, value: float | None) -> str:
-    """A measured SLO value as tables and reports print it ("undefined" for None)."""
+def format_measured(name: str, value: float | None, target: float | None = None) -> str:
+    """A measured SLO value as tables and reports print it ("undefined" for None); with
+    ``target``, with the decimals that tell them apart (a peak saturation of 0.9004
+    against 0.9 is 0.9004, not 0.90, which read as a failure at the target)."""
     if value is None or value != value:  # None, or NaN (a mean over no defined runs)
         return "undefined"
-    if name == "availability":
-        return f"{value:.4f}"
-    if name == "peak_saturation":
-        return f"{value:.2f}"
+    if name in ("availability", "peak_saturation"):
+        digits = 4 if name == "availability" else 2
+        while (
+            target is not None
+            and value != target
+            and digits < 8
+            and float(f"{value:.{digits}f}") == float(f"{target:.{digits}f}")
+        ):
+            digits += 1
+        return f"{value:.{digits}f}"
     if name == "cost_units":
         return f"{value:g}"
     return per_second(value)

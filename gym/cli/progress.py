@@ -68,7 +68,7 @@ def status(text: str) -> Iterator[Callable[[int], None]]:
         yield lambda _n: None
         return
     with console.status(text) as shown:
-        yield lambda n: shown.update(f"{text} ({n:,} runs)")
+        yield lambda n: shown.update(f"{text} ({n:,} run{'s' if n != 1 else ''})")
 
 
 #: A progress callback: called with a count (runs planned, or runs finished).

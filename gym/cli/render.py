@@ -41,7 +41,7 @@ def print_result(r: Result, console: Console) -> None:
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
     _peak, peak_component, peak_at = m.peak
     for chk in r.checks:
-        measured = format_measured(chk.name, chk.measured)
+        measured = format_measured(chk.name, chk.measured, chk.target)
         if chk.name == "peak_saturation" and peak_component is not None:
             measured += f" ({peak_component}, t={peak_at:g}s)"
         mark = verdict(chk.passed, bold=not chk.passed)

@@ -161,6 +161,18 @@ def report_cmd(
     force: ForceOpt = False,
     sets: SetOpt = None,
     max_urls: MaxUrlsOpt = None,
+    no_fix: Annotated[
+        bool, typer.Option("--no-fix", help="When the design fails, leave the fix out.")
+    ] = False,
+    with_headroom: Annotated[
+        bool | None,
+        typer.Option(
+            "--headroom/--no-headroom",
+            help="When the design passes, work out the headroom whatever it costs, or leave "
+            "it out. Default: as gym run (runs of up to 20,000 ticks).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline,
     the suggested fix when it fails, the headroom when it passes, the resolved inputs).
@@ -174,7 +186,11 @@ def report_cmd(
     from gym.report.html import render
 
     r = results[0]
-    page = render(r, suggest(r, user_sets=sets or ()), headroom(r, AUTO_TICKS))
+    fix = None if no_fix else suggest(r, user_sets=sets or ())
+    room = None
+    if with_headroom is not False:
+        room = headroom(r, None if with_headroom else AUTO_TICKS)
+    page = render(r, fix, room)
     write_file(target, page, "-o")
     plain().print(
         f"wrote {one_line(target)} ({one_line(results[0].design.name)}: "

@@ -91,6 +91,8 @@ class Effect:
     fixes: tuple[str, ...]
     units: int
     alone: bool = True
+    #: SLOs the design passed that the change alone fails (a cost SLO it goes over).
+    breaks: tuple[str, ...] = ()
 
     def words(self) -> str:
         """``alone fixes throughput_rps, free`` (free: within the units already bought;
@@ -98,7 +100,8 @@ class Effect:
         if not self.alone:
             return "only with the others" + (f", {self.cost()}" if self.units else "")
         fixes = ", ".join(self.fixes) if self.fixes else "no SLO"
-        return f"alone fixes {fixes}, {self.cost()}"
+        breaks = f", breaks {', '.join(self.breaks)}" if self.breaks else ""
+        return f"alone fixes {fixes}{breaks}, {self.cost()}"
 
     def cost(self) -> str:
         """``free`` (within the units already bought), ``+2 units`` or ``saves 9 units``."""
@@ -112,6 +115,7 @@ class Effect:
             "fixes": list(self.fixes),
             "units": self.units,
             "alone": self.alone,
+            "breaks": list(self.breaks),
         }
 
 

@@ -421,7 +421,8 @@ def _effects(
             continue
         r = search.run(alone)
         fixes = tuple(c.name for c in r.checks if c.name in failed and c.passed)
-        out.append(Effect(change.path, fixes, cost))
+        breaks = tuple(c.name for c in r.checks if c.name not in failed and not c.passed)
+        out.append(Effect(change.path, fixes, cost, breaks=breaks))
     return out
 
 

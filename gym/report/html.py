@@ -169,7 +169,7 @@ def slo_table(r: Result) -> str:
         [
             c.name,
             f"{escape(c.op)} {c.target:g}",
-            format_measured(c.name, c.measured),
+            format_measured(c.name, c.measured, c.target),
             _mark(c.passed),
         ]
         for c in r.checks
