@@ -236,3 +236,23 @@ def url_limit(max_urls: int | None, engine: str) -> int:
             None, "--max-urls", "limits the request engine only; add --engine request"
         )
     return DEFAULT_MAX_URLS if max_urls is None else max_urls
+
+
+NoFixOpt = Annotated[
+    bool,
+    typer.Option(
+        "--no-fix",
+        help="When the design fails, do not search for the cheapest change that passes "
+        "(the suggested fix).",
+    ),
+]
+HeadroomOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--headroom/--no-headroom",
+        help="When the design passes, work out how far it is from failing (load, crash and "
+        "hit-ratio margins: about 20 flow runs). Default: for runs of up to 20,000 ticks "
+        "(a loop or retries count 50x).",
+        show_default=False,
+    ),
+]

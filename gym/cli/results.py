@@ -16,7 +16,9 @@ from gym.cli.options import (
     DesignsArg,
     EngineOpt,
     ForceOpt,
+    HeadroomOpt,
     MaxUrlsOpt,
+    NoFixOpt,
     ScenarioOpt,
     SeedOpt,
     SetOpt,
@@ -161,18 +163,8 @@ def report_cmd(
     force: ForceOpt = False,
     sets: SetOpt = None,
     max_urls: MaxUrlsOpt = None,
-    no_fix: Annotated[
-        bool, typer.Option("--no-fix", help="When the design fails, leave the fix out.")
-    ] = False,
-    with_headroom: Annotated[
-        bool | None,
-        typer.Option(
-            "--headroom/--no-headroom",
-            help="When the design passes, work out the headroom whatever it costs, or leave "
-            "it out. Default: as gym run (runs of up to 20,000 ticks).",
-            show_default=False,
-        ),
-    ] = None,
+    no_fix: NoFixOpt = False,
+    with_headroom: HeadroomOpt = None,
 ) -> None:
     """Write a self-contained HTML report of one run (verdict, tables, plots, timeline,
     the suggested fix when it fails, the headroom when it passes, the resolved inputs).

@@ -14,7 +14,9 @@ from gym.cli.options import (
     ConfidenceOpt,
     DesignArg,
     EngineOpt,
+    HeadroomOpt,
     JunitOpt,
+    NoFixOpt,
     ScenarioOpt,
     SchedulerOpt,
     SeedOpt,
@@ -98,24 +100,8 @@ def run(
     confidence: ConfidenceOpt = None,
     workers: WorkersOpt = None,
     scheduler: SchedulerOpt = None,
-    no_fix: Annotated[
-        bool,
-        typer.Option(
-            "--no-fix",
-            help="When the design fails, do not search for the cheapest change that "
-            "passes (the suggested fix).",
-        ),
-    ] = False,
-    headroom: Annotated[
-        bool | None,
-        typer.Option(
-            "--headroom/--no-headroom",
-            help="When the design passes, work out how far it is from failing (load, "
-            "crash and hit-ratio margins: about 20 flow runs). Default: for runs of up "
-            "to 20,000 ticks.",
-            show_default=False,
-        ),
-    ] = None,
+    no_fix: NoFixOpt = False,
+    headroom: HeadroomOpt = None,
     junit: JunitOpt = None,
 ) -> None:
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
