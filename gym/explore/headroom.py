@@ -73,21 +73,22 @@ class Margin:
         at = "" if self.node is None else f" at {self.node}"
         if self.fails is None:
             return f"hit ratio{at}: passes down to {self.passes:g}"
-        high, low = _apart(self.passes, self.fails, at_least=3)
+        # four decimals, every margin alike: within 0.0001 of the points the bisection ran
+        high, low = _apart(self.passes, self.fails, at_least=4, exact=False)
         return f"hit ratio{at}: passes down to {high}; fails at {low}{why}"
 
     def to_json(self) -> dict[str, Any]:
         return {**self.__dict__, "failed": list(self.failed)}
 
 
-def _apart(low: float, high: float, at_least: int = 2) -> tuple[str, str]:
+def _apart(low: float, high: float, at_least: int = 2, exact: bool = True) -> tuple[str, str]:
     """The two points a bisection ran, each as it ran to within a part in 10,000 (five
     figures: 1.1796875 is 1.1797, not 1.18, which may pass where 1.1797 failed), shorter
     where that is exact, and never the same figure for both."""
     for digits in range(at_least, 8):
         a, b = f"{low:.{digits}f}", f"{high:.{digits}f}"
-        exact = abs(float(a) - low) <= 5e-5 * low and abs(float(b) - high) <= 5e-5 * high
-        if a != b and exact:
+        close = abs(float(a) - low) <= 5e-5 * low and abs(float(b) - high) <= 5e-5 * high
+        if a != b and (close or not exact):
             return a, b
     return f"{low:g}", f"{high:g}"
 
