@@ -75,12 +75,18 @@ def url_budget(
 
 
 def validate(
-    design: Design | GraphDesign,
-    scenario: Scenario,
+    design: Design | GraphDesign | str | Path,
+    scenario: Scenario | str | Path | None = None,
     *,
     tick_ms: int = 10,
 ) -> list[Problem]:
-    """Problems that stop ``design`` from running under ``scenario`` (empty when it can)."""
+    """Problems that stop ``design`` from running under ``scenario`` (empty when it can);
+    models or paths, as :func:`simulate` takes them (a file that does not load raises
+    :class:`gym.GymError`)."""
+    if not isinstance(design, Design | GraphDesign):
+        design = load_design(design)
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(default_scenario() if scenario is None else scenario)
     if isinstance(design, GraphDesign):
         problems = graph_check(design, scenario)
     else:

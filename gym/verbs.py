@@ -57,7 +57,10 @@ def sweep(
 
     from gym.explore import sweep as sweeping
 
-    points = sweeping.grid(Path(design), list(vary), list(sets))
+    # one PATH=VALUES given as a string is one axis, not a list of its characters
+    axes = [vary] if isinstance(vary, str) else list(vary)
+    given = [sets] if isinstance(sets, str) else list(sets)
+    points = sweeping.grid(Path(design), axes, given)
     rows = sweeping.run(
         points,
         _scenario(scenario),

@@ -56,3 +56,17 @@ def test_the_budget_plot_says_how_far_over() -> None:
     b = r.budget
     assert f"{b.spent:,} failed URLs, {b.spent / b.allowed:.1f}x the budget" in title
     assert len(ax.get_yticks()) == sum(1 for e in b.by_event if e.urls)
+
+
+def test_the_verbs_take_what_simulate_takes() -> None:
+    """gym.validate takes paths as gym.simulate does (a crawler design under a graph
+    scenario: the problem named); gym.sweep takes one PATH=VALUES as a string, not as
+    a list of its characters."""
+    import gym
+
+    reference = str(ROOT / "designs" / "reference.yaml")
+    assert gym.validate(reference) == []
+    (problem,) = gym.validate(reference, ROOT / "scenarios" / "systems" / "ingestion.yaml")
+    assert problem.field == "system" and "crawler design" in problem.message
+    table = gym.sweep(reference, "fetchers.replicas=3..4")
+    assert list(table["fetchers.replicas"]) == [3, 4]
