@@ -101,7 +101,7 @@ def test_all_replicas_down_is_a_fetcher_outage() -> None:
     fetchers = r.metrics.components["fetchers"]
     assert fetchers.outage.tolist() == [False] * 4 + [True] * 6
     assert np.isnan(fetchers.saturation[4:]).all()
-    assert ("fetchers", 4.0, 10.0) in r.metrics.outages()
+    assert ("fetchers", 4.0, 10.0) in r.metrics.outages
 
 
 def test_stall_fails_exactly_the_misses_that_reach_it() -> None:

@@ -110,11 +110,11 @@ def test_a_hot_key_caps_what_shards_buy(engine: str) -> None:
     assert crawler.seen_set_capacity_rps(four, sc) == pytest.approx(25_000)
     assert crawler.seen_set_capacity_rps(sixteen, sc) == pytest.approx(40_000)
     result = gym.simulate(four, sc, engine=engine)
-    peak, _window = result.metrics.components["seen_set"].peak()
+    peak, _window = result.metrics.components["seen_set"].peak
     assert peak == pytest.approx(0.8, abs=1e-9)
     assert result.metrics.units["seen_set"] == 4
     one = gym.simulate(_design(1), sc, engine=engine)  # 10,000/s against 20,000 asked
-    assert one.metrics.components["seen_set"].peak()[0] == pytest.approx(2.0, abs=1e-9)
+    assert one.metrics.components["seen_set"].peak.value == pytest.approx(2.0, abs=1e-9)
     assert one.metrics.failed_by_cause["seen_set_overload"] > 40_000  # about half of 100,000
 
 
@@ -155,7 +155,7 @@ def test_the_deep_crawl_lesson_in_the_flow_engine() -> None:
     cost SLO (16) fails."""
     one = gym.simulate(LEVERS / "seen-set-1.yaml", DEEP_CRAWL)
     assert one.verdict == "fail"
-    sat = one.metrics.components["seen_set"].peak()[0]
+    sat = one.metrics.components["seen_set"].peak.value
     assert sat is not None and sat > 1.0  # 63,000 / 50,000 before anything backs off
     four = gym.simulate(LEVERS / "seen-set-4.yaml", DEEP_CRAWL)
     assert four.verdict == "fail"

@@ -36,7 +36,7 @@ def test_stalled_store_is_an_outage_not_a_saturation() -> None:
     store = m.components["page_store"]
     assert store.outage.tolist() == [False] * 2 + [True] * 3 + [False] * 5
     assert np.isnan(store.saturation[2:5]).all()
-    assert m.outages() == [("page_store", 2.0, 5.0)]
+    assert m.outages == [("page_store", 2.0, 5.0)]
 
 
 @pytest.mark.parametrize("engine", ["flow", "request"])
@@ -53,7 +53,7 @@ def test_a_store_slower_than_a_url_a_window_is_not_down(engine: str) -> None:
     m = gym.simulate(d, sc, seed=0, engine=engine).metrics
     store = m.components["page_store"]
     assert (store.capacity == 0).sum() >= 6  # whole URLs: 1 in every fourth window
-    assert not store.outage.any() and m.outages() == []
+    assert not store.outage.any() and m.outages == []
     assert store.rated.tolist() == [0.25] * 10
     assert store.saturation[1:] == pytest.approx(100 / 0.25)
 

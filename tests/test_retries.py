@@ -96,7 +96,7 @@ def test_backoff_recovers_a_brownout_and_tight_retries_storm(engine: str) -> Non
         name: gym.simulate(LEVERS / f"retry-{name}.yaml", sc, engine=engine).metrics
         for name in ("none", "storm", "backoff")
     }
-    peak = {name: m.components["page_store"].peak()[0] for name, m in runs.items()}
+    peak = {name: m.components["page_store"].peak.value for name, m in runs.items()}
     assert runs["none"].failed > 800
     assert peak["none"] == pytest.approx(480 / 250, rel=0.02)
     assert peak["storm"] > 5.0

@@ -587,11 +587,11 @@ def test_the_javascript_rendering_lesson() -> None:
     sc = DESIGNS.parent / "scenarios" / "levers" / "js-heavy.yaml"
     reference = gym.simulate(DESIGNS / "reference.yaml", sc)
     assert reference.verdict == "fail"
-    fetchers = reference.metrics.components["fetchers"].peak()[0]
+    fetchers = reference.metrics.components["fetchers"].peak.value
     assert fetchers is not None and fetchers >= 1.5
     sized = gym.simulate(DESIGNS / "levers" / "js-rendering.yaml", sc)
     assert sized.verdict == "pass"
-    peak = sized.metrics.components["fetchers"].peak()[0]
+    peak = sized.metrics.components["fetchers"].peak.value
     assert peak == pytest.approx(12_000 / 14_000, abs=0.02)
 
 

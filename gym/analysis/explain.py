@@ -78,7 +78,7 @@ def explain(
             for line in explain_graph.loops(metrics)
         ]
     tl = metrics.record.timeline
-    for component, start, end in metrics.outages():
+    for component, start, end in metrics.outages:
         event = tl.describe_at(start, component)
         out.append(
             Explanation(
@@ -163,7 +163,7 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explana
     tl = m.record.timeline
     over = []
     for name, cw in m.components.items():
-        value, w = cw.peak()
+        value, w = cw.peak
         if value is not None and w is not None and value > chk.target:
             over.append((value, name, w))
     over.sort(reverse=True)
@@ -401,7 +401,7 @@ def _worst_outage_loss(m: Metrics, cause: str, store: str = "page_store") -> int
     """Most URLs one outage of ``store`` failed with ``cause`` (what a writer must hold)."""
     counts = m.components[store].failed[cause]
     worst = 0
-    for component, start, end in m.outages():
+    for component, start, end in m.outages:
         if component == store:
             span = (m.window_s >= start) & (m.window_s < end)
             worst = max(worst, int(counts[span].sum()))

@@ -63,14 +63,23 @@ class ComponentWindows:
 
         return component_repr(self)
 
-    def peak(self) -> tuple[float | None, int | None]:
-        """Highest saturation outside outages and the window it happened in."""
+    @property
+    def peak(self) -> WindowPeak:
+        """Highest saturation outside outages and the window it happened in (None, None
+        when every window was an outage)."""
         valid = ~np.isnan(self.saturation)
         if not valid.any():
-            return None, None
+            return WindowPeak(None, None)
         masked = np.where(valid, self.saturation, -np.inf)
         w = int(np.argmax(masked))
-        return float(self.saturation[w]), w
+        return WindowPeak(float(self.saturation[w]), w)
+
+
+class WindowPeak(NamedTuple):
+    """A component's highest saturation and its window (an index: second w)."""
+
+    value: float | None
+    window: int | None
 
 
 class Peak(NamedTuple):
@@ -134,7 +143,7 @@ class Metrics:
         and the window's start (0, None, None when no component has a figure)."""
         best = Peak(0.0, None, None)
         for name, cw in self.components.items():
-            value, w = cw.peak()
+            value, w = cw.peak
             if (
                 value is not None
                 and w is not None
@@ -148,6 +157,7 @@ class Metrics:
         """Highest saturation of any component in any window (:attr:`peak` says where)."""
         return self.peak.value
 
+    @property
     def outages(self) -> list[tuple[str, float, float]]:
         """(component, from_s, to_s) for each run of outage windows."""
         spans = []

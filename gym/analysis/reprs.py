@@ -31,7 +31,7 @@ def metrics_repr(m: Metrics) -> str:
 
 
 def component_repr(cw: ComponentWindows) -> str:
-    value, w = cw.peak()
+    value, w = cw.peak
     peak = "no figure" if value is None else f"peak saturation {value:.2f} in window {w}"
     return (
         f"<ComponentWindows {cw.name!r}: {len(cw.arrived)} windows, {peak}, "

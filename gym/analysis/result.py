@@ -147,7 +147,7 @@ class Result:
         peak, peak_component, peak_at = m.peak
         components: dict[str, Any] = {}
         for name, cw in m.components.items():
-            value, w = cw.peak()
+            value, w = cw.peak
             components[name] = {
                 "units": m.units.get(name, 0),
                 "peak_saturation": value,
@@ -193,7 +193,7 @@ class Result:
                 self.design.fetchers.on_crash if isinstance(self.design, Design) else None
             ),
             "components": components,
-            "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages()],
+            "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages],
             "latency_ms": {name: s.to_json() for name, s in self.latency.items()},
             "latency_source": (
                 "measured per URL"

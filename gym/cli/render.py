@@ -100,7 +100,7 @@ def print_result(r: Result, console: Console) -> None:
     for col in ("component", "units", "peak saturation", "failed"):
         comp.add_column(col, justify="left" if col == "component" else "right")
     for name, cw in m.components.items():
-        value, w = cw.peak()
+        value, w = cw.peak
         sat = "-" if value is None or w is None else f"{value:.2f} at t={m.window_s[w]:g}s"
         if cw.outage.any():
             sat += f", down {int(cw.outage.sum())} s"

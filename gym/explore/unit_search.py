@@ -126,7 +126,7 @@ def implicated(r: Result, parts: tuple[str, ...]) -> set[str]:
     for i, name in enumerate(names):
         cw = m.components[name]
         lost = int(cw.failed_total.sum())
-        peak = cw.peak()[0]
+        peak = cw.peak.value
         if lost == 0 and (peak is None or peak <= limit):
             continue
         hot.add(name)

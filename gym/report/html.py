@@ -196,7 +196,7 @@ def _components(r: Result) -> str:
     m = r.metrics
     rows = []
     for name, cw in m.components.items():
-        value, w = cw.peak()
+        value, w = cw.peak
         peak = "-" if value is None or w is None else f"{value:.2f} at t={m.window_s[w]:g}s"
         down = int(cw.outage.sum())
         rows.append(
