@@ -70,3 +70,19 @@ def test_the_verbs_take_what_simulate_takes() -> None:
     assert problem.field == "system" and "crawler design" in problem.message
     table = gym.sweep(reference, "fetchers.replicas=3..4")
     assert list(table["fetchers.replicas"]) == [3, 4]
+
+
+def test_a_fix_and_many_runs_show_themselves_in_a_notebook() -> None:
+    """A fix's HTML: its verdict, a row per change with what it does alone, the --set
+    options; many runs': the verdict by the rule and a row per SLO."""
+    import gym
+    from gym.explore.montecarlo import run_many
+
+    r = gym.simulate(ROOT / "designs" / "starter.yaml")
+    fix = gym.suggest_fix(r)
+    assert fix is not None and fix.found
+    page = fix._repr_html_()  # type: ignore[union-attr]
+    assert page.count("<tr>") == 1 + len(fix.changes) and "--set fetchers.replicas=4" in page
+    many = run_many(r.design, r.scenario, runs=16)
+    page = many._repr_html_()
+    assert "0/16 runs" in page and page.count("<tr>") == 1 + len(many.slos)

@@ -110,3 +110,16 @@ def _sparkline(cw: ComponentWindows, slo: object, width: int = 360, height: int 
         + (f" (dashed: the SLO's {float(limit):g})" if limit is not None else "")
         + "</figcaption></figure>"
     )
+
+
+def verdict_span(passed: bool) -> str:
+    """PASS or FAIL, coloured and bold."""
+    colour = PASS_COLOUR if passed else FAIL_COLOUR
+    return f"<span style='color:{colour};font-weight:bold'>{'PASS' if passed else 'FAIL'}</span>"
+
+
+def table_html(header: list[str], rows: list[list[str]]) -> str:
+    """A plain HTML table of cells already escaped (or markup of this module's)."""
+    head = "".join(f"<th>{h}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"

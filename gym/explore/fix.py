@@ -98,6 +98,25 @@ class Fix:
     def __repr__(self) -> str:
         return f"<Fix {self.summary()}>"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the changes, what each does alone, the verdict, the sets."""
+        from html import escape
+
+        from gym.analysis.reprs import table_html, verdict_span
+
+        effects = {e.path: e.words() for e in self.effects}
+        rows = [
+            [escape(c.path), escape(c.words()), escape(effects.get(c.path, ""))]
+            for c in self.changes
+        ]
+        sets = " ".join(f"--set {s}" for s in self.sets())
+        lesson = f"<p>The lesson: {escape(self.lesson)}</p>" if self.lesson else ""
+        return (
+            f"<p>Suggested fix: {verdict_span(self.result.passed)} at {self.cost_units} units"
+            f"</p>{table_html(['field', 'change', 'alone'], rows)}{lesson}"
+            f"<p><code>{escape(sets)}</code></p>"
+        )
+
     def summary(self) -> str:
         """One line: what to change, and how the changed design does."""
         m = self.result.metrics

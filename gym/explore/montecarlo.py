@@ -311,6 +311,28 @@ class MonteCarloResult:
             f"{self.confidence:g})>"
         )
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the verdict by the rule, and each SLO's spread."""
+        from gym.analysis.reprs import table_html, verdict_span
+        from gym.analysis.scoring import format_measured
+
+        low, high = self.ci
+        rows = [
+            [
+                s.name,
+                f"{s.op} {s.target:g}",
+                *(format_measured(s.name, v) for v in (s.mean, s.min, s.max)),
+                f"{s.pass_rate:.0%}",
+            ]
+            for s in self.slos
+        ]
+        return (
+            f"<p>{verdict_span(self.verdict == 'pass')}: passes every SLO in {self.passes}/"
+            f"{self.n} runs, 95% interval [{low:.2f}, {high:.2f}] (PASS if its lower bound "
+            f"&ge; {self.confidence:g})</p>"
+            + table_html(["SLO", "target", "mean", "min", "max", "pass rate"], rows)
+        )
+
     @property
     def n(self) -> int:
         return len(self.runs)
