@@ -5,6 +5,7 @@ for the same things in every command."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,3 +151,17 @@ def test_each_kind_names_its_own_unit() -> None:
     assert units["graph.nodes.log.buffer"] == "requests"
     assert units["graph.nodes.buffer.buffer"] == "writes"
     assert units["graph.nodes.consumers.rps_per_replica"] == "requests/s"
+
+
+def test_what_a_command_wrote_is_said_on_stderr(tmp_path: Path) -> None:
+    """Every "wrote ..." line goes to stderr (stdout is for results: JSON, tables), in
+    plot, report and schema as in run, sweep, diff and slo export."""
+    for args in (
+        ["plot", str(REFERENCE), "-o", str(tmp_path / "p.png")],
+        ["report", str(REFERENCE), "-o", str(tmp_path / "r.html")],
+        ["schema", "-o", str(tmp_path / "schemas")],
+        ["run", str(REFERENCE), "-o", str(tmp_path / "run"), "--no-headroom"],
+    ):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 0, (args, res.output)
+        assert "wrote " in res.stderr and "wrote " not in res.stdout, args

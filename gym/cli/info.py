@@ -114,7 +114,7 @@ def schema_cmd(
     from gym.inputs import schema
 
     written = schema.write(output, docs, force)
-    plain().print("wrote " + ", ".join(one_line(p) for p in written))
+    plain(stderr=True).print("wrote " + ", ".join(one_line(p) for p in written))
 
 
 @app.command("validate")

@@ -139,7 +139,7 @@ def plot_cmd(
     fig = plots.overlay(results)
     fmt = target.suffix.lower().lstrip(".")
     write_file(target, lambda tmp: fig.savefig(tmp, format=fmt, dpi=110, bbox_inches="tight"), "-o")
-    plain().print(f"wrote {one_line(target)}")
+    plain(stderr=True).print(f"wrote {one_line(target)}")
     raise exit_all_pass(results)
 
 
@@ -184,7 +184,7 @@ def report_cmd(
         room = headroom(r, None if with_headroom else AUTO_TICKS)
     page = render(r, fix, room)
     write_file(target, page, "-o")
-    plain().print(
+    plain(stderr=True).print(
         f"wrote {one_line(target)} ({one_line(results[0].design.name)}: "
         f"{results[0].verdict.upper()})"
     )
