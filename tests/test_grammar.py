@@ -165,3 +165,11 @@ def test_what_a_command_wrote_is_said_on_stderr(tmp_path: Path) -> None:
         res = runner.invoke(app, args)
         assert res.exit_code == 0, (args, res.output)
         assert "wrote " in res.stderr and "wrote " not in res.stdout, args
+
+
+def test_an_empty_output_path_is_refused() -> None:
+    """-o "" was the current directory for run (7 files written into it) and schema."""
+    for args in (["run", str(REFERENCE), "-o", ""], ["schema", "-o", ""]):
+        res = runner.invoke(app, args)
+        assert res.exit_code == 2 and "an empty path; give a directory" in res.stderr, args
+        assert len(res.stderr.splitlines()) == 1

@@ -11,7 +11,7 @@ import typer
 from gym.cli.console import one_line, plain, print_json
 from gym.cli.contract import guarded
 from gym.cli.inputs import checked, scenario_of
-from gym.cli.options import DesignArg, ScenarioOpt, SetOpt
+from gym.cli.options import DesignArg, ScenarioOpt, SetOpt, dir_name
 from gym.cli.program import app
 from gym.core.errors import GymError
 
@@ -95,7 +95,13 @@ def estimate_cmd(
 def schema_cmd(
     output: Annotated[
         Path,
-        typer.Option("-o", "--out", help="Directory for the JSON Schema files.", metavar="DIR"),
+        typer.Option(
+            "-o",
+            "--out",
+            help="Directory for the JSON Schema files.",
+            metavar="DIR",
+            parser=dir_name,
+        ),
     ] = Path("schemas"),
     docs: Annotated[
         Path | None,

@@ -224,6 +224,14 @@ def file_name(value: str | Path) -> Path:
     return Path(value)
 
 
+def dir_name(value: str | Path) -> Path:
+    """An output directory's path as typed: an empty one is refused (Path("") is the
+    current directory: ``-o ""`` wrote a run's files into it)."""
+    if isinstance(value, str) and not value.strip():
+        raise typer.BadParameter("an empty path; give a directory")
+    return Path(value)
+
+
 def force_needs(force: bool, output: Path | None, option: str) -> None:
     if force and output is None:
         raise GymError.single(None, "--force", f"applies only with {option}; leave it out")

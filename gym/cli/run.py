@@ -23,6 +23,7 @@ from gym.cli.options import (
     SetOpt,
     WorkersOpt,
     check_many,
+    dir_name,
     force_needs,
     url_limit,
 )
@@ -78,6 +79,7 @@ def run(
             "the summary JSON and one CSV row per run).",
             show_default=False,
             metavar="DIR",
+            parser=dir_name,
         ),
     ] = None,
     force: Annotated[
