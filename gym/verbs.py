@@ -121,11 +121,7 @@ def plot(
         return plots.overlay(list(result))
     if kind == "budget":
         return plots.plot_budget(result, ax=ax)
-    draw = {
-        "utilization": plots.plot_utilization,
-        "outcomes": plots.plot_outcomes,
-        "backlog": plots.plot_backlog,
-    }.get(kind)
+    draw = plots.PLOTS.get(kind)
     if draw is None:
         raise ValueError(f"kind {kind!r}: choose utilization, outcomes, backlog or budget")
     return draw(result.windows(), plots.context(result), ax=ax)

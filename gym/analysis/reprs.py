@@ -49,22 +49,22 @@ def _figures(m: Metrics) -> str:
     )
 
 
-#: The colours of PASS and FAIL (the HTML report's).
-PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#cf222e"
+#: The colours of PASS and FAIL (the HTML report's too).
+PASS_COLOUR, FAIL_COLOUR = "#1a7f37", "#c62828"
 
 
 def result_html(r: Result) -> str:
     """The verdict, the SLO table and the busiest component's saturation, as HTML."""
     m = r.metrics
-    colour = PASS_COLOUR if r.passed else FAIL_COLOUR
-    rows = "".join(
-        "<tr>"
-        f"<td>{escape(c.name)}</td><td>{escape(c.op)} {c.target:g}</td>"
-        f"<td style='text-align:right'>{_measured(c.measured)}</td>"
-        f"<td style='color:{PASS_COLOUR if c.passed else FAIL_COLOUR};font-weight:bold'>"
-        f"{'PASS' if c.passed else 'FAIL'}</td></tr>"
+    rows = [
+        [
+            escape(c.name),
+            f"{escape(c.op)} {c.target:g}",
+            _measured(c.measured),
+            verdict_span(c.passed),
+        ]
         for c in r.checks
-    )
+    ]
     peak = m.peak
     plot = ""
     if peak.component is not None:
@@ -72,15 +72,14 @@ def result_html(r: Result) -> str:
     return (
         "<div class='gym-result'>"
         f"<p><b>{escape(str(r.design.name))}</b> under <b>{escape(str(r.scenario.name))}</b> "
-        f"({escape(r.engine)} engine, seed {r.seed}): "
-        f"<span style='color:{colour};font-weight:bold'>{r.verdict.upper()}</span></p>"
-        "<table><thead><tr><th>SLO</th><th>target</th><th>measured</th><th></th></tr>"
-        f"</thead><tbody>{rows}</tbody></table>"
+        f"({escape(r.engine)} engine, seed {r.seed}): {verdict_span(r.passed)}</p>"
+        f"{table_html(['SLO', 'target', 'measured', ''], rows)}"
         f"<p>{escape(_figures(m))}</p>{plot}</div>"
     )
 
 
 def _measured(value: float | None) -> str:
+    # Not scoring.format_measured: scoring imports metrics, whose repr is this module's.
     return "undefined" if value is None else f"{value:,.4g}"
 
 

@@ -53,11 +53,12 @@ from gym.core.errors import GymError
 from gym.explore import moves as structural
 from gym.explore.changes import Change, Effect, changes, exact, flow, leaves, mapping, put
 from gym.explore.unit_search import Search, clamp, uniform
-from gym.models import Design
+from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
+    from gym.explore.unit_space import Space
 
 #: Runs the search may spend (each a flow run of a few ms to tens of ms).
 MAX_RUNS = 120
@@ -243,7 +244,6 @@ def suggest(
     :data:`REACH_UNITS`) passes; None when the run passed. ``user_sets``: the ``--set``
     options the design was loaded with, for the fix's own (:meth:`Fix.sets`)."""
     from gym.explore.unit_space import space_for
-    from gym.system.costing import units_of
 
     if result.passed:
         return None
@@ -252,8 +252,7 @@ def suggest(
         space = space_for(scenario, design)
     except GymError as err:  # a graph with no node bought in units: nothing to change
         return NoFix(runs=0, limit=0, reason=f"nothing to search: {err.problems[0].message}")
-    have = units_of(design, scenario.catalog)
-    start = tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
+    start = _own_units(design, space, scenario)
     limit = max_cost
     if limit is None:
         slo = scenario.slos.cost_units
@@ -285,11 +284,7 @@ def suggest(
             sub_space = space_for(scenario, based)
         except (GymError, ValueError):  # the move makes no design the catalog allows
             continue
-        got_units = units_of(based, scenario.catalog)
-        sub_start = tuple(
-            max(got_units.get(p, 0), m)
-            for p, m in zip(sub_space.parts, sub_space.mins, strict=True)
-        )
+        sub_start = _own_units(based, sub_space, scenario)
         # Only a move at no more cost than the best change so far can win or be named
         # beside it: its search stops there, and one that starts above it is not run.
         bound = limit if found is None else min(limit, sum(found[0]))
@@ -388,7 +383,7 @@ def suggest(
             alternative = None  # the fix and more, or no structural change: none
     if alternative is not None:
         other = Fix(
-            changes=changes(design, alt_design),
+            changes=alt_made,
             design=alt_design,
             result=alt_r,
             units={p: n for p, n in zip(alt_search.space.parts, alt_units, strict=True) if n},
@@ -408,6 +403,14 @@ def suggest(
         alternative=other,
         effects=effects,
     )
+
+
+def _own_units(design: Design | GraphDesign, space: Space, scenario: Scenario) -> tuple[int, ...]:
+    """The units ``design`` has of each part of ``space``, at least each part's least."""
+    from gym.system.costing import units_of
+
+    have = units_of(design, scenario.catalog)
+    return tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
 
 
 def _effects(

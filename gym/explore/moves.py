@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gym.explore.changes import mapping, put
 from gym.models import Design
 from gym.system.graph import GraphDesign
 
@@ -78,14 +79,8 @@ def both(a: Move, b: Move) -> Move:
 
 def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
     """``design`` with the field at ``path`` (dotted) set to ``value``."""
-    data = design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
-    *parents, last = path.split(".")
-    node = data
-    for key in parents:
-        if not isinstance(node.get(key), dict):
-            node[key] = {}
-        node = node[key]
-    node[last] = value
+    data = mapping(design)
+    put(data, path, value, make=True)
     return type(design).model_validate(data)
 
 
@@ -171,19 +166,10 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
             "requeue a crashed replica's fetches instead of failing them",
         )
     retried = design.retries
-    failing = sum(
-        lost.get(c, 0)
-        for c in (
-            "store_unavailable",
-            "store_overload",
-            "resolver_unavailable",
-            "resolver_overload",
-        )
-    )
+    writes = any(lost.get(c, 0) for c in ("store_unavailable", "store_overload"))
+    lookups = any(lost.get(c, 0) for c in ("resolver_unavailable", "resolver_overload"))
     lockstep = retried is not None and (retried.jitter == 0 or retried.multiplier == 1)
-    if failing and (retried is None or lockstep):
-        writes = any(lost.get(c, 0) for c in ("store_unavailable", "store_overload"))
-        lookups = any(lost.get(c, 0) for c in ("resolver_unavailable", "resolver_overload"))
+    if (writes or lookups) and (retried is None or lockstep):
         what = "writes and lookups" if writes and lookups else "writes" if writes else "lookups"
         lesson = (
             f"retry failed {what} with backoff, a bounded number of times"

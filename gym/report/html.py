@@ -142,9 +142,11 @@ def escape_block(text: str) -> str:
 
 def _mark(ok: bool) -> str:
     """PASS or FAIL, coloured also where the report's style sheet is not (the playground)."""
+    from gym.analysis.reprs import FAIL_COLOUR, PASS_COLOUR
+
     if ok:
-        return "<span class='pass' style='color:#1a7f37;font-weight:600'>PASS</span>"
-    return "<span class='fail' style='color:#c62828;font-weight:600'>FAIL</span>"
+        return f"<span class='pass' style='color:{PASS_COLOUR};font-weight:600'>PASS</span>"
+    return f"<span class='fail' style='color:{FAIL_COLOUR};font-weight:600'>FAIL</span>"
 
 
 def _table(header: list[str], rows: list[list[str]], numeric: set[int] | None = None) -> str:
