@@ -122,7 +122,7 @@ def test_a_bad_value_gets_the_command_lines_message_and_changes_nothing(
         text=True,
     )
     assert out.returncode == 2
-    assert messages(err.value) == out.stderr.strip().splitlines()
+    assert messages(err.value.problems) == out.stderr.strip().splitlines()
 
 
 def test_a_field_the_design_lacks_is_refused(session: Session) -> None:

@@ -196,20 +196,142 @@ def test_download_gives_a_design_gym_run_loads(page: Any, tmp_path: Path) -> Non
     assert out.returncode == 0  # the reference with 5 replicas passes, as on the page
 
 
-def test_a_bad_value_shows_the_command_lines_message(page: Any) -> None:
+def test_a_bad_value_shows_its_message_beside_its_field(page: Any) -> None:
+    """The model's message, under the field (not naming the file: the user edits the page),
+    with the value the page keeps running; gone with the bad value."""
     box = page.locator(".gym-input-cache-hit-ratio input")
     box.fill("1.5")
     box.press("Enter")
-    page.wait_for_selector(
-        "text=error: designs/reference.yaml: cache.hit_ratio: must be less than or equal to 1 "
-        "(got 1.5)",
-        timeout=15_000,
-    )
+    beside = page.locator(".gym-msg-cache-hit-ratio")
+    beside.locator("text=must be less than or equal to 1 (got 1.5)").wait_for(timeout=15_000)
+    assert beside.locator("text=the page runs 0.92 meanwhile").count() == 1
+    assert page.locator("text=designs/reference.yaml").count() == 0
     _verdict(page, "PASS")  # nothing changed: the last good design still shows
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground-bad-value.png"), full_page=True)
     box.fill("0.6")
     box.press("Enter")
     _verdict(page, "FAIL")
-    assert page.locator("text=error:").count() == 0  # the message went with the bad value
+    page.wait_for_function(
+        "() => !document.querySelector('.gym-msg-cache-hit-ratio')"
+        " || document.querySelector('.gym-msg-cache-hit-ratio').offsetParent === null",
+        timeout=15_000,
+    )
+    assert page.locator("text=must be less than or equal to 1").count() == 0
+
+
+def _value(page: Any, css: str) -> str:
+    value: str = page.locator(f"{css} input").input_value()
+    return value
+
+
+def _wait_value(page: Any, css: str, want: str) -> None:
+    """Wait for an input's value to become ``want`` (set by the server: a round trip)."""
+    deadline = time.monotonic() + 15
+    while _value(page, css) != want:
+        assert time.monotonic() < deadline, f"{css}: {_value(page, css)!r}, not {want!r}"
+        time.sleep(0.1)
+
+
+def test_the_address_is_a_share_link(browser: Any, page: Any) -> None:
+    """After an edit and a new seed, the address carries the design, scenario and seed:
+    opened in another tab, it shows the same run."""
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("5")
+    box.press("Enter")
+    page.wait_for_selector("[data-cost='8']", timeout=15_000)
+    seed = page.locator(".gym-seed input")
+    seed.fill("7")
+    seed.press("Enter")
+    page.wait_for_selector("text=seed 7", timeout=15_000)
+    page.wait_for_function("() => location.search.includes('seed=7')", timeout=15_000)
+    url = page.url
+    assert "scenario=scenarios/crawler-chaos.yaml" in url and "design=" in url
+    other = browser.new_context(viewport={"width": 1400, "height": 1400}).new_page()
+    other.goto(url)
+    other.wait_for_selector("[data-cost='8']", timeout=30_000)
+    assert _value(other, ".gym-input-fetchers-replicas") == "5"
+    assert _value(other, ".gym-seed") == "7"
+    other.wait_for_selector("text=seed 7", timeout=15_000)
+    other.context.close()
+
+
+def test_another_scenario_from_the_menu(page: Any) -> None:
+    """The menu offers the project's scenarios: the timeline, the title and the address
+    follow."""
+    menu = page.locator(".gym-scenario select")
+    assert "scenarios/levers/deep-crawl.yaml" in menu.inner_text()
+    menu.select_option("scenarios/recrawl.yaml")
+    page.wait_for_selector("text=under recrawl", timeout=15_000)
+    page.wait_for_function(
+        "() => location.search.includes('scenario=scenarios/recrawl.yaml')", timeout=15_000
+    )
+    rows = "() => Bokeh.documents[0].get_model_by_name('timeline').y_range.factors.length"
+    from gym.playground.state import view
+
+    recrawl = gym.load_scenario(ROOT / "scenarios/recrawl.yaml")
+    events = view(gym.simulate(gym.load_design(ROOT / "designs/reference.yaml"), recrawl)).events
+    assert len(events) != 5  # the chaos scenario's five rows: a change to see
+    page.wait_for_function(f"() => ({rows})() == {max(1, len(events))}", timeout=15_000)
+
+
+def test_a_bad_link_opens_the_servers_design_and_says_why(browser: Any, server: str) -> None:
+    page = browser.new_context(viewport={"width": 1400, "height": 1000}).new_page()
+    page.goto(server + "?design=zzz&seed=x&scenario=/etc/passwd")
+    page.wait_for_selector("[data-verdict='PASS']", timeout=30_000)
+    for says in (
+        "error: the link: design: not a design a playground link carries",
+        "error: the link: seed: 'x': a whole number",
+        "error: the link: scenario: '/etc/passwd' is not one of the scenarios this page offers",
+    ):
+        assert page.locator(f"text={says}").count() == 1, says
+    page.context.close()
+
+
+def test_a_graph_design_gets_a_new_node(browser: Any, server: str) -> None:
+    """A link opens the url-shortener under its scenario; a queue put on cache -> kv
+    costs its unit, and its fields appear; a fleet with no queue is refused, saying why."""
+    from gym.playground.links import query
+
+    design = gym.load_design(ROOT / "designs/systems/url-shortener-undersized.yaml")
+    link = query(design, "scenarios/systems/url-shortener.yaml", 0)
+    page = browser.new_context(viewport={"width": 1400, "height": 1400}).new_page()
+    page.goto(f"{server}?{link}")
+    page.wait_for_selector("text=url-shortener-undersized", timeout=30_000)
+    page.wait_for_selector("[data-cost='2']", timeout=15_000)
+    page.locator(".gym-node-edge select").select_option(index=1)  # cache -> kv
+    page.locator(".gym-node-kind select").select_option("fleet")
+    page.locator(".gym-add-node button").click()
+    page.wait_for_selector("text=a fleet takes its work from one queue", timeout=15_000)
+    page.locator(".gym-node-kind select").select_option("queue")
+    _wait_value(page, ".gym-node-name", "queue")  # the name follows the kind
+    page.locator(".gym-add-node button").click()
+    page.wait_for_selector(".gym-input-graph-nodes-queue-drain-rps input", timeout=15_000)
+    page.wait_for_selector("[data-cost='3']", timeout=15_000)
+    assert page.locator("text=a fleet takes its work").count() == 0
+    assert "cache \u2192 queue" in page.locator(".gym-node-edge select").inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground-graph.png"), full_page=True)
+    page.context.close()
+
+
+def test_the_first_paint_needs_no_script(browser: Any, server: str) -> None:
+    """The server's HTML shows the run (verdict, SLOs, the busiest component) before any
+    script runs; the drawn page replaces it."""
+    plain = browser.new_context(viewport={"width": 1400, "height": 900}, java_script_enabled=False)
+    page = plain.new_page()
+    page.goto(server)
+    first = page.locator("#gym-first-paint")
+    assert first.locator("text=reference").count() >= 1
+    assert "PASS" in first.inner_text() and "peak_saturation" in first.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground-first-paint.png"), full_page=True)
+    plain.close()
+    drawn = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    drawn.goto(server)
+    drawn.wait_for_selector("[data-verdict='PASS']", timeout=30_000)
+    drawn.wait_for_function("() => !document.getElementById('gym-first-paint')")
+    drawn.context.close()
 
 
 def test_two_users_do_not_see_each_others_changes(browser: Any, server: str, page: Any) -> None:

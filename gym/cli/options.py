@@ -16,6 +16,7 @@ from gym.core.limits import (
     DEFAULT_MAX_URLS,
     ENGINES,
     MAX_RUNS,
+    MAX_SEED,
 )
 
 DesignArg = Annotated[
@@ -81,9 +82,6 @@ ConfidenceOpt = Annotated[
 DesignsArg = Annotated[
     list[Path], typer.Argument(help="Design files (YAML).", show_default=False, metavar="DESIGN...")
 ]
-#: The largest seed (with --runs N, seeds go up to seed + N - 1): a 64-bit signed integer,
-#: so every tool that reads the JSON or CSV output holds it.
-MAX_SEED = 2**63 - 1
 SeedOpt = Annotated[int, typer.Option(help="Random seed (0 to 2^63 - 1).", min=0, max=MAX_SEED)]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace an existing file.")]
 JunitOpt = Annotated[

@@ -3,6 +3,7 @@ command line."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated
 
@@ -75,6 +76,10 @@ def serve_cmd(
 
     # The page names the file as the command line does (the packaged copy by its name).
     shown = str(design) if design is not None else (path.name if path.is_absolute() else str(path))
+    from gym.api import default_scenario
+
+    given = scenario or default_scenario()
+    label = given.name if scenario is None and given.is_absolute() else label_of(given)
     serve(
         d,
         s,
@@ -84,4 +89,11 @@ def serve_cmd(
         seed=seed,
         max_urls=DEFAULT_MAX_URLS if max_urls is None else max_urls,
         ready=ready,
+        scenario_file=label,
     )
+
+
+def label_of(path: Path) -> str:
+    """A scenario's label on the page: its path as given, written the one way (a share
+    link names it so)."""
+    return Path(os.path.normpath(path)).as_posix()

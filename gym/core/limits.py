@@ -23,3 +23,7 @@ MAX_RUNS = 100_000
 #: The most simulations a sweep or an optimization takes on unless asked for more
 #: (--max-runs): one default for both, checked before any run.
 DEFAULT_MAX_RUNS = 500_000
+
+#: The largest seed (with --runs N, seeds go up to seed + N - 1): a 64-bit signed integer,
+#: so every tool that reads the JSON or CSV output holds it.
+MAX_SEED = 2**63 - 1

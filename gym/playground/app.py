@@ -12,9 +12,10 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from gym.core.errors import GymError
+from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_MAX_URLS
 from gym.models import Design, Scenario
+from gym.playground.links import LINK, Link, Scenarios, parse
 from gym.playground.page import Page
 from gym.playground.state import Session
 from gym.system.graph import GraphDesign
@@ -63,15 +64,53 @@ def app(
     design_file: str,
     seed: int = 0,
     max_urls: int = DEFAULT_MAX_URLS,
+    scenario_file: str = "scenario",
 ) -> Any:
-    """The Bokeh application: every document (browser tab) gets a fresh session."""
+    """The Bokeh application: every document (browser tab) gets a fresh session, from
+    the server's design, scenario and seed, or a share link's (its query)."""
     from bokeh.application import Application
     from bokeh.application.handlers.function import FunctionHandler
 
     def make(doc: Document) -> None:
-        Page(doc, Session(design, scenario, design_file, seed, max_urls))
+        session = Session(design, scenario, design_file, seed, max_urls, scenario_file)
+        scenarios = Scenarios.around(scenario_file, scenario)
+        request = doc.session_context.request if doc.session_context else None
+        arguments = getattr(request, "arguments", None) or {}
+        problems = follow(session, scenarios, parse(arguments))
+        Page(doc, session, scenarios, problems)
 
     return Application(FunctionHandler(make))
+
+
+def follow(session: Session, scenarios: Scenarios, link: Link) -> list[Problem]:
+    """Bring ``session`` to what a share link asks for: its scenario, design and seed,
+    each checked as the page checks a change. What does not hold is left as the server
+    started it, and said (the problems returned)."""
+    problems = list(link.problems)
+    scenario = None
+    if link.scenario is not None and link.scenario != session.scenario_file:
+        try:
+            scenario = (scenarios.get(link.scenario), link.scenario)
+        except GymError as err:
+            problems += err.problems
+    opened = False
+    if link.design is not None:
+        try:
+            session.open(link.design, LINK, scenario)  # the two together: a graph's
+            opened = True
+        except GymError as err:
+            problems += err.problems
+    if scenario is not None and not opened:
+        try:
+            session.use_scenario(*scenario)
+        except GymError as err:
+            problems += err.problems
+    if link.seed is not None:
+        try:
+            session.use_seed(link.seed)
+        except GymError as err:
+            problems += [Problem(LINK, p.field, p.message) for p in err.problems]
+    return problems
 
 
 def serve(
@@ -84,6 +123,7 @@ def serve(
     seed: int = 0,
     max_urls: int = DEFAULT_MAX_URLS,
     ready: Callable[[str], None] | None = None,
+    scenario_file: str = "scenario",
 ) -> None:
     """Serve the playground until interrupted; ``ready`` gets the address once the server
     listens."""
@@ -91,7 +131,7 @@ def serve(
 
     origins = [f"{host}:{port}", f"localhost:{port}", f"127.0.0.1:{port}"]
     server = Server(
-        {"/": app(design, scenario, design_file, seed, max_urls)},
+        {"/": app(design, scenario, design_file, seed, max_urls, scenario_file)},
         address=host,
         port=port,
         allow_websocket_origin=origins,

@@ -11,7 +11,19 @@ from typing import TYPE_CHECKING, Any
 from gym.playground.texts import esc, shown
 
 if TYPE_CHECKING:
+    from gym.core.errors import Problem
     from gym.playground.state import FieldSpec, Session
+
+#: A part's fields are framed together, as one card of the panel.
+_CARD = {
+    "background": "white",
+    "border": "1px solid #d0d7de",
+    "border-radius": "6px",
+    "padding": "4px 8px",
+    "margin-bottom": "6px",
+}
+#: How a field's message looks: beside it, in the error colour.
+_MESSAGE = {"color": "#b42318", "font-size": "12px", "margin-top": "-4px"}
 
 
 class Fields:
@@ -30,11 +42,11 @@ class Fields:
 
     def fill(self) -> None:
         """One widget (or a slider and a box) per field the design has now."""
-        from bokeh.layouts import row
+        from bokeh.layouts import column, row
         from bokeh.models import Div, NumericInput, Select, Slider
 
         s = self.session
-        children: list[Any] = []
+        parts: list[list[Any]] = []
         self.widgets = {}
         part = None
         for spec in s.fields():
@@ -43,10 +55,18 @@ class Fields:
                 part = spec.part
                 header = Div(text=f"<b>{esc(part)}</b>", name=f"part:{part}")
                 self.widgets[f"part:{part}"] = header
-                children.append(header)
+                parts.append([header])
+            children = parts[-1]
             graph = spec.path.startswith("graph.nodes.")
             label = spec.path.removeprefix(f"graph.nodes.{part}." if graph else f"{part}.")
             tip = esc(spec.description)
+            message = Div(
+                name=f"msg:{spec.path}",
+                css_classes=[css("msg", spec.path)],
+                styles=_MESSAGE,
+                visible=False,
+            )
+            self.widgets[f"msg:{spec.path}"] = message
             if spec.kind == "choice":
                 options = [shown(o) for o in spec.options]
                 select = Select(
@@ -59,7 +79,7 @@ class Fields:
                 )
                 select.on_change("value", partial(self._choice_changed, spec))
                 self.widgets[spec.path] = select
-                children.append(select)
+                children += [select, message]
                 continue
             box = NumericInput(
                 title=f"{label}{f' ({spec.unit})' if spec.unit else ''}",
@@ -82,15 +102,18 @@ class Fields:
                     title=None,
                     name=f"slider:{spec.path}",
                     css_classes=[css("slider", spec.path)],
-                    width=250,
+                    width=220,
                     show_value=False,
                 )
                 slider.on_change("value", partial(self._slid, spec))
                 widgets.append(slider)
                 self.widgets[f"slider:{spec.path}"] = slider
             self.widgets[f"input:{spec.path}"] = box
-            children.append(row(*widgets, box))
-        self.box.children = children
+            children += [row(*widgets, box), message]
+        self.box.children = [
+            column(*group, sizing_mode="stretch_width", styles=_CARD, name=f"card:{group[0].name}")
+            for group in parts
+        ]
 
     def _slid(self, spec: FieldSpec, attr: str, old: Any, new: Any) -> None:
         if not isinstance(new, int | float) or not math.isfinite(new):
@@ -129,6 +152,33 @@ class Fields:
         for path in self.widgets:
             if path.startswith("slider:"):
                 self.follow(path.removeprefix("slider:"))
+
+    def show_problems(self, problems: list[Problem]) -> list[Problem]:
+        """Each problem about a field shown beside it (what it says, and the value the
+        page runs meanwhile); the others returned, for the page's own place. A field
+        without a problem shows none."""
+        rest: list[Problem] = []
+        said: dict[str, list[str]] = {}
+        for p in problems:
+            if p.field is not None and f"msg:{p.field}" in self.widgets:
+                said.setdefault(p.field, []).append(" ".join(p.message.split()))
+            else:
+                rest.append(p)
+        for key, div in self.widgets.items():
+            if not key.startswith("msg:"):
+                continue
+            path = key.removeprefix("msg:")
+            lines = said.get(path)
+            div.visible = bool(lines)
+            if lines:
+                held = shown(self.session.held(path))
+                div.text = (
+                    "<br>".join(esc(line) for line in lines)
+                    + f"<br><small>the page runs {esc(held)} meanwhile</small>"
+                )
+            else:
+                div.text = ""
+        return rest
 
     def show_units(self, units: dict[str, int]) -> None:
         """Each part's header with the units it costs now."""

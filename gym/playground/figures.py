@@ -45,6 +45,8 @@ class Figures:
             source=self.sources["events"],
         )
         timeline.xaxis.visible = False
+        self.timeline = timeline
+        self.x_range = x_range
 
         sat = time_figure(
             240, x_range, "Saturation per component (demand / capacity)", "saturation"
@@ -80,7 +82,7 @@ class Figures:
         out.y_range.start = 0
         out.add_layout(out.legend[0], "right")
 
-        back = time_figure(200, x_range, f"{view.entry} backlog (URLs waiting)", "backlog")
+        back = time_figure(200, x_range, backlog_title(view), "backlog")
         self.sources["backlog"] = ColumnDataSource(backlog(view), name="backlog_data")
         back.step(
             "t",
@@ -99,7 +101,8 @@ class Figures:
             visible=view.buffer is not None,
         )
         back.add_layout(self.buffer)
-        back.y_range.start = 0
+        back.y_range = Range1d(*backlog_range(view))
+        self.back = back
         back.add_layout(back.legend[0], "right")
         self.plots: list[Figure] = [timeline, sat, out, back]
 
@@ -136,11 +139,20 @@ class Figures:
         self.sources["saturation"].data = saturation(view)
         self.sources["outcomes"].data = outcomes(view)
         self.sources["backlog"].data = backlog(view)
-        self.sources["events"].data = events(view)
+        shown = events(view)
+        labels = list(reversed(shown["label"])) or ["(no events)"]
+        if list(self.timeline.y_range.factors) != labels:  # another scenario's events
+            self.timeline.y_range.factors = labels
+            self.timeline.height = 40 + 24 * max(1, len(view.events))
+        self.sources["events"].data = shown
+        if self.x_range.end != view.duration_s:
+            self.x_range.start, self.x_range.end = 0, view.duration_s
         self.ceiling.location = view.ceiling or 0
         self.sat_range.end = top(view)
         self.buffer.location = view.buffer or 0
         self.buffer.visible = view.buffer is not None
+        self.back.y_range.start, self.back.y_range.end = backlog_range(view)
+        self.back.title.text = backlog_title(view)
 
 
 def time_figure(height: int, x_range: Any, title: str, name: str) -> Figure:
@@ -156,6 +168,20 @@ def time_figure(height: int, x_range: Any, title: str, name: str) -> Figure:
         tools="xpan,xwheel_zoom,reset,hover",
         sizing_mode="stretch_width",
     )
+
+
+def backlog_title(view: View) -> str:
+    """The backlog plot's title; it says so when the queue stayed empty (a line on the
+    axis is easy to miss)."""
+    empty = not any(x > 0 for x in view.backlog)
+    return f"{view.entry} backlog (URLs waiting)" + (": none, 0 all along" if empty else "")
+
+
+def backlog_range(view: View) -> tuple[float, float]:
+    """The backlog plot's range: from a little below 0 (a backlog of 0 is drawn above
+    the axis, not on it) to above the highest backlog and the buffer."""
+    high = max([1.0, float(view.buffer or 0), *(x for x in view.backlog if x == x)])
+    return -0.04 * high, 1.06 * high
 
 
 def top(view: View) -> float:

@@ -20,23 +20,27 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from gym.core.errors import GymError
+from gym.core.errors import GymError, Problem
+from gym.playground.controls import NodeAdder, RunControls
 from gym.playground.fields import Fields
 from gym.playground.figures import Figures
 from gym.playground.files import DesignFiles
+from gym.playground.links import Scenarios
 from gym.playground.state import Session, View, messages
 from gym.playground.texts import (
     cost_html,
     esc,
+    first_paint_html,
     fix_html,
     headroom_section,
     odds_html,
     progress_html,
+    slo_cards_html,
     stale_odds_html,
     title_html,
     verdict_html,
@@ -53,14 +57,30 @@ log = logging.getLogger(__name__)
 UPDATE_EVERY_S = 0.15
 #: The fix is searched once no field has changed for this long (ms).
 FIX_AFTER_MS = 600
+#: The left panel's width (px): the fields; the plots take the rest of the page.
+LEFT_PX = 420
+#: A panel's frame.
+_PANEL = {"background": "#f6f8fa", "border-radius": "8px", "padding": "8px"}
+#: The page's HTML as the server sends it: the run drawn in plain HTML first
+#: (:func:`~gym.playground.texts.first_paint_html`), then the page's roots.
+_TEMPLATE = """{% block contents %}{{ first_paint }}{{ super() }}{% endblock %}"""
+#: Removes the plain-HTML first paint once the page is drawn.
+_DRAWN_JS = "const e = document.getElementById('gym-first-paint'); if (e) e.remove();"
 
 
 class Page:
     """One browser tab: its session, widgets and plots."""
 
-    def __init__(self, doc: Document, session: Session) -> None:
+    def __init__(
+        self,
+        doc: Document,
+        session: Session,
+        scenarios: Scenarios | None = None,
+        problems: Sequence[Problem] = (),
+    ) -> None:
         self.doc = doc
         self.session = session
+        self.scenarios = scenarios or Scenarios(session.scenario_file, {})
         self.pending: dict[str, Any] = {}
         self.update_queued = False
         self.shown_at = 0.0  # when the page was last updated (time.monotonic)
@@ -81,6 +101,7 @@ class Page:
         self._build()  # runs the design once, for the plots' first figures
         assert self.view is not None
         self._show(self.view)
+        self._problems(list(problems))  # what was wrong with the link the page came from
         self._schedule_fix()
         self._want_odds()
         doc.on_session_destroyed(self._closed)
@@ -93,19 +114,19 @@ class Page:
     # -- layout -----------------------------------------------------------------------------
     def _build(self) -> None:
         from bokeh.layouts import column, row
-        from bokeh.models import Button, CheckboxGroup, Div, RadioButtonGroup
+        from bokeh.models import Button, CheckboxGroup, CustomJS, Div, RadioButtonGroup
 
         s = self.session
-        self.title = Div(name="title")
-        self.verdict = Div(name="verdict", width=180)
-        self.odds = Div(name="odds", width=330, text="<i>P(pass): running the seeds...</i>")
-        self.cost = Div(name="cost")
+        self.title = Div(name="title", sizing_mode="stretch_width")
+        self.verdict = Div(name="verdict", width=120)
+        self.odds = Div(name="odds", width=300, text="<i>P(pass): running the seeds...</i>")
+        self.cost = Div(name="cost", width=260)
         self.error = Div(name="error", styles={"color": "#b42318"}, text="")
         self.status = Div(name="status", text="")
-        self.slos = Div(name="slos")
-        self.why = Div(name="why")
-        self.budget = Div(name="budget")
-        self.fix = Div(name="fix")
+        self.slos = Div(name="slos", sizing_mode="stretch_width")
+        self.why = Div(name="why", sizing_mode="stretch_width")
+        self.budget = Div(name="budget", sizing_mode="stretch_width")
+        self.fix = Div(name="fix", sizing_mode="stretch_width")
         self.files = DesignFiles(self.doc, self._opened)
         self.engine = RadioButtonGroup(
             labels=["flow (live)", "request"], active=0, name="engine", css_classes=["gym-engine"]
@@ -115,6 +136,9 @@ class Page:
             label="Run the request engine", name="run", disabled=True, css_classes=["gym-run"]
         )
         self.run_button.on_click(self._run_request)
+        self.runs = RunControls(s, self.scenarios.labels, self._scenario_chosen, self._seed_chosen)
+        self.adder = NodeAdder(self._add_node)
+        self.adder.show(s)
         self.sections = CheckboxGroup(name="sections", css_classes=["gym-sections"])
         self.sections_title = Div(text="<b>Optional sections</b>")
         self.syncing = False
@@ -124,30 +148,43 @@ class Page:
         controls = column(
             self.files.upload,
             self.files.download,
-            self.engine,
-            self.run_button,
+            self.runs.box,
+            row(self.engine, self.run_button),
             self.status,
             self.error,
             self.sections_title,
             self.sections,
+            self.adder.box,
             self.fields.box,
-            width=430,
+            width=LEFT_PX,
             name="controls",
+            styles=_PANEL,
         )
         view = self.session.run()
         self.view = view
         self.figures = Figures(view)
+        cards = row(self.verdict, self.odds, self.cost, self.slos, sizing_mode="stretch_width")
         results = column(
-            row(self.verdict, self.odds, self.cost),
-            self.slos,
             *self.figures.plots,
             self.why,
             self.budget,
             self.fix,
             sizing_mode="stretch_width",
+            name="results",
         )
-        self.doc.add_root(column(self.title, row(controls, results), name="page"))
+        top = column(self.title, cards, sizing_mode="stretch_width", styles=_PANEL)
+        body = row(controls, results, sizing_mode="stretch_width")
+        self.doc.add_root(column(top, body, name="page", sizing_mode="stretch_width"))
         self.doc.title = f"gym playground: {s.design.name}"
+        # The server's HTML shows the run before the script draws the page; gone once the
+        # page is drawn (and the address is the page's share link from then on).
+        self.doc.template = _TEMPLATE
+        self.doc.template_variables["first_paint"] = first_paint_html(view.result)
+        self.doc.js_on_event(
+            "document_ready",
+            CustomJS(code=_DRAWN_JS),
+            self.runs.address_js,
+        )
 
     def _change(self, path: str, value: Any) -> None:
         if self.session.value(path) == value and path not in self.pending:
@@ -173,13 +210,13 @@ class Page:
         """Put the pending values in the draft; whether the design changed."""
         pending, self.pending = self.pending, {}
         before = self.session.design
-        problems: list[str] = []
+        problems: list[Problem] = []
         for path, value in pending.items():
             try:
                 self.session.set(path, value)
                 problems = []
             except GymError as err:
-                problems = messages(err)
+                problems = err.problems
         self._problems(problems)
         if self.session.design is not before:
             self.fields.follow_all()
@@ -198,7 +235,7 @@ class Page:
         try:
             view = self.session.run()
         except GymError as err:
-            self._problems(messages(err))
+            self._problems(err.problems)
             return
         except Exception as exc:  # the page stays up; the message says what broke
             self.error.text = esc(f"internal error: {type(exc).__name__}: {exc}")
@@ -221,7 +258,8 @@ class Page:
         self.verdict.text = verdict_html(view.verdict)
         self.cost.text = cost_html(s, view)
         self.fields.show_units(view.units)
-        self.slos.text = view.slo_html
+        self.slos.text = slo_cards_html(view.result)
+        self.runs.show(s)
         self.why.text = (
             "<h3>Why it fails</h3>" + view.explanations_html if view.verdict != "PASS" else ""
         ) + ("<h3>Traps the design takes</h3>" + view.traps_html if view.traps_html else "")
@@ -337,11 +375,11 @@ class Page:
 
         def work() -> None:
             try:
-                view: View | str = session.run("request", progress=progress)
+                view: View | list[Problem] = session.run("request", progress=progress)
             except GymError as err:
-                view = "\n".join(messages(err))
+                view = err.problems
             except Exception as exc:  # shown on the page
-                view = f"internal error: {type(exc).__name__}: {exc}"
+                view = [Problem(None, None, f"internal error: {type(exc).__name__}: {exc}")]
             self._later(partial(self._request_done, version, view))
 
         self.pool.submit(work)
@@ -350,12 +388,12 @@ class Page:
         if self.busy and self.engine.active == 1:
             self.status.text = progress_html(now, duration)
 
-    def _request_done(self, version: int, view: View | str) -> None:
+    def _request_done(self, version: int, view: View | list[Problem]) -> None:
         self.busy = False
         self.run_button.disabled = self.engine.active != 1
-        if isinstance(view, str):
+        if isinstance(view, list):
             self.status.text = ""
-            self._problems(view.splitlines())
+            self._problems(view)
             return
         if self.engine.active != 1:
             return  # back on the flow engine meanwhile: its figures stay
@@ -374,16 +412,67 @@ class Page:
             try:
                 self.session.toggle(labels[i], i in new)
             except GymError as err:
-                self._problems(messages(err))
+                self._problems(err.problems)
                 return
-        self.error.text = ""
+        self._problems([])
         self.version += 1
         self.fields.fill()
         self.update()
 
-    def _problems(self, lines: list[str]) -> None:
-        """Show ``lines`` (the command line's messages) where the page shows errors."""
-        self.error.text = "<br>".join(esc(line) for line in lines)
+    def _problems(self, problems: Sequence[Problem], opened: bool = False) -> None:
+        """Show ``problems``: each beside the field it is about (without the file's name:
+        the user edits the page, not the file), the rest where the page shows errors, as
+        the command line words them. ``opened``: they are a file's the user opened, named
+        by it."""
+        own = None if opened else self.session.design_file
+        rest = self.fields.show_problems([p for p in problems if p.file in (own, None)])
+        rest += [p for p in problems if p.file not in (own, None)]
+        self.error.text = "<br>".join(
+            esc(messages([Problem(None if p.file == own else p.file, p.field, p.message)])[0])
+            for p in rest
+        )
+
+    # -- the scenario, the seed, a new node ----------------------------------------------------
+    def _scenario_chosen(self, label: str) -> None:
+        if label == self.session.scenario_file:
+            return
+        self._take_pending()
+        try:
+            self.session.use_scenario(self.scenarios.get(label), label)
+        except GymError as err:
+            self.runs.message.text = "<br>".join(esc(line) for line in messages(err.problems))
+            self.runs.scenario.value = self.session.scenario_file  # back to the one it runs
+            return
+        self._rerun("")
+
+    def _seed_chosen(self, seed: Any) -> None:
+        if seed == self.session.seed:
+            return
+        self._take_pending()
+        try:
+            self.session.use_seed(seed)
+        except GymError as err:
+            self.runs.message.text = esc(" ".join(p.message for p in err.problems))
+            return
+        self._rerun("")
+
+    def _add_node(self, kind: str, name: str, edge: int) -> None:
+        self._take_pending()
+        try:
+            self.session.add_node(kind, name, edge)
+        except GymError as err:
+            self.adder.problem("; ".join(str(p) for p in err.problems))
+            return
+        self.adder.problem("")
+        self.adder.show(self.session)
+        self.fields.fill()
+        self._rerun("")
+
+    def _rerun(self, message: str) -> None:
+        """The run's context changed (scenario, seed, the graph): run and show anew."""
+        self.runs.message.text = message
+        self.version += 1
+        self.update()
 
     # -- opening a file ---------------------------------------------------------------------
     def _opened(self) -> None:
@@ -397,14 +486,15 @@ class Page:
         try:
             self.session.open(raw, name)  # the size limit, UTF-8, YAML: as gym run reads
         except GymError as err:
-            self._problems(messages(err))
+            self._problems(err.problems, opened=True)
             return
-        self.error.text = ""
+        self._problems([])
         self.pending = {}
         self.version += 1
         # Cleared, so that opening the same file again (to go back to it) reads it again.
         self.files.upload.clear()
         self._sync_sections()
+        self.adder.show(self.session)
         self.fields.fill()
         self.update()
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from gym.core.errors import GymError
+from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_MAX_URLS
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
@@ -196,6 +196,8 @@ class Session:
     design_file: str  # the name messages give the design (the file it came from)
     seed: int = 0
     max_urls: int = DEFAULT_MAX_URLS  # the request engine's limit (gym serve --max-urls)
+    #: The scenario's label, as the page offers it and a share link names it.
+    scenario_file: str = "scenario"
     data: dict[str, Any] = field(init=False)
     #: The design as opened (the file, or what the page was started with): what the page's
     #: edits are counted against.
@@ -221,6 +223,13 @@ class Session:
 
     def value(self, path: str) -> Any:
         node: Any = self.data
+        for key in path.split("."):
+            node = node.get(key) if isinstance(node, dict) else None
+        return node
+
+    def held(self, path: str) -> Any:
+        """A field's value in the design (the last draft that held), not the draft's."""
+        node: Any = _mapping(self.design)
         for key in path.split("."):
             node = node.get(key) if isinstance(node, dict) else None
         return node
@@ -280,23 +289,87 @@ class Session:
         self.design = self._checked(data)
         self.data = _mapping(self.design)
 
-    def open(self, content: bytes | str, file: str) -> None:
+    def open(
+        self,
+        content: bytes | str,
+        file: str,
+        scenario: tuple[Scenario, str] | None = None,
+    ) -> None:
         """Replace the design and the draft by a design file's contents (``file``: its
         name, for messages; read as ``gym run`` reads a file), if it is a design that can
-        run under the scenario; else raise and keep both."""
+        run under the scenario (``scenario``: another one and its label, taken with the
+        design); else raise and keep both."""
         from gym.inputs.strict_yaml import parse_yaml_bytes
 
-        previous = self.design_file
+        previous = self.design_file, self.scenario, self.scenario_file
         self.design_file = file
+        if scenario is not None:
+            self.scenario, self.scenario_file = scenario
         try:
             raw = content.encode("utf-8", "surrogatepass") if isinstance(content, str) else content
             design = self._checked(parse_yaml_bytes(raw, file))
         except GymError:
-            self.design_file = previous
+            self.design_file, self.scenario, self.scenario_file = previous
             raise
         self.design = design
         self.data = _mapping(design)
         self.opened = _mapping(design)
+
+    def use_scenario(self, scenario: Scenario, label: str) -> None:
+        """Run the design under another scenario, if it can run there (checked as
+        ``gym validate`` checks the pair); else raise and keep the one it had."""
+        from gym.api import validate
+
+        problems = validate(self.design, scenario)
+        if problems:
+            raise GymError(problems)
+        self.scenario, self.scenario_file = scenario, label
+
+    def use_seed(self, seed: Any) -> None:
+        """Run from another seed (its odds take the seeds from it on)."""
+        from gym.core.limits import MAX_SEED
+
+        if (
+            not isinstance(seed, int)
+            or isinstance(seed, bool)
+            or not 0 <= seed <= MAX_SEED - ODDS_RUNS + 1
+        ):
+            raise GymError.single(
+                None, "seed", f"{seed!r}: a whole number from 0 to {MAX_SEED - ODDS_RUNS + 1:,}"
+            )
+        self.seed = seed
+
+    def link(self) -> str:
+        """The query of a link to the page as it is: the design, scenario and seed."""
+        from gym.playground.links import query
+
+        return query(self.design, self.scenario_file, self.seed)
+
+    def add_node(self, kind: str, name: str, edge: int) -> None:
+        """Put a new node of ``kind`` named ``name`` on the graph's edge number ``edge``
+        (what went from A to B goes from A to the node, and on from it to B), with one
+        unit's parameters under the scenario's catalog (a service: :data:`SERVICE_RPS`);
+        checked as :meth:`set` checks."""
+        from gym.system import kinds
+
+        if not isinstance(self.design, GraphDesign):
+            raise GymError.single(self.design_file, "graph", "nodes are added to graph designs")
+        edges = self.data["graph"]["edges"]
+        if kind not in node_kinds():
+            raise GymError.single(None, "kind", f"{kind!r}: one of {', '.join(node_kinds())}")
+        if not 0 <= edge < len(edges):
+            raise GymError.single(None, "edge", "choose the edge the node goes on")
+        if name in self.data["graph"]["nodes"]:
+            raise GymError.single(None, "name", f"{name!r}: a node has this name already")
+        scale = kinds.kind(kind).scale
+        params = scale(1, self.scenario.catalog) if scale else {"rps": SERVICE_RPS}
+        data = copy.deepcopy(self.data)
+        data["graph"]["nodes"][name] = {"kind": kind, **params}
+        target = data["graph"]["edges"][edge]["to"]
+        data["graph"]["edges"][edge]["to"] = name
+        data["graph"]["edges"].append({"from": name, "to": target})
+        self.design = self._checked(data)  # the draft is kept only if it holds
+        self.data = _mapping(self.design)
 
     def yaml(self) -> str:
         """The design as a file that loads back (every field written out)."""
@@ -345,6 +418,27 @@ class Session:
 #: not one (what ``gym run --runs 20`` gives).
 ODDS_RUNS = 20
 
+#: A service node's rate when the page adds one (it costs no units: set it on the page).
+SERVICE_RPS = 1000.0
+
+
+def node_kinds() -> tuple[str, ...]:
+    """The kinds of node the page adds to a graph (every kind a graph names but a source:
+    a graph has one)."""
+    from gym.system import kinds
+
+    return tuple(k for k in kinds.graph_kinds() if k not in kinds.source_kinds())
+
+
+def new_node_name(kind: str, taken: Any) -> str:
+    """``kind``, or ``kind2``, ``kind3``...: the first name no node of the graph has."""
+    name, n = kind, 1
+    while name in taken:
+        n += 1
+        name = f"{kind}{n}"
+    return name
+
+
 #: A crawler design's optional sections, as the page offers to add them.
 OPTIONAL_SECTIONS = ("async_writer", "retries", "discovery")
 
@@ -359,11 +453,11 @@ def _starting(section: str, scenario: Scenario) -> dict[str, Any]:
     return {"attempts": 5, "backoff_s": 1.0}
 
 
-def messages(err: GymError) -> list[str]:
-    """The lines the command line prints for ``err``: ``error: file: field: message``."""
+def messages(problems: list[Problem]) -> list[str]:
+    """The lines the command line prints for ``problems``: ``error: file: field: message``."""
     from gym.core.text import printable
 
-    return [f"error: {printable(str(p))}" for p in err.problems]
+    return [f"error: {printable(str(p))}" for p in problems]
 
 
 def _mapping(design: Design | GraphDesign) -> dict[str, Any]:

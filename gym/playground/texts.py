@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from gym.analysis.result import Result
     from gym.explore.montecarlo import MonteCarloResult
     from gym.playground.state import Session, View
 
@@ -46,6 +47,48 @@ def verdict_html(verdict: str) -> str:
         f"<div style='{_VERDICT_STYLE.get(verdict, '')};font-size:28px;"
         f"padding:6px 18px;border-radius:6px;text-align:center' "
         f"data-verdict='{verdict}'>{verdict}</div>"
+    )
+
+
+def slo_cards_html(r: Result) -> str:
+    """One card per SLO: its name, the figure measured, the target, and PASS or FAIL in
+    the report's colours (``data-slo`` and ``data-passed`` say which, for tests and
+    user styles)."""
+    from gym.analysis.reprs import FAIL_COLOUR, PASS_COLOUR
+    from gym.analysis.scoring import format_measured
+
+    if not r.checks:
+        return "<p>The scenario lists no SLOs.</p>"
+    cards = []
+    for c in r.checks:
+        colour = PASS_COLOUR if c.passed else FAIL_COLOUR
+        word = "PASS" if c.passed else "FAIL"
+        cards.append(
+            f"<div data-slo='{esc(c.name)}' data-passed='{str(c.passed).lower()}' "
+            f"style='border:1px solid #d0d7de;border-top:4px solid {colour};"
+            "border-radius:6px;padding:6px 10px;min-width:120px;background:white'>"
+            f"<div style='font-size:12px;color:#57606a'>{esc(c.name)}</div>"
+            f"<div style='font-size:22px;font-weight:600'>"
+            f"{esc(format_measured(c.name, c.measured, c.target))}</div>"
+            f"<div style='font-size:12px'>target {esc(c.op)} {c.target:g} "
+            f"<b style='color:{colour}'>{word}</b></div></div>"
+        )
+    return (
+        "<div class='gym-slo-cards' style='display:flex;flex-wrap:wrap;gap:8px'>"
+        + "".join(cards)
+        + "</div>"
+    )
+
+
+def first_paint_html(r: Result) -> str:
+    """What the page shows before its script has drawn it (the server's HTML alone, for
+    a browser that has not run the page's script yet, or a crawler of pages): the run's
+    verdict, SLOs and busiest component, as a notebook shows a result."""
+    from gym.analysis.reprs import result_html
+
+    return (
+        "<div id='gym-first-paint' style='font-family:sans-serif;padding:8px 16px'>"
+        f"{result_html(r)}<p><i>Drawing the playground's fields and plots...</i></p></div>"
     )
 
 
