@@ -65,7 +65,10 @@ class Figures:
         self.sat_range = sat.y_range
         sat.yaxis.axis_label = "saturation"
 
-        out = time_figure(220, x_range, "Offered, served and failed (URLs per second)", "outcomes")
+        unit = view.result.unit.many  # what the run counts: URLs, a graph's requests
+        out = time_figure(
+            220, x_range, f"Offered, served and failed ({unit} per second)", "outcomes"
+        )
         self.sources["outcomes"] = ColumnDataSource(outcomes(view), name="outcomes_data")
         for key, color in (("offered", "black"), ("served", "#2ca02c"), ("failed", "#d62728")):
             out.step(
@@ -80,7 +83,7 @@ class Figures:
         out.y_range.start = 0
         out.add_layout(out.legend[0], "right")
 
-        back = time_figure(200, x_range, f"{view.entry} backlog (URLs waiting)", "backlog")
+        back = time_figure(200, x_range, f"{view.entry} backlog ({unit} waiting)", "backlog")
         self.sources["backlog"] = ColumnDataSource(backlog(view), name="backlog_data")
         back.step(
             "t",
