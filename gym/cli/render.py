@@ -54,7 +54,7 @@ def print_result(r: Result, console: Console) -> None:
     _print_traps(r, console)
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
-        f"{r.unit.many.capitalize()}: {m.offered:,} offered = {m.served:,} served + "
+        f"{r.unit.heading}: {m.offered:,} offered = {m.served:,} served + "
         f"{m.failed:,} failed{skipped} + {m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )

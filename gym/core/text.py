@@ -25,6 +25,12 @@ class Unit(NamedTuple):
     one: str
     many: str
 
+    @property
+    def heading(self) -> str:
+        """Many, as a line starts it: "URLs", "Requests" (``str.capitalize`` would
+        lower-case the rest: "Urls")."""
+        return self.many[:1].upper() + self.many[1:]
+
 
 #: What the crawler counts.
 URLS = Unit("URL", "URLs")
