@@ -133,3 +133,25 @@ def test_a_crawler_run_still_says_urls(chaos_results: dict[str, Any]) -> None:
     ctx = plots.context(starter)
     assert plots.plot_outcomes(starter.windows(), ctx).axes[0].get_ylabel() == "URLs per second"
     assert plots.plot_budget(starter).axes[0].get_xlabel() == "failed URLs"
+
+
+def test_a_comparison_of_graphs_and_their_request_limit_count_requests() -> None:
+    from gym.api import url_budget
+
+    res = runner.invoke(
+        app,
+        [
+            "compare",
+            str(ROOT / "designs" / "systems" / "url-shortener.yaml"),
+            str(SHORTENER),
+            "-s",
+            str(SHORTENER_SCENARIO),
+        ],
+    )
+    assert "failed requests" in res.stdout
+    assert "loses most to cache_overload: " in res.stdout and "URL" not in res.stdout
+    scenario = gym.load_scenario(SHORTENER_SCENARIO)
+    over = url_budget(scenario, 1, 1, designs=[gym.load_design(SHORTENER)])
+    assert over is not None and " requests, more than the limit" in over.message
+    crawler = url_budget(gym.load_scenario(CHAOS), 1, 1, designs=[gym.load_design(STARTER)])
+    assert crawler is not None and " URLs, more than the limit" in crawler.message
