@@ -64,11 +64,12 @@ def url_budget(
     total = expected * runs
     if total <= max_urls:
         return None
+    unit = (designs[0] if designs else Design).unit  # a sweep's first check has none yet
     many = f"{runs:,} request-engine {what}s" if runs > 1 else f"the request-engine {what}"
     return Problem(
         scenario._source if runs == 1 else None,
         "duration_s" if runs == 1 else "--max-urls",
-        f"{many} would simulate about {total:,.0f} URLs, more than the limit of "
+        f"{many} would simulate about {total:,.0f} {unit.many}, more than the limit of "
         f"{max_urls:,} (minutes of work); allow it with --max-urls "
         f"{math.ceil(total * 11 / 10 - 1e-6):d}, or use the flow engine",
     )

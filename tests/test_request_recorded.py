@@ -17,7 +17,9 @@ an overflowing queue): their per-tick and latency digests did not move. The unde
 URL shortener's once more in issue 29's review, when its kv store, fed by the cache's
 misses, was no longer offered a write buffer (reads: the cache's hit ratio instead);
 the two ingestions' once more when a graph fleet's crash advice came to name
-``on_crash: requeue``.
+``on_crash: requeue``. The same three once more for issue 30 (units by kind), when their
+explanations came to count requests, not URLs (a graph design's unit): their per-tick and
+latency digests did not move.
 """
 
 from __future__ import annotations

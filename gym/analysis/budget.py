@@ -1,8 +1,8 @@
 """The error budget: how many failures the availability SLO allows, and who spent them.
 
-allowed = (1 - availability target) x the URLs that finished (served + failed): the
-availability SLO's own denominator, so the budget is over 100% spent exactly when the SLO
-fails. Every failed URL is charged to its cause
+allowed = (1 - availability target) x the URLs (a graph's requests) that finished
+(served + failed): the availability SLO's own denominator, so the budget is over 100%
+spent exactly when the SLO fails. Every failed URL is charged to its cause
 and to one scenario event: among the events in force when it failed that can explain a
 loss at its component (its own faults, and for the frontier the fetchers' crashes; see
 ``gym.sim.timeline.matters_to``), a fault before a load stage, the latest started first; with

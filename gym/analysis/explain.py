@@ -1,8 +1,8 @@
 """Why a design fails, in words a person can act on.
 
 Every explanation names the component, when it happened, the scenario event in force
-and how many URLs were lost to which cause. Explanations read metrics and the run's
-per-tick tallies; they never change a number.
+and how many URLs (a graph's requests) were lost to which cause. Explanations read
+metrics and the run's per-tick tallies; they never change a number.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import numpy as np
 from gym.analysis import explain_graph
 from gym.analysis.metrics import Metrics
 from gym.analysis.scoring import SLOCheck, per_second
+from gym.core.text import Unit
 from gym.models import Design, Scenario
 from gym.sim.record import RunRecord
 from gym.system.crawler import CAUSES, Politeness, politeness
@@ -69,9 +70,10 @@ def explain(
         and crawler.discovery is None
         and bool(scenario.web.links_per_page or any(s.links_per_page for s in scenario.load))
     )
-    out = [_slo(metrics, chk, polite, unfollowed) for chk in checks if not chk.passed]
+    unit = design.unit
+    out = [_slo(metrics, chk, polite, unit, unfollowed) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
-    out += [_cause(metrics, cause, crawler, polite) for _, cause in causes]
+    out += [_cause(metrics, cause, crawler, polite, unit) for _, cause in causes]
     if crawler is None and any(not c.passed for c in checks):  # what a graph's loops amplify
         out += [
             Explanation("note", f"{line[0].upper()}{line[1:]}.")
@@ -102,15 +104,15 @@ def _words(cause: str, crawler: bool = True) -> str:
 
 
 def _slo(
-    m: Metrics, chk: SLOCheck, polite: Politeness | None, unfollowed: bool = False
+    m: Metrics, chk: SLOCheck, polite: Politeness | None, unit: Unit, unfollowed: bool = False
 ) -> Explanation:
     top = _top_causes(m)
     if chk.name == "throughput_rps":
         offered_rps = m.offered / m.duration_s
         text = (
             f"throughput {per_second(chk.measured or 0.0)}/s is below {per_second(chk.target)}/s: "
-            f"of {m.offered:,} "
-            f"URLs offered in {m.duration_s:g} s, {m.served:,} were served, {m.failed:,} failed"
+            f"of {m.offered:,} {unit.many} offered in {m.duration_s:g} s, "
+            f"{m.served:,} were served, {m.failed:,} failed"
             f"{top} and {m.in_flight_end:,} were still in flight at the end."
         )
         if offered_rps < chk.target and not m.record.created and unfollowed:
@@ -129,22 +131,22 @@ def _slo(
         done = m.finished
         if chk.measured is None:
             text = (
-                f"availability is undefined, so the SLO fails: no URL finished (served or "
-                f"failed) in the {m.duration_s:g} s run. Of {m.offered:,} URLs offered, "
+                f"availability is undefined, so the SLO fails: no {unit.one} finished (served "
+                f"or failed) in the {m.duration_s:g} s run. Of {m.offered:,} {unit.many} offered, "
                 f"{m.in_flight_end:,} were still in flight at the end"
                 + (f" and {m.skipped:,} were skipped as seen before" if m.skipped else "")
-                + "; a run must finish URLs before its availability can be judged."
+                + f"; a run must finish {unit.many} before its availability can be judged."
             )
             return Explanation("slo", text, slo=chk.name, urls=0)
         budget = (1 - chk.target) * done
         text = (
             f"availability {chk.measured:.4f} is below {chk.target:g}: {m.failed:,} of the "
-            f"{done:,} URLs that finished failed{top}; the SLO allows at most {budget:,.0f} "
+            f"{done:,} {unit.many} that finished failed{top}; the SLO allows at most {budget:,.0f} "
             f"({(1 - chk.target) * 100:g}% of those that finished)."
         )
         return Explanation("slo", text, slo=chk.name, urls=m.failed)
     if chk.name == "peak_saturation":
-        return _saturation(m, chk, polite)
+        return _saturation(m, chk, polite, unit)
     parts = " + ".join(f"{name} {u}" for name, u in m.units.items() if u)
     return Explanation(
         "slo", f"cost {chk.measured:g} units is above {chk.target:g}: {parts}.", slo=chk.name
@@ -159,7 +161,7 @@ def _top_causes(m: Metrics) -> str:
     return " (" + ", ".join(f"{_words(c, crawler)} {n:,}" for n, c in causes[:3]) + ")"
 
 
-def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explanation:
+def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None, unit: Unit) -> Explanation:
     tl = m.record.timeline
     over = []
     for name, cw in m.components.items():
@@ -177,7 +179,7 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None) -> Explana
         else:
             line = (
                 f"{name}: {value:.2f} at t={t:g}s, demand {_urls(cw.demand[w])} vs capacity "
-                f"{_urls(cw.rated[w])} URLs in that second ({when})"
+                f"{_urls(cw.rated[w])} {unit.many} in that second ({when})"
             )
             if name == "frontier" and polite is not None and polite.bound:
                 line += "; " + _politeness_words(polite)
@@ -225,9 +227,12 @@ def _politeness_words(p: Politeness) -> str:
     )
 
 
-def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | None) -> Explanation:
+def _cause(
+    m: Metrics, cause: str, design: Design | None, polite: Politeness | None, unit: Unit
+) -> Explanation:
     """A failure cause, phase by phase: with the crawler's words and load figures for a
-    crawler ``design``, the node's kind of loss for a graph's (``design`` None)."""
+    crawler ``design``, the node's kind of loss for a graph's (``design`` None), counted
+    in ``unit``."""
     rec = m.record
     component = rec.component_of(cause)
     counts = rec.components[component].failed[cause]
@@ -247,7 +252,7 @@ def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | N
         details.append(f"other times: {rest:,}")
     if design is not None:
         text = (
-            f"{_words(cause)}: {total:,} URLs lost at the {component}, from t={first_s:g}s. "
+            f"{_words(cause)}: {total:,} {unit.many} lost at the {component}, from t={first_s:g}s. "
             f"{_why(m, cause, design)}"
         )
         if cause == "frontier_overflow" and polite is not None and polite.bound:
@@ -256,7 +261,7 @@ def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | N
         why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
         more = explain_graph.hint(m, component, cause, _worst_outage_loss(m, cause, component))
         words = _words(cause, crawler=False)
-        text = f"{words}: {total:,} URLs lost at {component}, from t={first_s:g}s. {why}"
+        text = f"{words}: {total:,} {unit.many} lost at {component}, from t={first_s:g}s. {why}"
         text = (text.strip() + " " + more).strip()
     return Explanation(
         "cause",
@@ -270,7 +275,7 @@ def _cause(m: Metrics, cause: str, design: Design | None, polite: Politeness | N
     )
 
 
-#: Why a node of a graph design loses URLs, by the end of the cause's name.
+#: Why a node of a graph design loses requests, by the end of the cause's name.
 _NODE_WHY: dict[str, str] = {
     "overflow": "Its buffer was full: more arrived than it could hand on or hold.",
     "overload": (

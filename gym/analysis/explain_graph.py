@@ -1,5 +1,5 @@
 """A graph design's explanations, as actionable as the crawler's: by the node's kind and
-its place in the graph, what would have kept the URLs it lost (a write buffer before a
+its place in the graph, what would have kept the requests it lost (a write buffer before a
 store that stalled, capacity after a queue that overflowed, a spare replica for a crash),
 which queue feeds a saturated fleet, and how much a loop amplifies what enters it.
 """
@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 
 def hint(m: Metrics, component: str, cause: str, worst_outage: int) -> str:
-    """What would have kept the URLs ``cause`` lost at ``component`` ("" if nothing to
+    """What would have kept the requests ``cause`` lost at ``component`` ("" if nothing to
     say); ``worst_outage``: the most lost in one stretch of the cause."""
     graph = m.record.topology
     if graph is None or component not in graph.names:

@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from gym.analysis.budget import ErrorBudget
     from gym.analysis.explain import Explanation
     from gym.analysis.rubric import Grade
+    from gym.core.text import Unit
 
 
 @dataclass(repr=False)
@@ -125,6 +126,12 @@ class Result:
             "writes_saved": saved,
             "bytes_saved_GB": saved * w.page_kb * 1e3 / 1e9,
         }
+
+    @property
+    def unit(self) -> Unit:
+        """What the run counted, in words: its design's (URLs for the crawler, requests
+        for a graph)."""
+        return self.design.unit
 
     @property
     def passed(self) -> bool:

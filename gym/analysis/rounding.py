@@ -21,6 +21,7 @@ import functools
 import math
 from collections.abc import Callable
 
+from gym.core.text import Unit
 from gym.models import Design, RetryPolicy, Scenario, ServiceTime
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
@@ -58,7 +59,7 @@ def design_warnings(
     lines = []
     if engine == "flow":
         mean = design.fetchers.service.mean_ms
-        lines += _service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms)
+        lines += _service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms, design.unit)
     lines += _slots(design, scenario, engine) + _crawler_flushes(design, scenario, engine, tick_ms)
     if design.discovery is not None:
         lines += link_delay_warnings(tick_ms)
@@ -262,7 +263,11 @@ def _graph_warnings(design: GraphDesign, engine: str, tick_ms: int) -> list[str]
         if kind == "fleet":
             if engine == "flow":
                 out += _service_ticks(
-                    f"{where}.service.mean_ms", "service", node.service.mean_ms, tick_ms
+                    f"{where}.service.mean_ms",
+                    "service",
+                    node.service.mean_ms,
+                    tick_ms,
+                    design.unit,
                 )
             else:
                 out += _fleet_slots(
@@ -303,7 +308,8 @@ def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
             lines.append(
                 f"graph.edges[{i}].delay_s: {e.delay_s:g} s runs as {ticks} tick"
                 f"{'s' if ticks > 1 else ''} of {tick_ms} ms = {runs:g} s "
-                f"({_change(runs, e.delay_s)}) in both engines, which hold an edge's URLs "
+                f"({_change(runs, e.delay_s)}) in both engines, which hold an edge's "
+                f"{design.unit.many} "
                 f"whole ticks, at least one ({hint})"
             )
     return lines
@@ -324,7 +330,7 @@ def _delay_ticks(delay_s: float, tick_ms: int) -> int:
 # --- the roundings themselves --------------------------------------------------------------
 
 
-def _service_ticks(field: str, what: str, mean: float, tick_ms: int) -> list[str]:
+def _service_ticks(field: str, what: str, mean: float, tick_ms: int, unit: Unit) -> list[str]:
     """A fleet's service time as the flow engine holds it, in whole ticks."""
     used = fetch_ticks(mean, tick_ms) * tick_ms
     if not _moved(used, mean):
@@ -333,7 +339,7 @@ def _service_ticks(field: str, what: str, mean: float, tick_ms: int) -> list[str
     return [
         f"{field}: {mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks "
         f"({_change(used, mean)}): the flow engine holds each {what} for whole ticks, at "
-        f"least one, so {what} latency and the URLs a crash loses follow the rounded time "
+        f"least one, so {what} latency and the {unit.many} a crash loses follow the rounded time "
         f"({_or_request(hint)})"
     ]
 

@@ -1,5 +1,6 @@
 """The result of one run as the command line prints it: the SLO table and verdict, the
-URLs' outcomes, the components, latency, the error budget, why it fails, the fix."""
+outcomes of what it counts (URLs, a graph's requests), the components, latency, the
+error budget, why it fails, the fix."""
 
 from __future__ import annotations
 
@@ -53,8 +54,8 @@ def print_result(r: Result, console: Console) -> None:
     _print_traps(r, console)
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
-        f"URLs: {m.offered:,} offered = {m.served:,} served + {m.failed:,} failed{skipped} + "
-        f"{m.in_flight_end:,} in flight at the end",
+        f"{r.unit.heading}: {m.offered:,} offered = {m.served:,} served + "
+        f"{m.failed:,} failed{skipped} + {m.in_flight_end:,} in flight at the end",
         soft_wrap=True,
     )
     tries = m.record.retries()
@@ -119,7 +120,9 @@ def print_result(r: Result, console: Console) -> None:
         console.print(Text("\nWhy it fails", style="bold"))
         _print_explanations(headlines, console)
     if details:
-        console.print(Text("\nWhere URLs were lost" if m.failed else "\nNotes", style="bold"))
+        console.print(
+            Text(f"\nWhere {r.unit.many} were lost" if m.failed else "\nNotes", style="bold")
+        )
         _print_explanations(details, console)
 
 
@@ -197,13 +200,13 @@ def _print_budget(r: Result, console: Console) -> None:
         return
     share = format_fraction(b.fraction_spent) if b.allowed > 0 else "over: none allowed"
     console.print(
-        f"\nError budget: {b.allowed:,.0f} failed URLs allowed ({1 - b.target:.1%} of the "
+        f"\nError budget: {b.allowed:,.0f} failed {r.unit.many} allowed ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished); {b.spent:,} spent ({share}).",
         soft_wrap=True,
     )
     table = Table(show_edge=False, pad_edge=False)
-    for col in ("spent by", "URLs", "of budget", "causes"):
-        table.add_column(col, justify="right" if col in ("URLs", "of budget") else "left")
+    for col in ("spent by", r.unit.many, "of budget", "causes"):
+        table.add_column(col, justify="right" if col in (r.unit.many, "of budget") else "left")
     for e in b.by_event:
         causes = ", ".join(
             f"{c} {n:,}" for c, n in sorted(e.by_cause.items(), key=lambda x: -x[1]) if n
@@ -272,10 +275,11 @@ def _print_latency(r: Result, console: Console) -> None:
 
     from gym.models import Design
 
-    how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
-    warm = f", URLs arriving after t={r.warmup_s:g}s" if r.warmup_s else ""
+    unit = r.unit
+    how = f"measured per {unit.one}" if r.engine == "request" else "estimated by the flow engine"
+    warm = f", {unit.many} arriving after t={r.warmup_s:g}s" if r.warmup_s else ""
     table = Table(show_edge=False, pad_edge=False, title=None)
-    for col in ("latency (ms)", "mean", "p50", "p95", "p99", "URLs"):
+    for col in ("latency (ms)", "mean", "p50", "p95", "p99", unit.many):
         table.add_column(col, justify="left" if col.startswith("latency") else "right")
     for name, st in r.latency.items():
         table.add_row(

@@ -110,7 +110,7 @@ def print_comparison(comparison: Comparison) -> None:
         table.add_row(f"{chk.name} ({chk.op} {chk.target:g})", *cells)
     if not any(c.name == "cost_units" for c in rs[0].checks):
         table.add_row("cost_units", *[str(r.metrics.cost_units) for r in rs])
-    table.add_row("failed URLs", *[f"{r.metrics.failed:,}" for r in rs])
+    table.add_row(f"failed {rs[0].unit.many}", *[f"{r.metrics.failed:,}" for r in rs])
     table.add_row(
         "peak at",
         *[f"{r.metrics.peak.component} t={r.metrics.peak.at_s:g}s" for r in rs],

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, PrivateAttr
 
+from gym.core.text import URLS, Unit
 from gym.models.common import InputModel, Rate, ServiceTime
 
 
@@ -202,6 +203,8 @@ class RetryPolicy(InputModel):
 class Design(InputModel):
     """A complete crawler capacity design."""
 
+    #: What it counts: URLs (a graph design counts requests).
+    unit: ClassVar[Unit] = URLS
     _source: str | None = PrivateAttr(None)  # the file it was loaded from
 
     name: str | None = Field(

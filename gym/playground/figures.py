@@ -67,7 +67,10 @@ class Figures:
         self.sat_range = sat.y_range
         sat.yaxis.axis_label = "saturation"
 
-        out = time_figure(220, x_range, "Offered, served and failed (URLs per second)", "outcomes")
+        unit = view.result.unit.many  # what the run counts: URLs, a graph's requests
+        out = time_figure(
+            220, x_range, f"Offered, served and failed ({unit} per second)", "outcomes"
+        )
         self.sources["outcomes"] = ColumnDataSource(outcomes(view), name="outcomes_data")
         for key, color in (("offered", "black"), ("served", "#2ca02c"), ("failed", "#d62728")):
             out.step(
@@ -174,7 +177,8 @@ def backlog_title(view: View) -> str:
     """The backlog plot's title; it says so when the queue stayed empty (a line on the
     axis is easy to miss)."""
     empty = not any(x > 0 for x in view.backlog)
-    return f"{view.entry} backlog (URLs waiting)" + (": none, 0 all along" if empty else "")
+    unit = view.result.unit.many  # what the run counts: URLs, a graph's requests
+    return f"{view.entry} backlog ({unit} waiting)" + (": none, 0 all along" if empty else "")
 
 
 def backlog_range(view: View) -> tuple[float, float]:

@@ -351,7 +351,8 @@ class Page:
             self.update()
         else:
             self.status.text = (
-                "Press <i>Run the request engine</i> (every URL, one event at a time)."
+                "Press <i>Run the request engine</i> "
+                f"(every {self.session.design.unit.one}, one event at a time)."
             )
 
     def _run_request(self) -> None:

@@ -73,7 +73,7 @@ def render(result: Result, fix: Fix | NoFix | None = None, headroom: Headroom | 
     parts += ["<h2>Components</h2>", _components(r)]
     if rest:
         parts += [
-            "<h2>Where URLs were lost</h2>" if m.failed else "<h2>Notes</h2>",
+            f"<h2>Where {r.unit.many} were lost</h2>" if m.failed else "<h2>Notes</h2>",
             explanation_list(rest),
         ]
     parts += ["<h2>Error budget</h2>", budget_section(r)]
@@ -189,7 +189,7 @@ def _totals(r: Result) -> str:
         else ""
     )
     return (
-        f"<p>{m.offered:,} URLs offered = {m.served:,} served + {m.failed:,} failed + "
+        f"<p>{m.offered:,} {r.unit.many} offered = {m.served:,} served + {m.failed:,} failed + "
         f"{m.in_flight_end:,} in flight at the end.{crash}</p>"
     )
 
@@ -229,7 +229,7 @@ def budget_section(r: Result) -> str:
         return "<p>The scenario has no availability SLO, so no error budget.</p>"
     share = format_fraction(b.fraction_spent) if b.allowed > 0 else "over: none allowed"
     intro = (
-        f"<p>Allowed: {b.allowed:,.0f} failed URLs ({1 - b.target:.1%} of the "
+        f"<p>Allowed: {b.allowed:,.0f} failed {r.unit.many} ({1 - b.target:.1%} of the "
         f"{r.metrics.finished:,} that finished). Spent: {b.spent:,} ({share}).</p>"
     )
     rows = [
@@ -243,7 +243,9 @@ def budget_section(r: Result) -> str:
         for e in b.by_event
     ]
     return intro + (
-        _table(["spent by", "when", "URLs", "of budget", "causes"], rows, {2, 3}) if rows else ""
+        _table(["spent by", "when", r.unit.many, "of budget", "causes"], rows, {2, 3})
+        if rows
+        else ""
     )
 
 
@@ -299,9 +301,9 @@ def _latency(r: Result) -> str:
         [name, f"{s.mean:,.1f}", f"{s.p50:,.1f}", f"{s.p95:,.1f}", f"{s.p99:,.1f}", f"{s.count:,}"]
         for name, s in r.latency.items()
     ]
-    how = "measured per URL" if r.engine == "request" else "estimated by the flow engine"
+    how = f"measured per {r.unit.one}" if r.engine == "request" else "estimated by the flow engine"
     return f"<p class='muted'>{how}</p>" + _table(
-        ["", "mean", "p50", "p95", "p99", "URLs"], rows, {1, 2, 3, 4, 5}
+        ["", "mean", "p50", "p95", "p99", r.unit.many], rows, {1, 2, 3, 4, 5}
     )
 
 

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from gym.analysis.result import Result
+    from gym.core.text import Unit
 
 COMPONENT_COLORS = {
     "frontier": "#1f77b4",
@@ -86,9 +87,10 @@ class PlotContext:
     duration_s: float
     ceiling: float | None
     frontier_buffer: int | None  # the entry queue's buffer, if it is a queue
+    unit: Unit  # what the run counts (the design's: URLs, a graph's requests)
     entry: str = "frontier"  # the component the load enters (the crawler's frontier)
     causes: tuple[str, ...] = CAUSES
-    #: URLs offered per window, where it is not the entry's demand (a graph whose load is
+    #: What was offered per window, where it is not the entry's demand (a graph whose load is
     #: split at the source); None: the entry's demand (the crawler: less what dedup skips).
     offered: tuple[float, ...] | None = None
     offered_label: str = "offered"  # its legend ("new URLs" with the link-discovery loop)
@@ -133,6 +135,7 @@ def context(result: Result) -> PlotContext:
         duration_s=tl.duration_s,
         ceiling=slo.max if slo else None,
         frontier_buffer=_entry_buffer(result),
+        unit=result.unit,
         # the crawler's frontier (after the seen set, with the link-discovery loop)
         entry="frontier"
         if isinstance(result.design, Design)
@@ -240,7 +243,8 @@ def plot_utilization(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None)
 
 
 def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
-    """URLs offered, served and failed (stacked by cause) per second."""
+    """What was offered, served and failed (stacked by cause) per second, in the run's
+    unit (URLs, a graph's requests)."""
     fig, ax = _axes(ax)
     lanes = shade_events(ax, ctx.shades)
     per_window = df.groupby("window", sort=True)
@@ -284,12 +288,12 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
     )
     ax.step(tx, offered_x, where="post", color="black", linewidth=1.4, label=ctx.offered_label)
     _headroom(ax, max(float(offered.max()), float(bottom.max())), lanes)
-    _finish(ax, ctx, "URLs per second", "Offered, served and failed")
+    _finish(ax, ctx, f"{ctx.unit.many} per second", "Offered, served and failed")
     return fig
 
 
 def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> Figure:
-    """URLs waiting in the entry queue (the frontier) at the end of each second, against
+    """What waits in the entry queue (the crawler's frontier) at the end of each second, against
     its buffer."""
     fig, ax = _axes(ax)
     lanes = shade_events(ax, ctx.shades)
@@ -307,15 +311,15 @@ def plot_backlog(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) -> 
             color="black",
             linestyle="--",
             linewidth=1,
-            label=f"buffer {ctx.frontier_buffer:,} URLs",
+            label=f"buffer {ctx.frontier_buffer:,} {ctx.unit.many}",
         )
     _headroom(ax, max(float(rows["backlog"].max()), ctx.frontier_buffer or 1), lanes)
-    _zero_shows(ax, float(rows["backlog"].max()))
-    _finish(ax, ctx, "URLs waiting", f"{literal(ctx.entry).capitalize()} backlog")
+    _zero_shows(ax, float(rows["backlog"].max()), ctx.unit)
+    _finish(ax, ctx, f"{ctx.unit.many} waiting", f"{literal(ctx.entry).capitalize()} backlog")
     return fig
 
 
-def _zero_shows(ax: Axes, most: float) -> None:
+def _zero_shows(ax: Axes, most: float, unit: Unit) -> None:
     """A line at 0 drawn above the time axis, not hidden on it; "no backlog" said."""
     low, high = ax.get_ylim()
     ax.set_ylim(-0.03 * (high - low), high)
@@ -323,7 +327,7 @@ def _zero_shows(ax: Axes, most: float) -> None:
         ax.text(
             0.5,
             0.08,
-            "no backlog: 0 URLs waiting all along",
+            f"no backlog: 0 {unit.many} waiting all along",
             transform=ax.transAxes,
             ha="center",
             fontsize=8,
@@ -339,7 +343,7 @@ PLOTS = {
 
 
 def plot_budget(result: Result, ax: Axes | None = None) -> Figure:
-    """The error budget as bars: the failed URLs each scenario event explains, stacked
+    """The error budget as bars: the failed URLs (requests) each scenario event explains, stacked
     by cause, against what the availability SLO allows (a dashed line); the title says
     how much of it was spent, so a budget 13 times over reads as such."""
     import textwrap
@@ -348,6 +352,7 @@ def plot_budget(result: Result, ax: Axes | None = None) -> Figure:
 
     fig, ax = _axes(ax)
     b = result.budget
+    unit = result.unit.many
     events = [e for e in b.by_event if e.urls]
     causes = [c for c in CAUSES if any(e.by_cause.get(c) for e in events)]
     causes += sorted({c for e in events for c in e.by_cause if e.by_cause[c]} - set(causes))
@@ -377,11 +382,11 @@ def plot_budget(result: Result, ax: Axes | None = None) -> Figure:
         else format_fraction(spent) + " of"
     )
     ax.set_title(
-        f"{literal(result.design.name)}: {b.spent:,} failed URLs, {share} the budget\n"
-        f"({b.allowed:,.0f} allowed: {1 - (b.target or 1):.1%} of the URLs that finished)",
+        f"{literal(result.design.name)}: {b.spent:,} failed {unit}, {share} the budget\n"
+        f"({b.allowed:,.0f} allowed: {1 - (b.target or 1):.1%} of the {unit} that finished)",
         fontsize=9,
     )
-    ax.set_xlabel("failed URLs")
+    ax.set_xlabel(f"failed {unit}")
     ax.legend(fontsize=7.5, loc="lower right")
     return fig
 
@@ -446,10 +451,10 @@ def overlay(results: Sequence[Result]) -> Figure:
             label=f"SLO ceiling {ctx.ceiling:.2f}",
         )
     axes[0].set_ylabel("highest saturation\n(of any component)")
-    axes[1].set_ylabel("served URLs per second")
+    axes[1].set_ylabel(f"served {ctx.unit.many} per second")
     entries = {next(iter(r.metrics.components)) for r in results}
     shown = literal(ctx.entry) if len(entries) == 1 else "entry queue"
-    axes[2].set_ylabel(f"{shown} backlog (URLs)")
+    axes[2].set_ylabel(f"{shown} backlog ({ctx.unit.many})")
     axes[2].set_xlabel("time (s)")
     axes[0].set_title(
         f"{len(results)} designs under {literal(results[0].scenario.name)} "
@@ -462,7 +467,7 @@ def overlay(results: Sequence[Result]) -> Figure:
         tops = [float(np.nanmax(np.asarray(ln.get_ydata(), dtype=float))) for ln in ax.lines]
         _headroom(ax, max([t for t in tops if np.isfinite(t)], default=1.0), lane)
         if ax is axes[2]:
-            _zero_shows(ax, max([t for t in tops if np.isfinite(t)], default=0.0))
+            _zero_shows(ax, max([t for t in tops if np.isfinite(t)], default=0.0), ctx.unit)
         ax.legend(fontsize=7.5, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.tight_layout()
     return fig

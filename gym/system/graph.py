@@ -3,10 +3,11 @@ between them (designs/*.yaml with a ``graph`` key instead of the crawler's secti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Union
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
+from gym.core.text import REQUESTS, Unit
 from gym.models.common import FieldError, InputModel
 
 if TYPE_CHECKING:
@@ -78,6 +79,8 @@ class GraphSpec(InputModel):
 class GraphDesign(InputModel):
     """A capacity design given as a graph of typed components."""
 
+    #: What it counts: requests (the crawler counts URLs).
+    unit: ClassVar[Unit] = REQUESTS
     _source: str | None = PrivateAttr(None)  # the file it was loaded from
 
     name: str | None = Field(
