@@ -116,7 +116,7 @@ def test_the_playground_figures_of_a_graph_say_requests() -> None:
     session = Session(gym.load_design(SHORTENER), gym.load_scenario(SHORTENER_SCENARIO), "u.yaml")
     titles = [p.title.text for p in Figures(session.run()).plots]
     assert "Offered, served and failed (requests per second)" in titles
-    assert any(t.endswith("backlog (requests waiting)") for t in titles)
+    assert any("backlog (requests waiting)" in t for t in titles)
     assert not any("URL" in t for t in titles)
 
 
