@@ -159,16 +159,24 @@ class Fix:
             # else the user set the section to a value (null) that the fix's fields replace
         return kept + [f"{p}={exact(v)}" for p, v in mine]
 
-    def to_json(self) -> dict[str, Any]:
+    def design_mapping(self) -> dict[str, Any]:
+        """The design the fix makes, as a design file's mapping, named ``<name>-fixed``
+        (not the failing design's name): what ``--json`` gives and ``fixed-design.yaml``
+        holds."""
         from gym.explore.unit_space import design_mapping
 
+        data = design_mapping(self.design)
+        data["name"] = f"{self.design.name}-fixed"
+        return data
+
+    def to_json(self) -> dict[str, Any]:
         m = self.result.metrics
         return {
             "found": True,
             "changes": [c.to_json() for c in self.changes],
             "summary": self.summary(),
             "sets": self.sets(),
-            "design": design_mapping(self.design),
+            "design": self.design_mapping(),
             "units": self.units,
             "cost_units": self.cost_units,
             "verdict": self.result.verdict,
