@@ -211,6 +211,33 @@ class NoFix:
     def __repr__(self) -> str:
         return f"<NoFix {self.summary()}>"
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: how far the search looked, and what the closest design it
+        ran still fails."""
+        from html import escape
+
+        from gym.analysis.reprs import table_html, verdict_span
+
+        if self.reason is not None or self.closest is None:
+            return f"<p>No fix: {escape(self.summary())}</p>"
+        units = ", ".join(f"{k} {v}" for k, v in self.closest_units.items() if v)
+        rows = [
+            [
+                escape(c.name),
+                f"{escape(c.op)} {c.target:g}",
+                _measured(c.measured),
+                verdict_span(c.passed),
+            ]
+            for c in self.closest.checks
+            if not c.passed
+        ]
+        return (
+            f"<p>No fix: no change within the limit of {self.limit} units passes "
+            f"({self.runs} designs run). The closest ({escape(units)}: "
+            f"{sum(self.closest_units.values())} units) still fails:</p>"
+            + table_html(["SLO", "target", "measured", ""], rows)
+        )
+
     def summary(self) -> str:
         if self.reason is not None:
             return self.reason
