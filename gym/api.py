@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_MAX_URLS, ENGINE_MODULES, ENGINES
-from gym.inputs.loading import load_design, load_scenario
+from gym.inputs.loading import design_parts, load_design, load_scenario
 from gym.models import Design, Scenario
 from gym.sim.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
 from gym.system import costing, crawler, kinds
@@ -92,26 +92,7 @@ def validate(
         problems = graph_check(design, scenario)
     else:
         problems = costing.check(design, scenario.catalog, design._source)
-        if design.discovery is None:
-            problems += [
-                Problem(
-                    scenario._source,
-                    f"faults[{i}].target",
-                    f"'seen_set' is the link-discovery loop's seen set, and "
-                    f"{design.name or 'this design'} has no discovery section",
-                )
-                for i, fault in enumerate(scenario.faults)
-                if fault.target == "seen_set"
-            ]
-        if scenario.system != "crawler":
-            problems.append(
-                Problem(
-                    scenario._source,
-                    "system",
-                    f"the scenario is for graph designs (system: {scenario.system}) and "
-                    f"{design.name or 'this design'} is a crawler design",
-                )
-            )
+        problems += _crawler_fits(scenario, design.name, discovery=design.discovery is not None)
     if tick_ms not in VALID_TICKS_MS:
         problems.append(
             Problem(None, "tick_ms", f"{tick_ms} must be a whole number of ms dividing 1000")
@@ -128,6 +109,70 @@ def validate(
                 )
             )
     return problems
+
+
+def _crawler_fits(scenario: Scenario, name: str | None, *, discovery: bool) -> list[Problem]:
+    """What stops a crawler design (named ``name``, with a link-discovery loop or not)
+    from running under ``scenario``: a fault on the seen set it lacks, a graph scenario."""
+    problems = []
+    if not discovery:
+        problems += [
+            Problem(
+                scenario._source,
+                f"faults[{i}].target",
+                f"'seen_set' is the link-discovery loop's seen set, and "
+                f"{name or 'this design'} has no discovery section",
+            )
+            for i, fault in enumerate(scenario.faults)
+            if fault.target == "seen_set"
+        ]
+    if scenario.system != "crawler":
+        problems.append(
+            Problem(
+                scenario._source,
+                "system",
+                f"the scenario is for graph designs (system: {scenario.system}) and "
+                f"{name or 'this design'} is a crawler design",
+            )
+        )
+    return problems
+
+
+def load_inputs(
+    designs: Sequence[str | Path],
+    scenario: str | Path | None = None,
+    overrides: list[str] | None = None,
+) -> tuple[list[Design | GraphDesign], Scenario]:
+    """The design files (each with the ``--set`` ``overrides``) and the scenario file
+    (default: the chaos one), loaded; every problem raised at once as one
+    :class:`GymError`: each file's own and, for a crawler design that does not load, what
+    :func:`validate` finds of its sections that are valid on their own (the catalog's
+    limits, the scenario's faults), so that no problem waits for the others' fixing.
+    :func:`validate` still checks the loaded designs against the scenario."""
+    problems: list[Problem] = []
+    scenario_problems: list[Problem] = []
+    loaded_scenario: Scenario | None = None
+    try:
+        loaded_scenario = load_scenario(default_scenario() if scenario is None else scenario)
+    except GymError as err:
+        scenario_problems = err.problems
+    loaded: list[Design | GraphDesign] = []
+    for path in designs:
+        try:
+            loaded.append(load_design(path, overrides))
+        except GymError as err:
+            problems += err.problems
+            parts = design_parts(path, overrides) if loaded_scenario is not None else None
+            if loaded_scenario is not None and parts is not None:
+                catalog = loaded_scenario.catalog
+                problems += costing.check_sections(parts.valid, catalog, str(path))
+                problems += _crawler_fits(
+                    loaded_scenario, parts.name, discovery="discovery" in parts.given
+                )
+    problems += scenario_problems
+    if problems or loaded_scenario is None:
+        raise GymError(problems)
+    return loaded, loaded_scenario
 
 
 def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:

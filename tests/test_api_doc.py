@@ -86,3 +86,35 @@ def test_a_fix_and_many_runs_show_themselves_in_a_notebook() -> None:
     many = run_many(r.design, r.scenario, runs=16)
     page = many._repr_html_()
     assert "0/16 runs" in page and page.count("<tr>") == 1 + len(many.slos)
+
+
+def test_an_optimum_and_no_fix_show_themselves_in_a_notebook() -> None:
+    """The optimizer's answer: the cheapest passing design and a row per design tried
+    (or that none passes); a fix search that found nothing: how far it looked and a row
+    per SLO the closest design still fails. Text from the inputs is escaped."""
+    import gym
+    from gym.explore.fix import NoFix
+    from gym.explore.montecarlo import run_many
+    from gym.explore.optimize import Candidate, Optimum
+
+    r = gym.simulate(ROOT / "designs" / "starter.yaml")
+    many = run_many(r.design, r.scenario, runs=4, confidence=0.5)
+    tried = Candidate({"fetchers": 2, "<i>part</i>": 1}, r.design, many)
+    page = Optimum(best=None, cheaper=[tried], evaluated=3, simulations=5)._repr_html_()
+    assert "FAIL" in page and "no design passes (3 designs evaluated, 5 runs)" in page
+    assert page.count("<tr>") == 2 and "&lt;i&gt;part&lt;/i&gt; 1" in page
+    assert "<i>" not in page and "0/4 [0.00, " in page
+    ok = gym.simulate(ROOT / "designs" / "reference.yaml")
+    good = Candidate(
+        {"fetchers": 4}, ok.design, run_many(ok.design, ok.scenario, runs=4, confidence=0.5)
+    )
+    page = Optimum(best=good, cheaper=[tried], evaluated=3, simulations=5)._repr_html_()
+    assert "Cheapest passing design: <b>4 units</b> (fetchers 4)" in page
+    assert page.count("<tr>") == 3 and page.count(">PASS<") == 2 and "4/4 [" in page
+    failing = [c for c in r.checks if not c.passed]
+    page = NoFix(runs=12, limit=7, closest=r, closest_units={"fetchers": 3})._repr_html_()
+    assert "within the limit of 7 units passes (12 designs run)" in page
+    assert "(fetchers 3: 3 units)" in page and page.count("<tr>") == 1 + len(failing)
+    assert page.count(">FAIL<") == len(failing)
+    page = NoFix(runs=0, limit=0, reason="a <b>graph</b> design")._repr_html_()
+    assert page == "<p>No fix: a &lt;b&gt;graph&lt;/b&gt; design</p>"

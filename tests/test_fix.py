@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 import gym
@@ -113,6 +114,7 @@ def test_gym_run_prints_and_carries_the_fix_and_applying_it_passes(tmp_path: Pat
     assert res.exit_code == 1
     fix = json.loads(res.stdout)["fix"]
     assert fix["found"] and fix["verdict"] == "pass" and fix["cost_units"] == 7
+    assert fix["design"]["name"] == "starter-fixed"  # as fixed-design.yaml names it
     sets = [a for s in fix["sets"] for a in ("--set", s)]
     assert runner.invoke(app, ["run", str(STARTER), *sets]).exit_code == 0
 
@@ -122,7 +124,9 @@ def test_gym_run_prints_and_carries_the_fix_and_applying_it_passes(tmp_path: Pat
 
     out = tmp_path / "run"
     assert runner.invoke(app, ["run", str(STARTER), "--out", str(out)]).exit_code == 1
-    assert json.loads((out / "summary.json").read_text())["fix"]["found"]
+    written = json.loads((out / "summary.json").read_text())["fix"]
+    assert written["found"] and written["design"] == fix["design"]
+    assert yaml.safe_load((out / "fixed-design.yaml").read_text()) == fix["design"]
     assert runner.invoke(app, ["run", str(out / "fixed-design.yaml")]).exit_code == 0
 
 

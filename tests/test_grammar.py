@@ -64,8 +64,9 @@ def test_help_names_values_by_words_not_types(words: list[str]) -> None:
 
 @pytest.mark.parametrize("words", [w for w, _ in COMMANDS], ids=NAMES)
 def test_every_usage_error_is_one_line_and_exit_2(words: list[str]) -> None:
-    """An unknown option and a missing argument: one line on stderr, ``error: ...`` with
-    where to look, exit 2, nothing on stdout."""
+    """An unknown option, a missing argument and an option's missing value: one line on
+    stderr, ``error: ...`` with where to look (the command's own help), exit 2, nothing on
+    stdout."""
     command = dict(zip(NAMES, (c for _, c in COMMANDS), strict=True))[" ".join(words)]
     required = [p for p in command.params if p.param_type_name == "argument" and p.required]
     args = [str(REFERENCE)] * len(required)
@@ -74,6 +75,9 @@ def test_every_usage_error_is_one_line_and_exit_2(words: list[str]) -> None:
         cases.append(list(words))  # the argument missing
     if any("--seed" in p.opts for p in command.params):
         cases.append([*words, *args, "--seed", "x"])
+    valued = [p for p in command.params if p.param_type_name == "option" and not p.is_flag]
+    for option in valued:  # the value missing: click raises it with no command at hand
+        cases.append([*words, *args, option.opts[-1]])
     for case in cases:
         res = runner.invoke(app, case)
         assert res.exit_code == 2, (case, res.output)
@@ -81,6 +85,15 @@ def test_every_usage_error_is_one_line_and_exit_2(words: list[str]) -> None:
         assert len(lines) == 1 and lines[0].startswith("error: "), (case, res.stderr)
         assert f"(see gym {' '.join(words)} --help)" in lines[0]
         assert res.stdout == ""
+
+
+@pytest.mark.parametrize("words", [[], ["slo"]], ids=["gym", "gym slo"])
+def test_a_bare_group_prints_its_help_on_stdout(words: list[str]) -> None:
+    """A group given no command prints its help on stdout and exits 0 (docker, cargo)."""
+    res = runner.invoke(app, words)
+    assert res.exit_code == 0, res.output
+    assert res.stdout.startswith(f"Usage: {' '.join(['gym', *words])} [OPTIONS] COMMAND")
+    assert "Commands:" in res.stdout and res.stderr == ""
 
 
 def test_an_unknown_command_and_the_version() -> None:

@@ -633,12 +633,15 @@ def test_judging_commands_exit_with_the_verdict(tmp_path: Path) -> None:
 def test_an_internal_error_exits_3_in_one_line(args: list[str], monkeypatch: Any) -> None:
     """A bug is not a FAIL: exit 3, one line, the traceback only with --debug."""
     import gym.analysis.estimate
+    import gym.api
     import gym.inputs.loading
 
     def bug(*a: Any, **k: Any) -> Any:
         raise ZeroDivisionError("boom")
 
-    monkeypatch.setattr(gym.inputs.loading, "load_scenario", bug)  # the commands load it from there
+    # the commands load it from there, or with a design through the API's load_inputs
+    monkeypatch.setattr(gym.inputs.loading, "load_scenario", bug)
+    monkeypatch.setattr(gym.api, "load_scenario", bug)
     monkeypatch.setattr(gym.analysis.estimate, "estimate", bug)
     res = _invoke(*args)
     assert res.exit_code == 3

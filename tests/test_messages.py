@@ -122,3 +122,52 @@ def test_seed_counts_api_and_diff() -> None:
     assert "or 1" not in res.stderr
     res = runner.invoke(app, ["run", str(REFERENCE), "--runs", "20", "--confidence", "0.9"])
     assert "use --runs 35 or more" in res.stderr and "or 1" not in res.stderr
+
+
+def test_schema_and_catalog_problems_in_one_round(tmp_path: Path) -> None:
+    """A design with schema problems (a negative count, a misspelt value) and a problem
+    the scenario's catalog finds (a hit ratio no number of cache units reaches): every one
+    listed at once, not the catalog's only after the schema's are fixed."""
+    bad = _file(
+        tmp_path,
+        GOOD.replace("replicas: 4", "replicas: -4")
+        .replace("0.92", "1.0")
+        .replace("rps: 25000", "rps: 25000, layout: splitt"),
+    )
+    lines = _errors(bad)
+    assert len(lines) == 3, lines
+    assert lines[0].startswith(f"error: {bad}: fetchers.replicas: ")
+    assert lines[1].startswith(f"error: {bad}: page_store.layout: must be 'split' or")
+    assert lines[2].startswith(f"error: {bad}: cache.hit_ratio: 1 cannot be reached")
+    # what --set writes counts too; a check whose section is itself invalid is left out
+    lines = _errors(bad, "--set", "fetchers.replicas=2", "--set", "fetchers.rps_per_replica=5000")
+    assert [line.split(": ")[2] for line in lines] == [
+        "page_store.layout",
+        "fetchers.rps_per_replica",
+        "cache.hit_ratio",
+    ], lines
+    assert "(the catalog allows at most 4000/s per replica)" in lines[1]
+    lines = _errors(bad, "--set", "fetchers.rps_per_replica=5000")
+    assert not any("fetchers.rps_per_replica" in line for line in lines), lines
+
+
+def test_the_design_and_the_scenario_in_one_round(tmp_path: Path) -> None:
+    """A design that does not load beside a scenario that does not either: both files'
+    problems (no catalog check: the scenario that has it is not valid); a design without
+    a discovery section under a scenario that crashes its seen set: said with the rest."""
+    bad = _file(tmp_path, GOOD.replace("replicas: 4", "replicas: -4"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("duration_s: -5\nbase_rps: 1000\n")
+    lines = _errors(bad, "-s", str(scenario))
+    assert [line.split(": ")[1:3] for line in lines] == [
+        [bad, "fetchers.replicas"],
+        [str(scenario), "duration_s"],
+    ], lines
+    scenario.write_text(
+        "duration_s: 60\nbase_rps: 1000\n"
+        "faults: [{kind: stall, target: seen_set, at_s: 5, for_s: 5}]\n"
+    )
+    lines = _errors(bad, "-s", str(scenario))
+    assert len(lines) == 2 and f"{scenario}: faults[0].target: 'seen_set'" in lines[1], lines
+    res = runner.invoke(app, ["validate", bad, "-s", str(scenario), "--json"])
+    assert res.exit_code == 2 and '"faults[0].target"' in res.stdout, res.output

@@ -289,3 +289,40 @@ def test_a_measured_value_never_prints_as_its_target_when_it_fails() -> None:
     assert format_measured("peak_saturation", 0.9004, 0.9) == "0.9004"
     assert format_measured("availability", 0.99896, 0.999) == "0.99896"
     assert format_measured("peak_saturation", 0.77, 0.9) == "0.77"
+
+
+def test_the_outcomes_plot_never_stacks_past_what_was_offered_unsaid() -> None:
+    """Outcomes count in the second a URL finishes, offers in the second it arrives: the
+    reference's crash at t=12 s loses fetches in flight, offered in earlier seconds, and
+    served plus crash_loss pass that second's offered line (9,057 against 9,029). What
+    passes it is a band of its own ("offered in an earlier second"), never an outcome's
+    colour above the line unexplained; the failed bands draw no outline (a band of no
+    height drew a peach one along the whole stack, round the hatched band too), and the
+    hatched band's outline is its legend's neutral grey."""
+    import numpy as np
+    from matplotlib.colors import to_hex
+
+    r = gym.simulate(REFERENCE, CHAOS, seed=0)
+    df = r.windows()
+    fig = plots.plot_outcomes(df, plots.context(r))
+    (ax,) = fig.axes
+    bands = {c.get_label(): c for c in ax.collections}
+    for label, band in bands.items():
+        if label.startswith("failed: "):
+            assert not np.any(band.get_linewidths()), label
+    queued = bands["queued or in flight"]
+    (handle,) = [
+        h for h, t in zip(*ax.get_legend_handles_labels(), strict=True) if t == queued.get_label()
+    ]
+    assert to_hex(queued.get_edgecolor()[0]) == to_hex(handle.get_edgecolor()) == "#8c8c8c"
+    assert queued.get_linewidths()[0] > 0
+    per = df.groupby("window")
+    stack = per["served"].sum() + sum(per[f"failed_{c}"].sum() for c in r.metrics.record.causes)
+    offered = df[df["component"] == "frontier"].set_index("window")["demand"]
+    assert stack[12] > offered[12] and per["failed_crash_loss"].sum()[12] > 0
+    earlier = bands[plots.EARLIER_LABEL]
+    (path,) = earlier.get_paths()
+    corners = {(round(x, 3), round(y)) for x, y in path.vertices}
+    for y in (offered[12], stack[12]):  # from the offered line up to the stack's top
+        assert {(12.0, round(y)), (13.0, round(y))} <= corners
+    assert stack[4] < offered[4] and (4.0, round(stack[4])) not in corners  # none below

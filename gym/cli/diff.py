@@ -9,7 +9,7 @@ import typer
 
 from gym.cli.console import one_line, plain, print_json
 from gym.cli.contract import exit_verdict, guarded
-from gym.cli.inputs import refuse, scenario_of
+from gym.cli.inputs import refuse
 from gym.cli.options import (
     ConfidenceOpt,
     ForceOpt,
@@ -65,11 +65,10 @@ def diff_cmd(
     """Run BASE and HEAD under one scenario with the same seeds: each SLO's change with
     its 95% interval, the cost, the verdicts. Exit 1 when HEAD is worse beyond noise on an
     SLO (or BASE passes and HEAD fails), 0 otherwise."""
-    from gym.api import validate
+    from gym.api import load_inputs, validate
     from gym.cli.progress import count_progress
     from gym.explore import diff
     from gym.explore.parallel import make_executor
-    from gym.inputs.loading import load_design
 
     conf = check_many(runs, workers, scheduler, confidence, seed=seed, one_run=False)
     force_needs(force, markdown, "--markdown")
@@ -78,8 +77,7 @@ def diff_cmd(
         from gym.core.outputs import check_file
 
         target = check_file(markdown, "--markdown", suffixes=(".md", ".markdown"), force=force)
-    b, h = load_design(base), load_design(head)
-    s = scenario_of(scenario)
+    (b, h), s = load_inputs([base, head], scenario)
     diff.check(b, h, runs, conf)
     refuse([*validate(b, s), *validate(h, s)])
     executor = closing(make_executor(workers, scheduler))

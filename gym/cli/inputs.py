@@ -32,11 +32,12 @@ def scenario_of(path: Path | None) -> Scenario:
 def design_and_scenario(
     design: Path, scenario: Path | None, sets: list[str] | None
 ) -> tuple[Design | GraphDesign, Scenario]:
-    """The design (with the --set what-ifs) and the scenario, each checked on its own."""
-    from gym.inputs.loading import load_design
+    """The design (with the --set what-ifs) and the scenario, each checked on its own
+    (and what of the design can be checked against the scenario if it does not load)."""
+    from gym.api import load_inputs
 
-    d = load_design(design, sets)
-    return d, scenario_of(scenario)
+    (d,), s = load_inputs([design], scenario, sets)
+    return d, s
 
 
 def refuse(problems: list[Problem]) -> None:
@@ -66,15 +67,13 @@ def results(
 ) -> list[Result]:
     """Load and check everything, then run each design (nothing runs if anything is
     invalid or over a limit)."""
-    from gym.api import simulate, url_budget, validate
-    from gym.inputs.loading import load_design
+    from gym.api import load_inputs, simulate, url_budget, validate
 
     if len(designs) > MAX_DESIGNS:
         raise GymError.single(
             None, "DESIGN", f"{len(designs)} designs; the limit is {MAX_DESIGNS} at once"
         )
-    s = scenario_of(scenario)
-    loaded = [load_design(d, sets) for d in designs]
+    loaded, s = load_inputs(designs, scenario, sets)
     problems = [p for d in loaded for p in validate(d, s)]
     if (
         engine == "request"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 import typer._click as _click
 import typer._click.exceptions
+import typer._click.parser
 import typer.core
 
 if TYPE_CHECKING:
@@ -25,6 +26,27 @@ def _one_line_usage_error(self: Any, file: Any = None) -> None:
     message = " ".join(self.format_message().split()).rstrip(".")
     message = message[:1].lower() + message[1:]
     _click.echo(f"error: {message} (see {command} --help)", file=file, err=True)
+
+
+def _group_help(self: Any, file: Any = None) -> None:
+    """A group given no command (``gym``, ``gym slo``) prints its help on stdout and exits
+    0, as docker and cargo do: the help was asked for by the bare word, not a mistake."""
+    _click.echo(self.format_message(), color=self.ctx.color)
+
+
+_parse_options = typer._click.parser._OptionParser.parse_args
+
+
+def _parse_in_context(self: Any, args: list[str]) -> Any:
+    """Click raises an option's missing value (``gym run --seed``) with no context, so the
+    one-line error would point at ``gym --help``: give it the command being parsed."""
+    try:
+        return _parse_options(self, args)
+    except _click.exceptions.UsageError as error:
+        if error.ctx is None and self.ctx is not None:
+            error.ctx = self.ctx
+            error.cmd = self.ctx.command
+        raise
 
 
 def _argument_usage(self: typer.core.TyperArgument) -> str:
@@ -51,6 +73,9 @@ def _option_value(self: typer.core.TyperOption, ctx: Any) -> str | None:
 
 
 _click.exceptions.UsageError.show = _one_line_usage_error  # type: ignore[method-assign]
+_click.exceptions.NoArgsIsHelpError.show = _group_help  # type: ignore[method-assign]
+_click.exceptions.NoArgsIsHelpError.exit_code = 0
+typer._click.parser._OptionParser.parse_args = _parse_in_context  # type: ignore[method-assign]
 typer.core.TyperArgument._usage_display_name = _argument_usage  # type: ignore[method-assign]
 typer.core.TyperArgument.display_type_rich = lambda self, ctx: None  # type: ignore[method-assign]
 typer.core.TyperOption.display_type_rich = _option_value  # type: ignore[method-assign]

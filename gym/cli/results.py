@@ -70,11 +70,11 @@ def grade_cmd(
     its SLO verdict. Exit 0 when the design passes its SLOs, 1 when it fails (as run), 2
     on bad input."""
     from gym.analysis import rubric
-    from gym.inputs.loading import load_design
+    from gym.api import load_inputs
     from gym.models import Design
 
     urls = url_limit(max_urls, engine)
-    loaded = load_design(design, sets)
+    (loaded,), _ = load_inputs([design], scenario, sets)
     if not isinstance(loaded, Design):
         raise GymError.single(
             str(design), None, "the rubric grades crawler designs (this is a graph design)"

@@ -159,16 +159,24 @@ class Fix:
             # else the user set the section to a value (null) that the fix's fields replace
         return kept + [f"{p}={exact(v)}" for p, v in mine]
 
-    def to_json(self) -> dict[str, Any]:
+    def design_mapping(self) -> dict[str, Any]:
+        """The design the fix makes, as a design file's mapping, named ``<name>-fixed``
+        (not the failing design's name): what ``--json`` gives and ``fixed-design.yaml``
+        holds."""
         from gym.explore.unit_space import design_mapping
 
+        data = design_mapping(self.design)
+        data["name"] = f"{self.design.name}-fixed"
+        return data
+
+    def to_json(self) -> dict[str, Any]:
         m = self.result.metrics
         return {
             "found": True,
             "changes": [c.to_json() for c in self.changes],
             "summary": self.summary(),
             "sets": self.sets(),
-            "design": design_mapping(self.design),
+            "design": self.design_mapping(),
             "units": self.units,
             "cost_units": self.cost_units,
             "verdict": self.result.verdict,
@@ -202,6 +210,33 @@ class NoFix:
 
     def __repr__(self) -> str:
         return f"<NoFix {self.summary()}>"
+
+    def _repr_html_(self) -> str:
+        """A notebook's view: how far the search looked, and what the closest design it
+        ran still fails."""
+        from html import escape
+
+        from gym.analysis.reprs import table_html, verdict_span
+
+        if self.reason is not None or self.closest is None:
+            return f"<p>No fix: {escape(self.summary())}</p>"
+        units = ", ".join(f"{k} {v}" for k, v in self.closest_units.items() if v)
+        rows = [
+            [
+                escape(c.name),
+                f"{escape(c.op)} {c.target:g}",
+                _measured(c.measured),
+                verdict_span(c.passed),
+            ]
+            for c in self.closest.checks
+            if not c.passed
+        ]
+        return (
+            f"<p>No fix: no change within the limit of {self.limit} units passes "
+            f"({self.runs} designs run). The closest ({escape(units)}: "
+            f"{sum(self.closest_units.values())} units) still fails:</p>"
+            + table_html(["SLO", "target", "measured", ""], rows)
+        )
 
     def summary(self) -> str:
         if self.reason is not None:

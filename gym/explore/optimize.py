@@ -112,6 +112,38 @@ class Optimum:
             f"{b.result.n} runs; {self.evaluated:,} designs evaluated>"
         )
 
+    def _repr_html_(self) -> str:
+        """A notebook's view: the cheapest passing design, and a row per design tried at
+        each cost (the runners-up above it, the best try at each cheaper cost below)."""
+        from html import escape
+
+        from gym.analysis.reprs import table_html, verdict_span
+
+        def row(c: Candidate, what: str) -> list[str]:
+            low, high = c.result.ci
+            return [
+                what,
+                str(c.cost),
+                escape(c.describe()),
+                f"{c.result.passes}/{c.result.n} [{low:.2f}, {high:.2f}]",
+                verdict_span(c.passed),
+            ]
+
+        tried = f"{self.evaluated:,} designs evaluated, {self.simulations:,} runs"
+        if self.best is None:
+            head = f"<p>{verdict_span(False)}: no design passes ({tried})</p>"
+        else:
+            b = self.best
+            head = (
+                f"<p>Cheapest passing design: <b>{b.cost} units</b> "
+                f"({escape(b.describe())}), {verdict_span(True)} ({tried})</p>"
+            )
+        rows = [row(self.best, "cheapest")] if self.best is not None else []
+        rows += [row(c, "runner-up") for c in self.runner_ups]
+        rows += [row(c, "cheaper") for c in self.cheaper]
+        header = ["", "units", "design", "passes (95% interval)", ""]
+        return head + (table_html(header, rows) if rows else "")
+
     def why_nothing_cheaper(self) -> list[str]:
         space = self.space or crawler_space(None)
         lines = [f"fewer than {space.min_cost} units cannot build a design: {space.needs}"]

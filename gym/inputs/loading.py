@@ -12,7 +12,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, TypeVar, Union
+from typing import Any, NamedTuple, TypeVar, Union
 
 import yaml
 from pydantic import BaseModel, ValidationError
@@ -77,6 +77,57 @@ def load_design(
     if isinstance(data, dict) and _means_graph(data):
         return _load(GraphDesign, path, "design", overrides, data)
     return _load(Design, path, "design", overrides, data)
+
+
+class DesignParts(NamedTuple):
+    """What can still be read of a crawler design that does not validate as a whole."""
+
+    name: str
+    #: The sections valid on their own, validated, by name.
+    valid: dict[str, BaseModel]
+    #: Every section the design gives (not null), valid or not.
+    given: frozenset[str]
+
+
+def design_parts(
+    path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
+) -> DesignParts | None:
+    """The parts of a crawler design file that are valid on their own, for the checks
+    against a scenario's catalog that can still be made when the design as a whole is not
+    valid (its schema's problems and the catalog's reported in one round). None: the file
+    cannot be read or is not a crawler design's mapping (a graph's nodes are checked as
+    one table)."""
+    try:
+        data = read_yaml(path) if contents is None else contents
+        if overrides:
+            data = apply_overrides(data, overrides, str(path))
+    except GymError:
+        return None
+    if not isinstance(data, dict) or _means_graph(data):
+        return None
+    valid: dict[str, BaseModel] = {}
+    for key, field in Design.model_fields.items():
+        section = _section_model(field.annotation)
+        if section is None or not isinstance(data.get(key), dict):
+            continue
+        try:
+            valid[key] = section.model_validate(data[key])
+        except (ValidationError, RecursionError):
+            continue
+    name = data.get("name")
+    return DesignParts(
+        name if isinstance(name, str) and name else Path(path).stem,
+        valid,
+        frozenset(str(k) for k, v in data.items() if v is not None),
+    )
+
+
+def _section_model(annotation: Any) -> type[BaseModel] | None:
+    """The model of a design's section (``FetchersConfig``, ``RetryPolicy | None``)."""
+    for kind in (annotation, *typing.get_args(annotation)):
+        if isinstance(kind, type) and issubclass(kind, BaseModel):
+            return kind
+    return None
 
 
 def _means_graph(data: dict[Any, Any]) -> bool:

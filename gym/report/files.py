@@ -48,15 +48,12 @@ def resolved_yaml(model: object, scenario: Scenario | None = None) -> str:
 def fixed_yaml(fix: Fix) -> str:
     """The design a suggested fix makes, as a design file (defaults left out)."""
     from gym.core.text import printable
-    from gym.explore.unit_space import design_mapping
 
     header = "".join(
         f"# {printable(line)}\n"
         for line in ("The suggested fix, found by the crawler SLO gym:", fix.summary())
     )
-    data = design_mapping(fix.design)
-    data["name"] = f"{fix.design.name}-fixed"  # not the failing design's name
-    return header + dump_yaml(data)
+    return header + dump_yaml(fix.design_mapping())
 
 
 def write_run(

@@ -96,6 +96,12 @@ class PlotContext:
     offered_label: str = "offered"  # its legend ("new URLs" with the link-discovery loop)
 
 
+#: The outline and hatch of the outcomes plot's bands that are not outcomes.
+NEUTRAL_EDGE = "#8c8c8c"
+#: The legend of what finished in a second above what was offered in it.
+EARLIER_LABEL = "finished, offered in an earlier second"
+
+
 def literal(text: object) -> str:
     """User text (a design, scenario or event name) drawn as written: ``$`` does not start
     math text, a leading ``_`` does not hide a legend entry, control characters show as
@@ -270,6 +276,7 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
             step="post",
             color=CAUSE_COLORS.get(cause) or next(spare, None),
             alpha=0.75,
+            linewidth=0,  # no outline: a band of no height would draw one along the stack
             label=f"failed: {cause}",
         )
         bottom = bottom + failed_x
@@ -281,11 +288,28 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
         np.maximum(offered_x, bottom),
         step="post",
         facecolor="none",
-        edgecolor="#8c8c8c",
+        edgecolor=NEUTRAL_EDGE,
         hatch="///",
-        linewidth=0,
+        linewidth=0.6,
         label="queued or in flight",
     )
+    # URLs are counted served or failed in the second they finish, offered in the second
+    # they arrive: a stack above the offered line is URLs offered in an earlier second
+    # (a backlog drained, the fetches in flight lost at a crash), marked as such.
+    earlier = np.maximum(bottom - offered_x, 0.0)
+    if earlier.any():
+        ax.fill_between(
+            tx,
+            offered_x,
+            offered_x + earlier,
+            step="post",
+            facecolor="white",
+            edgecolor=NEUTRAL_EDGE,
+            hatch="...",
+            alpha=0.6,
+            linewidth=0.6,
+            label=EARLIER_LABEL,
+        )
     ax.step(tx, offered_x, where="post", color="black", linewidth=1.4, label=ctx.offered_label)
     _headroom(ax, max(float(offered.max()), float(bottom.max())), lanes)
     _finish(ax, ctx, f"{ctx.unit.many} per second", "Offered, served and failed")

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from typing import Any
+
 from gym.core.errors import Problem
-from gym.models import Catalog, Design
+from gym.models import CacheConfig, Catalog, Design, FetchersConfig
 from gym.system.graph import GraphDesign
 from gym.system.units import MAX_CACHE_UNITS, cache_units, units_for
 
@@ -67,25 +70,53 @@ def page_store_units(design: Design, catalog: Catalog) -> int:
 
 def check(design: Design, catalog: Catalog, file: str | None = None) -> list[Problem]:
     """What the design asks for that no number of catalog units can give."""
-    problems: list[Problem] = []
+    return check_sections({name: getattr(design, name) for name in SECTION_CHECKS}, catalog, file)
+
+
+def check_sections(
+    sections: Mapping[str, Any], catalog: Catalog, file: str | None
+) -> list[Problem]:
+    """:func:`check` of the sections given, by name: those of a design that does not
+    validate as a whole but whose sections are valid on their own (the problems of both
+    kinds in one round); a check whose section is not given is skipped."""
+    return [
+        problem
+        for name, section_check in SECTION_CHECKS.items()
+        if name in sections
+        for problem in section_check(sections[name], catalog, file)
+    ]
+
+
+def _fetchers_check(fetchers: FetchersConfig, catalog: Catalog, file: str | None) -> list[Problem]:
     limit = catalog.fetchers.max_rps_per_replica
-    if design.fetchers.rps_per_replica > limit:
-        problems.append(
-            Problem(
-                file,
-                "fetchers.rps_per_replica",
-                f"{design.fetchers.rps_per_replica:g} is more than one replica can give "
-                f"(the catalog allows at most {limit:g}/s per replica); add replicas instead",
-            )
+    if fetchers.rps_per_replica <= limit:
+        return []
+    return [
+        Problem(
+            file,
+            "fetchers.rps_per_replica",
+            f"{fetchers.rps_per_replica:g} is more than one replica can give "
+            f"(the catalog allows at most {limit:g}/s per replica); add replicas instead",
         )
-    if cache_units(design.cache.hit_ratio, catalog) is None:
-        problems.append(
-            Problem(
-                file,
-                "cache.hit_ratio",
-                f"{design.cache.hit_ratio:g} cannot be reached: the first cache unit reaches "
-                f"{catalog.cache.base_hit_ratio:g} and each further unit halves the miss ratio, "
-                "which never reaches 0",
-            )
+    ]
+
+
+def _cache_check(cache: CacheConfig, catalog: Catalog, file: str | None) -> list[Problem]:
+    if cache_units(cache.hit_ratio, catalog) is not None:
+        return []
+    return [
+        Problem(
+            file,
+            "cache.hit_ratio",
+            f"{cache.hit_ratio:g} cannot be reached: the first cache unit reaches "
+            f"{catalog.cache.base_hit_ratio:g} and each further unit halves the miss ratio, "
+            "which never reaches 0",
         )
-    return problems
+    ]
+
+
+#: The catalog's checks of a crawler design, by the one section each reads.
+SECTION_CHECKS: dict[str, Callable[[Any, Catalog, str | None], list[Problem]]] = {
+    "fetchers": _fetchers_check,
+    "cache": _cache_check,
+}
