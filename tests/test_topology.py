@@ -940,7 +940,7 @@ def test_a_delay_off_the_tick_grid_and_the_loop_rules() -> None:
     assert m.offered == m.served + m.failed + m.in_flight_end
     assert r.warnings == (
         "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s (+900%) in both "
-        "engines, which hold an edge's URLs whole ticks, at least one (use --tick-ms 1)",
+        "engines, which hold an edge's requests whole ticks, at least one (use --tick-ms 1)",
     )
     nodes = dict(CHAIN)
     data = graph(nodes, [("src", "q"), ("f", "db")])
