@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gym.cli import app
@@ -171,3 +172,17 @@ def test_the_design_and_the_scenario_in_one_round(tmp_path: Path) -> None:
     assert len(lines) == 2 and f"{scenario}: faults[0].target: 'seen_set'" in lines[1], lines
     res = runner.invoke(app, ["validate", bad, "-s", str(scenario), "--json"])
     assert res.exit_code == 2 and '"faults[0].target"' in res.stdout, res.output
+
+
+@pytest.mark.parametrize("command", ["run", "validate", "optimize", "estimate", "plot"])
+def test_every_command_that_loads_a_design_says_all_in_one_round(
+    tmp_path: Path, command: str
+) -> None:
+    """optimize (with a base design) and estimate load the design as run does: its schema
+    problem and what the catalog finds, together."""
+    bad = _file(tmp_path, GOOD.replace("replicas: 4", "replicas: -4").replace("0.92", "1.0"))
+    out = ["-o", str(tmp_path / "x.png")] if command == "plot" else []
+    res = runner.invoke(app, [command, bad, *out])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert [line.split(": ")[2] for line in lines] == ["fetchers.replicas", "cache.hit_ratio"]

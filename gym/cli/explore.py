@@ -215,10 +215,10 @@ def optimize_cmd(
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does.
     Exit 0 when one is found, 1 when none within the cost limit passes."""
+    from gym.api import load_inputs
     from gym.cli.progress import search_progress
     from gym.explore import optimize, unit_space
     from gym.explore.parallel import make_executor
-    from gym.inputs.loading import load_design
 
     conf = check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     force_needs(force, output or junit, "-o or --junit")
@@ -235,8 +235,10 @@ def optimize_cmd(
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
     unit_space.check_sets(sets or [])
-    s = scenario_of(scenario)
-    base = load_design(design, sets) if design is not None else None
+    if design is not None:  # the design's and the scenario's problems in one round
+        (base,), s = load_inputs([design], scenario, sets)
+    else:
+        s, base = scenario_of(scenario), None
     space = unit_space.space_for(s, base)
     unit_space.check_sets(sets or [], space.searched)
     optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs, space=space)

@@ -57,17 +57,19 @@ def estimate_cmd(
 ) -> None:
     """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
     from gym.analysis.estimate import Inputs, estimate
-    from gym.inputs.loading import load_design
+    from gym.api import load_inputs
     from gym.models import Design
 
-    s = scenario_of(scenario)
+    if sets and design is None:
+        raise GymError.single(None, "--set", "needs a DESIGN to change")
+    if design is not None:  # the design's and the scenario's problems in one round
+        (d,), s = load_inputs([design], scenario, sets)
+    else:
+        s, d = scenario_of(scenario), None
     if s.system != "crawler":
         raise GymError.single(
             s._source, "system", "estimate works out a crawler's figures (a crawler scenario)"
         )
-    if sets and design is None:
-        raise GymError.single(None, "--set", "needs a DESIGN to change")
-    d = load_design(design, sets) if design is not None else None
     if d is not None and not isinstance(d, Design):
         raise GymError.single(
             str(design), None, "estimate reads crawler designs only (this is a graph)"
