@@ -7,7 +7,7 @@ import math
 from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_MAX_URLS, ENGINE_MODULES, ENGINES
@@ -162,17 +162,29 @@ def load_inputs(
             loaded.append(load_design(path, overrides))
         except GymError as err:
             problems += err.problems
-            parts = design_parts(path, overrides) if loaded_scenario is not None else None
-            if loaded_scenario is not None and parts is not None:
-                catalog = loaded_scenario.catalog
-                problems += costing.check_sections(parts.valid, catalog, str(path))
-                problems += _crawler_fits(
-                    loaded_scenario, parts.name, discovery="discovery" in parts.given
-                )
+            if loaded_scenario is not None:
+                problems += section_checks(path, loaded_scenario, overrides)
     problems += scenario_problems
     if problems or loaded_scenario is None:
         raise GymError(problems)
     return loaded, loaded_scenario
+
+
+def section_checks(
+    path: str | Path,
+    scenario: Scenario,
+    overrides: list[str] | None = None,
+    *,
+    contents: Any = None,
+) -> list[Problem]:
+    """For a crawler design that does not load: what :func:`validate` finds of its
+    sections that are valid on their own (the catalog's limits, the scenario's faults), to
+    be said with its own problems. ``contents``: the file's mapping, already read."""
+    parts = design_parts(path, overrides, contents=contents)
+    if parts is None:
+        return []
+    problems = costing.check_sections(parts.valid, scenario.catalog, str(path))
+    return problems + _crawler_fits(scenario, parts.name, discovery="discovery" in parts.given)
 
 
 def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:

@@ -235,3 +235,20 @@ def test_a_fields_problem_is_shown_beside_it(session: Session) -> None:
     assert not fields.widgets["msg:fetchers.replicas"].visible
     assert fields.show_problems([]) == []
     assert not beside.visible and beside.text == ""
+
+
+def test_the_page_says_the_schemas_and_the_catalogs_problems_at_once(session: Session) -> None:
+    """A bad count and a hit ratio the catalog cannot reach: both said, each beside its
+    field, as gym run says them in one round."""
+    pytest.importorskip("bokeh")
+    from gym.playground.fields import Fields
+
+    fields = Fields(session, lambda path, value: None)
+    with pytest.raises(GymError):
+        session.set("fetchers.replicas", -4)
+    with pytest.raises(GymError) as err:
+        session.set("cache.hit_ratio", 1.0)
+    assert [p.field for p in err.value.problems] == ["fetchers.replicas", "cache.hit_ratio"]
+    assert fields.show_problems(err.value.problems) == []
+    assert "must be greater than 0 (got -4)" in fields.widgets["msg:fetchers.replicas"].text
+    assert "1 cannot be reached" in fields.widgets["msg:cache.hit_ratio"].text

@@ -263,10 +263,14 @@ class Session:
     def _checked(self, data: dict[str, Any]) -> Design | GraphDesign:
         """The design ``data`` makes, loaded and checked as ``gym validate`` checks a
         file named ``design_file``; else GymError."""
-        from gym.api import validate
+        from gym.api import section_checks, validate
         from gym.inputs.loading import load_design
 
-        design = load_design(self.design_file, contents=data)
+        try:
+            design = load_design(self.design_file, contents=data)
+        except GymError as err:  # what the catalog finds said with it, as gym run says
+            more = section_checks(self.design_file, self.scenario, contents=data)
+            raise GymError([*err.problems, *more]) from None
         problems = validate(design, self.scenario)
         if problems:
             raise GymError(problems)
