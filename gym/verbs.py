@@ -85,7 +85,7 @@ def optimize(
 ) -> Optimum:
     """``gym optimize``: the cheapest unit-aligned design that passes every SLO of the
     scenario by the ``runs``/``confidence`` rule, the trade-offs above it and why
-    nothing cheaper passes (``.best``, ``.to_json()``)."""
+    nothing cheaper passes (``.best``, ``.to_dict()``)."""
     from gym.explore import optimize as optimizing
 
     return optimizing.search(

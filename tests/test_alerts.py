@@ -136,7 +136,7 @@ def test_shown_everywhere() -> None:
     from gym.report import html
 
     result = _run()
-    data = result.to_json()["alerts"]
+    data = result.to_dict()["alerts"]
     assert data["firings"][0]["start_s"] == pytest.approx(14.32)
     assert data["time_scale"] == 360
     page = html.render(result)

@@ -118,3 +118,41 @@ def test_an_optimum_and_no_fix_show_themselves_in_a_notebook() -> None:
     assert page.count(">FAIL<") == len(failing)
     page = NoFix(runs=0, limit=0, reason="a <b>graph</b> design")._repr_html_()
     assert page == "<p>No fix: a &lt;b&gt;graph&lt;/b&gt; design</p>"
+
+
+def test_every_result_gives_its_json_as_an_object_and_as_text() -> None:
+    """to_dict() the object, to_json() its text (as pandas and pydantic name the two):
+    the text reads back as the object, for a run, many runs, a fix and a diff; and a run's
+    text is what `gym run --json --no-fix` prints."""
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import gym
+    from gym.explore.diff import diff
+    from gym.explore.montecarlo import run_many
+
+    starter = gym.load_design(ROOT / "designs" / "starter.yaml")
+    reference = gym.load_design(ROOT / "designs" / "reference.yaml")
+    scenario = gym.load_scenario(ROOT / "scenarios" / "crawler-chaos.yaml")
+    result = gym.simulate(starter, scenario)
+    fix = gym.suggest_fix(result)
+    values = [result, run_many(starter, scenario, runs=16), fix]
+    values.append(diff(starter, reference, scenario, runs=16))
+    for value in values:
+        text = value.to_json()
+        assert text == json.dumps(value.to_dict(), indent=2), type(value)
+        assert json.loads(value.to_json(indent=None)) == json.loads(text)
+    out = subprocess.run(
+        [sys.executable, "-m", "gym", "run", "designs/starter.yaml", "--json", "--no-fix"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    printed = json.loads(out.stdout)
+    assert (printed.pop("fix"), printed.pop("headroom")) == (None, None)  # --no-fix's
+    ours = json.loads(result.to_json())
+    for key in ("design_file", "scenario_file"):  # given relative there, absolute here
+        assert Path(ours.pop(key)) == ROOT / printed.pop(key)
+    assert printed == ours

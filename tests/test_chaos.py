@@ -93,9 +93,9 @@ def test_each_component_conserves_every_tick(path: Any, on_crash: str) -> None:
 
 def test_same_seed_same_result_different_seed_different_result() -> None:
     """Determinism without global random state."""
-    a = gym.simulate(REFERENCE, CHAOS, seed=5).to_json()
-    b = gym.simulate(REFERENCE, CHAOS, seed=5).to_json()
-    c = gym.simulate(REFERENCE, CHAOS, seed=6).to_json()
+    a = gym.simulate(REFERENCE, CHAOS, seed=5).to_dict()
+    b = gym.simulate(REFERENCE, CHAOS, seed=5).to_dict()
+    c = gym.simulate(REFERENCE, CHAOS, seed=6).to_dict()
     assert a == b
     assert a["metrics"] != c["metrics"]
 
@@ -115,7 +115,7 @@ def test_no_slos_passes_vacuously() -> None:
 
 def test_json_has_every_key_of_the_contract(chaos_results: dict[str, Any]) -> None:
     """docs/specification.md section 7's keys, with the failure causes all present."""
-    j = chaos_results["starter"].to_json()
+    j = chaos_results["starter"].to_dict()
     assert {
         "design",
         "scenario",

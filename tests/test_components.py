@@ -84,7 +84,7 @@ def test_crash_with_requeue_loses_nothing() -> None:
     r = gym.simulate(d, sc, seed=0)
     assert r.metrics.failed == 0
     assert r.metrics.record.components["fetchers"].extra["requeued"].sum() == 62
-    assert r.to_json()["fetchers_on_crash"] == "requeue"
+    assert r.to_dict()["fetchers_on_crash"] == "requeue"
 
 
 def test_crash_recovers_after_for_s() -> None:

@@ -97,7 +97,7 @@ def test_bloom_filter_skips_a_fraction_of_new_urls(engine: str) -> None:
     lost = m.skipped_by_cause["bloom_false_positive"]
     assert abs(lost - 0.1 * m.offered) < 5 * math.sqrt(m.offered * 0.1 * 0.9)
     assert m.offered == m.served + m.failed + m.skipped + m.in_flight_end
-    assert r.to_json()["dedup"]["coverage_lost"] == lost
+    assert r.to_dict()["dedup"]["coverage_lost"] == lost
 
 
 def test_seen_urls_are_skipped_before_the_frontier() -> None:

@@ -178,7 +178,7 @@ def test_optimizer_finds_the_hand_worked_answer() -> None:
     assert five.cost == 5 and five.units["fetchers"] == 2
     assert any("peak_saturation" in line for line in opt.why_nothing_cheaper())
     again = optimize.search(sc, runs=16)
-    assert again.to_json() == opt.to_json()
+    assert again.to_dict() == opt.to_dict()
 
 
 @pytest.mark.parametrize(
@@ -201,7 +201,7 @@ def test_staged_search_gives_the_answer_of_every_design_running_every_seed(
     staged = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)
     monkeypatch.setattr(optimize, "_stages", lambda n: [range(n)])
     every = optimize.search(sc, runs=runs, confidence=confidence, max_cost=7, beyond=0)
-    a, b = staged.to_json(), every.to_json()
+    a, b = staged.to_dict(), every.to_dict()
     fewer, all_runs = a.pop("simulations"), b.pop("simulations")
     assert all_runs == b["designs_evaluated"] * runs
     assert fewer < all_runs if runs > 1 else fewer == all_runs
@@ -346,8 +346,8 @@ def test_unreachable_scheduler_is_a_clear_error() -> None:
 def test_run_many_is_deterministic() -> None:
     """Same seeds, same summaries, on any executor."""
     d, sc = design(), scenario(arrivals="poisson")
-    a = run_many(d, sc, runs=4, confidence=0.3, executor=Serial()).to_json()
-    b = run_many(d, sc, runs=4, confidence=0.3, executor=LocalPool(2)).to_json()
+    a = run_many(d, sc, runs=4, confidence=0.3, executor=Serial()).to_dict()
+    b = run_many(d, sc, runs=4, confidence=0.3, executor=LocalPool(2)).to_dict()
     assert a == b
     assert not math.isnan(a["pass_probability"])
 

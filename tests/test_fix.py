@@ -66,7 +66,7 @@ def test_the_fix_is_deterministic() -> None:
     a = suggest(gym.simulate(STARTER, CHAOS, seed=3))
     b = suggest(gym.simulate(STARTER, CHAOS, seed=3))
     assert isinstance(a, Fix) and isinstance(b, Fix)
-    assert a.to_json() == b.to_json()
+    assert a.to_dict() == b.to_dict()
 
 
 def test_a_design_over_its_cost_slo_is_fixed_by_removing_units() -> None:
@@ -88,7 +88,7 @@ def test_a_graph_designs_fix_passes_when_its_design_is_run() -> None:
     fix = suggest(r)
     assert isinstance(fix, Fix)
     assert all(c.path.startswith("graph.nodes.") for c in fix.changes)
-    data = fix.to_json()["design"]
+    data = fix.to_dict()["design"]
     again = gym.simulate(gym.GraphDesign.model_validate(data), SHORTENER, seed=0)
     assert again.passed and again.metrics.cost_units == fix.cost_units
 

@@ -62,7 +62,7 @@ def _observed(design: str, scenario: str, engine: str) -> dict[str, Any]:
     )
     table = result.windows().to_csv(index=False, float_format="%.12g")
     return {
-        "json": json.loads(json.dumps(result.to_json(), allow_nan=False)),
+        "json": json.loads(json.dumps(result.to_dict(), allow_nan=False)),
         "windows_sha256": hashlib.sha256(table.encode()).hexdigest(),
     }
 

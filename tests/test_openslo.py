@@ -122,7 +122,7 @@ def test_a_scenario_takes_its_slos_from_an_openslo_file(tmp_path: Path) -> None:
     assert taken._slos_file == str(tmp_path / "sub" / "slos.yaml")
     a = gym.simulate(REFERENCE, own, seed=3)
     b = gym.simulate(REFERENCE, taken, seed=3)
-    assert [c.to_json() for c in a.checks] == [c.to_json() for c in b.checks]
+    assert [c.to_dict() for c in a.checks] == [c.to_dict() for c in b.checks]
     # The command line reads it the same way.
     run = gym_cmd("run", REFERENCE, "--scenario", scenario_file, "--json")
     assert run.returncode == 0, run.stderr

@@ -84,7 +84,7 @@ def test_a_value_runs_as_the_same_design_file_would(session: Session) -> None:
     assert view.verdict == "FAIL" == cli.verdict.upper()
     assert view.result.metrics.availability == cli.metrics.availability
     assert view.saturation["fetchers"] == list(cli.metrics.components["fetchers"].saturation)
-    assert max(view.saturation["fetchers"]) == cli.to_json()["metrics"]["peak_saturation"]
+    assert max(view.saturation["fetchers"]) == cli.to_dict()["metrics"]["peak_saturation"]
     assert view.cost_units == 6 and view.units["fetchers"] == 3
 
 

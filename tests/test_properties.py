@@ -182,7 +182,7 @@ def test_flow_conserves_and_stays_in_range(d: Design, sc: Scenario, seed: int) -
     r = gym.simulate(d, sc, seed=seed)
     _sane(r)
     _within_capacity(r)
-    assert gym.simulate(d, sc, seed=seed).to_json() == r.to_json()
+    assert gym.simulate(d, sc, seed=seed).to_dict() == r.to_dict()
 
 
 def test_request_engine_is_deterministic_through_a_requeueing_crash() -> None:
@@ -191,8 +191,8 @@ def test_request_engine_is_deterministic_through_a_requeueing_crash() -> None:
     from tests.conftest import CHAOS, STARTER
 
     d = gym.load_design(STARTER, ["fetchers.on_crash=requeue"])
-    a = gym.simulate(d, CHAOS, seed=4, engine="request").to_json()
-    b = gym.simulate(d, CHAOS, seed=4, engine="request").to_json()
+    a = gym.simulate(d, CHAOS, seed=4, engine="request").to_dict()
+    b = gym.simulate(d, CHAOS, seed=4, engine="request").to_dict()
     assert a == b
 
 
@@ -202,7 +202,7 @@ def test_request_engine_conserves_and_stays_in_range(d: Design, sc: Scenario, se
     """Request engine: the same properties."""
     r = gym.simulate(d, sc, seed=seed, engine="request")
     _sane(r)
-    assert gym.simulate(d, sc, seed=seed, engine="request").to_json() == r.to_json()
+    assert gym.simulate(d, sc, seed=seed, engine="request").to_dict() == r.to_dict()
 
 
 @FAST

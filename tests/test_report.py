@@ -68,7 +68,7 @@ def test_resolved_inputs_reproduce_the_run(tmp_path: Path) -> None:
     assert "mean_ms: 250.0" in text and "on_crash: fail" in text
     again = gym.simulate(out / "design.resolved.yaml", out / "scenario.resolved.yaml", seed=3)
     first = gym.simulate(REFERENCE, CHAOS, seed=3)
-    assert again.to_json()["metrics"] == first.to_json()["metrics"]
+    assert again.to_dict()["metrics"] == first.to_dict()["metrics"]
 
 
 def test_out_never_overwrites_without_force(tmp_path: Path) -> None:
@@ -217,7 +217,7 @@ def test_error_budget_attribution() -> None:
     assert sum(e.urls for e in starter.by_event) == starter.spent
     assert reference.by_event[0].name == "page_store stall"
     assert reference.spent < reference.allowed
-    assert set(reference.to_json()["by_event"][0]["by_cause"]) == {"store_unavailable"}
+    assert set(reference.to_dict()["by_event"][0]["by_cause"]) == {"store_unavailable"}
 
 
 def test_the_resolved_files_rerun_the_same_and_the_fix_has_its_own_name(tmp_path: Path) -> None:

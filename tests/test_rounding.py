@@ -31,7 +31,7 @@ def test_flow_fetch_time_rounded_to_ticks(tick_ms: int, expected: str | None) ->
         assert len(fetch) == 1 and expected in fetch[0]
         # Ticks that keep 250 ms within 1%: 250 (1 tick), 125 (2), 50 (5).
         assert "--tick-ms 250, 125 or 50" in fetch[0]
-        assert result.to_json()["warnings"] == list(result.warnings)
+        assert result.to_dict()["warnings"] == list(result.warnings)
 
 
 def test_request_engine_slots_rounded() -> None:

@@ -633,7 +633,7 @@ def test_every_run_names_the_traps_the_design_takes(
     data = json.loads(
         CliRunner().invoke(app, [*args, "--runs", "3", "--confidence", "0.3", "--json"]).stdout
     )
-    assert data["traps"] == [t.to_json() for t in result.traps]
+    assert data["traps"] == [t.to_dict() for t in result.traps]
 
 
 def test_no_trap_no_warning_and_untested_layers_are_not_traps() -> None:

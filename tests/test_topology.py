@@ -485,7 +485,7 @@ def test_a_graph_run_writes_files_that_load_back_and_runs_many_seeds(tmp_path: P
     assert "from: events" in resolved.read_text()
     again = gym.simulate(resolved, out / "scenario.resolved.yaml")
     first = gym.simulate(d, sc)
-    assert again.to_json()["metrics"] == first.to_json()["metrics"]
+    assert again.to_dict()["metrics"] == first.to_dict()["metrics"]
     for name in ("backlog.png", "outcomes.png", "utilization.png", "windows.csv"):
         assert (out / name).stat().st_size > 0
     res = runner.invoke(

@@ -165,7 +165,7 @@ def test_availability_with_nothing_finished_fails(engine: str) -> None:
     assert r.verdict == "fail"
     (why,) = [e for e in r.explanations if e.slo == "availability"]
     assert "undefined" in why.text and "no URL finished" in why.text
-    data = json.loads(json.dumps(r.to_json(), allow_nan=False))
+    data = json.loads(json.dumps(r.to_dict(), allow_nan=False))
     assert data["metrics"]["availability"] is None
     assert data["slos"][0]["measured"] is None
 
@@ -265,7 +265,7 @@ def test_budget_with_nothing_allowed_is_over_when_anything_failed() -> None:
     )
     r = gym.simulate(design(), sc, seed=0)
     assert r.metrics.failed > 0 and not r.passed
-    data = r.budget.to_json()
+    data = r.budget.to_dict()
     assert data["allowed"] == 0 and data["fraction_spent"] is None and data["over"] is True
 
 

@@ -115,7 +115,7 @@ class Replay:
             lines.append(f"{d.event} at {d.start_s:g} s: " + "; ".join(said))
         return lines
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "availability_target": self.target,
             "time_scale": self.time_scale,

@@ -56,7 +56,7 @@ class ErrorBudget:
             return math.nextafter(1.0, 2.0) if self.over else 1.0
         return raw
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         def frac(n: int) -> float | None:
             return n / self.allowed if self.allowed > 0 else None
 

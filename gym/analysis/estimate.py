@@ -90,7 +90,7 @@ class Figure:
     unit: str
     formula: str
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 

@@ -52,7 +52,7 @@ class Explanation:
     event: str | None = None
     urls: int | None = None
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         out: dict[str, object] = {k: v for k, v in self.__dict__.items() if v is not None}
         out["details"] = list(self.details)
         return out

@@ -1,6 +1,6 @@
 """The result of one run: totals, the per-window table, SLO checks and explanations.
 
-A result is a value: building it writes nothing. ``to_json`` gives the object that
+A result is a value: building it writes nothing. ``to_dict`` gives the object that
 ``gym run --json`` prints; ``windows`` gives the per-window table as a pandas
 DataFrame (pandas is imported only then).
 """
@@ -15,6 +15,7 @@ import numpy as np
 
 from gym.analysis.metrics import Metrics
 from gym.analysis.scoring import SLOCheck
+from gym.core.jsontext import JsonText
 from gym.models import Design, Scenario
 from gym.sim.latency import LatencyStats
 from gym.system.graph import GraphDesign
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(repr=False)
-class Result:
+class Result(JsonText):
     """One design, one scenario, one seed, one engine: what happened and how it scored."""
 
     design: Design | GraphDesign
@@ -148,7 +149,7 @@ class Result:
 
         return result_html(self)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         """The object ``gym run --json`` prints (docs/specification.md section 7)."""
         m = self.metrics
         peak, peak_component, peak_at = m.peak
@@ -175,7 +176,7 @@ class Result:
             "tick_ms": self.tick_ms,
             "verdict": self.verdict,
             "warnings": list(self.warnings),
-            "slos": [c.to_json() for c in self.checks],
+            "slos": [c.to_dict() for c in self.checks],
             "metrics": {
                 "offered": m.offered,
                 # of them, links found on fetched pages (the link-discovery loop)
@@ -201,7 +202,7 @@ class Result:
             ),
             "components": components,
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages],
-            "latency_ms": {name: s.to_json() for name, s in self.latency.items()},
+            "latency_ms": {name: s.to_dict() for name, s in self.latency.items()},
             "latency_source": (
                 "measured per URL"
                 if self.engine == "request"
@@ -210,10 +211,10 @@ class Result:
                 else None  # the flow engine estimates none for a graph design
             ),
             "warmup_s": self.warmup_s,
-            "error_budget": self.budget.to_json(),
-            "alerts": None if self.alerts is None else self.alerts.to_json(),
-            "traps": [t.to_json() for t in self.traps],
-            "explanations": [e.to_json() for e in self.explanations],
+            "error_budget": self.budget.to_dict(),
+            "alerts": None if self.alerts is None else self.alerts.to_dict(),
+            "traps": [t.to_dict() for t in self.traps],
+            "explanations": [e.to_dict() for e in self.explanations],
         }
 
     def windows(self) -> pd.DataFrame:

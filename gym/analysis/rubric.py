@@ -45,7 +45,7 @@ class Grade:
     measured: str
     trap: str | None = None  # the trap answer the design took, named
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "item": self.item,
             "credit": self.credit,

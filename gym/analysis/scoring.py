@@ -21,7 +21,7 @@ class SLOCheck:
     measured: float | None  # None: undefined (availability when no URL finished); fails
     passed: bool
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "op": self.op,

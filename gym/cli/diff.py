@@ -86,7 +86,7 @@ def diff_cmd(
             b, h, s, runs=runs, seed=seed, confidence=conf, executor=executor, progress=report
         )
     if as_json:
-        print_json(result.to_json())
+        print_json(result.to_dict())
     else:
         _print(result)
     if target is not None:

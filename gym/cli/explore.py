@@ -259,7 +259,7 @@ def optimize_cmd(
     text = opt.design_file(s.name, seed, runs)
     # The answer is printed before the file is written: a write that fails loses nothing.
     if as_json:
-        print_json(opt.to_json())
+        print_json(opt.to_dict())
     else:
         from gym.cli.tables import print_optimum
 

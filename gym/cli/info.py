@@ -85,7 +85,7 @@ def estimate_cmd(
     )
     figures = estimate(inputs)
     if as_json:
-        print_json({"inputs": dict(inputs.__dict__), "figures": [f.to_json() for f in figures]})
+        print_json({"inputs": dict(inputs.__dict__), "figures": [f.to_dict() for f in figures]})
         return
     from gym.cli.tables import print_estimate
 

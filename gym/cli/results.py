@@ -47,7 +47,7 @@ def compare_cmd(
     urls = url_limit(max_urls, engine)
     comparison = Comparison(inputs.results(designs, scenario, seed, engine, sets, urls))
     if as_json:
-        print_json(comparison.to_json())
+        print_json(comparison.to_dict())
     else:
         from gym.cli.tables import print_comparison
 
@@ -90,8 +90,8 @@ def grade_cmd(
                 "engine": r.engine,
                 "seed": r.seed,
                 "verdict": r.verdict,
-                "slos": [c.to_json() for c in r.checks],
-                "rubric": [g.to_json() for g in grades],
+                "slos": [c.to_dict() for c in r.checks],
+                "rubric": [g.to_dict() for g in grades],
                 "points": points,
                 "out_of": counted,
             }

@@ -199,9 +199,9 @@ def run(
         except KeyboardInterrupt:
             stopped = "the headroom (--no-headroom skips it)"
     if as_json:
-        payload = result.to_json()
-        payload["fix"] = None if fix is None else fix.to_json()
-        payload["headroom"] = None if room is None else room.to_json()
+        payload = result.to_dict()
+        payload["fix"] = None if fix is None else fix.to_dict()
+        payload["headroom"] = None if room is None else room.to_dict()
         print_json(payload)
     else:
         from gym.cli import render
@@ -281,7 +281,7 @@ def _run_many(
         "tick_ms": tick_ms,
         "executor": executor.name,
         "warnings": warned,
-        **mc.to_json(),
+        **mc.to_dict(),
     }
     if as_json:
         print_json(data)

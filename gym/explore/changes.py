@@ -56,7 +56,7 @@ class Change:
             return "default"  # back to its default (worked out from the units), not "none"
         return shown(self.new)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {"path": self.path, "old": self.old, "new": self.new}
 
 
@@ -109,7 +109,7 @@ class Effect:
         units = f"{n} unit{'s' if n != 1 else ''}"
         return "free" if not self.units else f"+{units}" if self.units > 0 else f"saves {units}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "path": self.path,
             "fixes": list(self.fixes),

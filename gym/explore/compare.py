@@ -133,7 +133,7 @@ class Comparison:
                 out[path] = values
         return out
 
-    def to_json(self) -> dict[str, object]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "scenario": self.results[0].scenario.name,
             "engine": self.results[0].engine,
@@ -144,7 +144,7 @@ class Comparison:
                     "design_file": r.design._source,
                     "verdict": r.verdict,
                     "cost_units": r.metrics.cost_units,
-                    "slos": [c.to_json() for c in r.checks],
+                    "slos": [c.to_dict() for c in r.checks],
                     "failed_by_cause": {c: n for c, n in r.metrics.failed_by_cause.items() if n},
                 }
                 for r in self.results

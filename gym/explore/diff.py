@@ -26,6 +26,7 @@ from typing import Any
 
 from gym.analysis.scoring import SLO_NAMES, format_measured
 from gym.core.errors import GymError
+from gym.core.jsontext import JsonText
 from gym.core.limits import DEFAULT_CONFIDENCE, MAX_RUNS
 from gym.explore.compare import fields, shown
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
@@ -91,12 +92,12 @@ class Change:
             return "cheaper" if word == "better" else "costlier"
         return word
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "verdict": self.verdict}
 
 
 @dataclass
-class Diff:
+class Diff(JsonText):
     """BASE and HEAD under one scenario and the same seeds."""
 
     base: Design | GraphDesign
@@ -126,7 +127,7 @@ class Diff:
             )
         return out
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         def side(d: Design | GraphDesign, mc: MonteCarloResult) -> dict[str, Any]:
             low, high = mc.ci
             return {
@@ -147,7 +148,7 @@ class Diff:
             "base": side(self.base, self.base_result),
             "head": side(self.head, self.head_result),
             "inputs": [{"path": p, "base": b, "head": h} for p, b, h in self.inputs],
-            "changes": [c.to_json() for c in self.changes],
+            "changes": [c.to_dict() for c in self.changes],
             "regressed": bool(self.regressions),
             "regressions": self.regressions,
         }

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from gym.core.errors import GymError
+from gym.core.jsontext import JsonText
 from gym.explore import moves as structural
 from gym.explore.changes import Change, Effect, changes, exact, flow, leaves, mapping, put
 from gym.explore.unit_search import Search, clamp, uniform
@@ -74,7 +75,7 @@ REACH_UNITS = 8
 
 
 @dataclass
-class Fix:
+class Fix(JsonText):
     """The cheapest change found, the design it makes, and that design's run."""
 
     changes: list[Change]
@@ -169,11 +170,11 @@ class Fix:
         data["name"] = f"{self.design.name}-fixed"
         return data
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         m = self.result.metrics
         return {
             "found": True,
-            "changes": [c.to_json() for c in self.changes],
+            "changes": [c.to_dict() for c in self.changes],
             "summary": self.summary(),
             "sets": self.sets(),
             "design": self.design_mapping(),
@@ -188,16 +189,16 @@ class Fix:
                 "peak_saturation": m.peak_saturation,
                 "failed": m.failed,
             },
-            "slos": [c.to_json() for c in self.result.checks],
+            "slos": [c.to_dict() for c in self.result.checks],
             "runs": self.runs,
             "lesson": self.lesson,
-            "alternative": None if self.alternative is None else self.alternative.to_json(),
-            "effects": [e.to_json() for e in self.effects],
+            "alternative": None if self.alternative is None else self.alternative.to_dict(),
+            "effects": [e.to_dict() for e in self.effects],
         }
 
 
 @dataclass
-class NoFix:
+class NoFix(JsonText):
     """What the search tried when no change passed: how far it looked, and the closest
     design it ran (the one that missed its SLOs by the least)."""
 
@@ -255,7 +256,7 @@ class NoFix:
             f"run); the closest ({units}: {cost} units) still fails {failing}"
         )
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
             "found": False,
             "summary": self.summary(),

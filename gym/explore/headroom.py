@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from gym.core.jsontext import JsonText
 from gym.models import CrashFault, Design, Scenario
 from gym.system.graph import GraphDesign
 
@@ -77,7 +78,7 @@ class Margin:
         high, low = _apart(self.passes, self.fails, at_least=4, exact=False)
         return f"hit ratio{at}: passes down to {high}; fails at {low}{why}"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {**self.__dict__, "failed": list(self.failed)}
 
 
@@ -94,7 +95,7 @@ def _apart(low: float, high: float, at_least: int = 2, exact: bool = True) -> tu
 
 
 @dataclass
-class Headroom:
+class Headroom(JsonText):
     """The margins of a passing run, and the flow runs they took; ``skipped`` says why
     there are none when they would cost more than the budget asked."""
 
@@ -102,9 +103,9 @@ class Headroom:
     cost: int = 0  # flow runs
     skipped: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return {
-            "margins": [m.to_json() for m in self.margins],
+            "margins": [m.to_dict() for m in self.margins],
             "runs": self.cost,
             "skipped": self.skipped,
         }

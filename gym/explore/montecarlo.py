@@ -19,6 +19,7 @@ import numpy as np
 
 from gym.analysis.scoring import SLO_NAMES
 from gym.core import heap
+from gym.core.jsontext import JsonText
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_URLS, MAX_RUNS
 from gym.explore.parallel import Executor, Interrupted, Progress, Serial
 from gym.models import Design, Scenario
@@ -163,7 +164,7 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
             }
         )
         if r.seed in b.traps:
-            out[-1]["traps"] = [t.to_json() for t in r.traps]
+            out[-1]["traps"] = [t.to_dict() for t in r.traps]
     return out
 
 
@@ -287,12 +288,12 @@ class SLOStats:
     max: float | None
     pass_rate: float
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
 
 
 @dataclass
-class MonteCarloResult:
+class MonteCarloResult(JsonText):
     """Summaries of the runs and what they add up to."""
 
     runs: list[dict[str, Any]]
@@ -362,10 +363,10 @@ class MonteCarloResult:
 
     @property
     def traps(self) -> list[dict[str, Any]]:
-        """The rubric's traps the first seed's run took (as :meth:`Grade.to_json`)."""
+        """The rubric's traps the first seed's run took (as :meth:`Grade.to_dict`)."""
         return list(self.runs[0].get("traps", [])) if self.runs else []
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         low, high = self.ci
         return {
             "runs": self.n,
@@ -379,7 +380,7 @@ class MonteCarloResult:
             "pass_probability": self.pass_probability,
             "pass_probability_ci": [low, high],
             "cost_units": self.cost_units,
-            "slos": [s.to_json() for s in self.slos],
+            "slos": [s.to_dict() for s in self.slos],
             "traps": self.traps,
         }
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gym.core.errors import GymError, Problem
+from gym.core.jsontext import JsonText
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_RUNS
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Progress, Serial
@@ -90,7 +91,7 @@ class Candidate:
 
 
 @dataclass
-class Optimum:
+class Optimum(JsonText):
     """The answer: the cheapest passing design, the trade-offs above it, what fails below."""
 
     best: Candidate | None
@@ -173,7 +174,7 @@ class Optimum:
         )
         return header + dump_yaml(design_mapping(best.design))
 
-    def to_json(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, Any]:
         def cand(c: Candidate) -> dict[str, Any]:
             low, high = c.result.ci
             return {

@@ -78,9 +78,9 @@ def write_run(
         df.to_csv(path, index=False, float_format=CSV_FLOAT)
         written.append(path)
         path = work / "summary.json"
-        summary = result.to_json()
-        summary["fix"] = None if fix is None else fix.to_json()
-        summary["headroom"] = None if headroom is None else headroom.to_json()
+        summary = result.to_dict()
+        summary["fix"] = None if fix is None else fix.to_dict()
+        summary["headroom"] = None if headroom is None else headroom.to_dict()
         path.write_text(json.dumps(summary, indent=2, allow_nan=False) + "\n")
         written.append(path)
         from gym.explore.fix import Fix

@@ -33,7 +33,7 @@ class LatencyStats:
     p99: float
     count: int
 
-    def to_json(self) -> dict[str, float | int]:
+    def to_dict(self) -> dict[str, float | int]:
         return {
             "mean": self.mean,
             "p50": self.p50,

@@ -119,7 +119,7 @@ def digest(design: str, scenario: str, seed: int, tick_ms: int) -> dict[str, Any
         if s.weights is not None:
             _array(lh, np.asarray(s.weights, dtype=np.float64)[order])
         lat[name] = lh.hexdigest()
-    out = json.loads(json.dumps(result.to_json(), allow_nan=False))
+    out = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     out.pop("design_file", None)
     out.pop("scenario_file", None)
     # Added to --json after the recording (issues 28, 29): the alerts replayed on the
