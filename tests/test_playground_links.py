@@ -151,12 +151,27 @@ def test_a_link_that_does_not_hold_keeps_the_servers_design(scenarios: Scenarios
 
 
 def test_the_seed_takes_the_odds_seeds_into_account(session: Session) -> None:
-    """The odds run seeds seed .. seed + ODDS_RUNS - 1: the last must be a seed too."""
-    session.use_seed(MAX_SEED - ODDS_RUNS + 1)
-    for bad in (MAX_SEED - ODDS_RUNS + 2, -1, 1.5, True, "3"):
-        with pytest.raises(GymError, match="a whole number from 0"):
-            session.use_seed(bad)
-    assert session.seed == MAX_SEED - ODDS_RUNS + 1
+    """The odds run seeds seed .. seed + ODDS_RUNS - 1: the last must be a seed too. A
+    seed is taken as a number or as written in the page's box (exactly: past 2^53 too)."""
+    last = MAX_SEED - ODDS_RUNS + 1
+    session.use_seed(str(last))
+    assert session.seed == last
+    session.use_seed(3)
+    assert session.seed == 3
+    for bad in (last + 1, -1, 1.5, True, "1.5", " ", None, "\u00b2", "\u0661\u0662", "1" * 5000):
+        with pytest.raises(GymError, match=r"a whole number from 0|a seed is needed"):
+            session.use_seed(bad)  # type: ignore[arg-type]
+    assert session.seed == 3
+
+
+@pytest.mark.parametrize("seed", ["\u00b2", "\u0661\u0662", "1" * 5000, "9" * 20])
+def test_a_seed_a_link_cannot_hold_is_named_not_raised(seed: str) -> None:
+    """Digits int() takes that are not ASCII, or too many for int() to read: named in one
+    line, like any bad seed (they stopped the page with an internal error)."""
+    link = parse({"seed": [seed.encode()]})
+    assert link.seed is None
+    (problem,) = link.problems
+    assert (problem.file, problem.field) == (LINK, "seed") and len(str(problem)) < 120
 
 
 def test_another_scenario_runs_the_design_there(session: Session) -> None:
@@ -197,9 +212,12 @@ def test_a_node_goes_on_an_edge_with_one_units_parameters() -> None:
     [
         ("fleet", "f", 1, "a fleet takes its work from one queue"),
         ("queue", "kv", 1, "'kv': a node has this name already"),
-        ("queue", "bad name", 1, "graph.nodes"),
+        ("queue", "bad name", 1, "'bad name': a node's name is a letter"),
         ("source", "s", 1, "one of queue, fleet"),
         ("queue", "q", 7, "choose the edge"),
+        ("queue", "", 1, "a name is needed"),
+        ("queue", "a.b", 1, "'a.b': a node's name is a letter"),
+        ("queue", "x" * 300, 1, "'" + "x" * 40 + "...': a node's name"),
     ],
 )
 def test_a_node_that_cannot_go_there_is_refused(kind: str, name: str, edge: int, says: str) -> None:
@@ -252,3 +270,24 @@ def test_the_page_says_the_schemas_and_the_catalogs_problems_at_once(session: Se
     assert fields.show_problems(err.value.problems) == []
     assert "must be greater than 0 (got -4)" in fields.widgets["msg:fetchers.replicas"].text
     assert "1 cannot be reached" in fields.widgets["msg:cache.hit_ratio"].text
+
+
+def test_a_node_added_is_one_change_and_a_link_says_where_it_came_from() -> None:
+    from gym.playground.texts import title_html
+
+    s = graph_session()
+    s.add_node("queue", "q", 1)
+    assert s.edits() == 1  # the node, with the edges it came with
+    assert "edited: 1 field<" in title_html(s)
+    s.open(decode(encode(s.design)), LINK)
+    assert "(from a share link)" in title_html(s) and s.edits() == 0
+
+
+def test_the_page_shows_the_runs_warnings() -> None:
+    """What gym run warns of (a store's rate rounded to whole slots) is on the page too."""
+    from gym.playground.texts import warnings_html
+
+    view = graph_session().run()
+    assert any("graph.nodes.kv.rps" in w for w in view.warnings)
+    assert view.warnings == tuple(view.result.warnings)
+    assert "warning: graph.nodes.kv.rps: 12.5 slots rounded to 12" in warnings_html(view.warnings)

@@ -303,6 +303,9 @@ def test_a_graph_design_gets_a_new_node(browser: Any, server: str) -> None:
     page.locator(".gym-node-kind select").select_option("fleet")
     page.locator(".gym-add-node button").click()
     page.wait_for_selector("text=a fleet takes its work from one queue", timeout=15_000)
+    # the kind's own words, once, naming no file (it came from a link: "the link")
+    said = page.evaluate("Bokeh.documents[0].get_model_by_name('node-message').text")
+    assert "the link" not in said and said.count("a fleet takes its work") == 1, said
     page.locator(".gym-node-kind select").select_option("queue")
     _wait_value(page, ".gym-node-name", "queue")  # the name follows the kind
     page.locator(".gym-add-node button").click()
@@ -422,6 +425,8 @@ def test_the_plots_keep_their_width_after_an_edit(page: Any) -> None:
     plot = page.locator(".gym-plot-saturation")
     time.sleep(0.5)  # the first layout pass
     before = plot.bounding_box()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "playground-before-edit.png"), full_page=True)
     box = page.locator(".gym-input-fetchers-replicas input")
     box.fill("5")
     box.press("Enter")
@@ -433,3 +438,45 @@ def test_the_plots_keep_their_width_after_an_edit(page: Any) -> None:
     assert before["x"] + before["width"] > 1400 * 0.85  # the plots reach the right side
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "playground-after-edit.png"), full_page=True)
+
+
+def test_a_bad_seed_is_said_and_goes(page: Any) -> None:
+    """The seed box says what is wrong with what was typed; the message goes once a seed
+    holds, even the one running."""
+    seed = page.locator(".gym-seed input")
+    seed.fill("-1")
+    seed.press("Enter")
+    page.wait_for_selector("text='-1': a whole number from 0 to", timeout=15_000)
+    seed.fill("0")
+    seed.press("Enter")
+    page.wait_for_function(
+        "() => !Bokeh.documents[0].get_model_by_name('run-message').visible", timeout=15_000
+    )
+    assert page.locator("text=a whole number from 0").count() == 0
+    page.wait_for_selector("text=seed 0", timeout=15_000)
+
+
+def test_a_section_ticked_while_a_field_is_bad_comes_with_its_fields(page: Any) -> None:
+    """Retries ticked while replicas is 0 join the design when replicas holds again: their
+    fields appear with them."""
+    box = page.locator(".gym-input-fetchers-replicas input")
+    box.fill("0")
+    box.press("Enter")
+    page.wait_for_selector("text=must be greater than 0 (got 0)", timeout=15_000)
+    page.locator(".gym-sections label", has_text="retries").click()
+    box.fill("4")
+    box.press("Enter")
+    page.wait_for_selector(".gym-input-retries-attempts input", timeout=15_000)
+    assert page.locator("text=must be greater than 0").count() == 0
+
+
+def test_long_words_wrap_in_the_panel(browser: Any, server: str) -> None:
+    """A link's long scenario name is cut in its message, which wraps in the panel: the
+    page stays as wide as the window."""
+    page = browser.new_context(viewport={"width": 1400, "height": 900}).new_page()
+    page.goto(server + "?scenario=" + "x" * 5000)
+    page.wait_for_selector("[data-verdict='PASS']", timeout=30_000)
+    page.wait_for_selector("text=is not one of the scenarios this page offers", timeout=15_000)
+    time.sleep(0.5)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1400
+    page.context.close()

@@ -49,7 +49,7 @@ class RunControls:
         seed_chosen: Callable[[Any], None],
     ) -> None:
         from bokeh.layouts import column, row
-        from bokeh.models import Button, ColumnDataSource, CustomJS, Div, NumericInput, Select
+        from bokeh.models import Button, ColumnDataSource, CustomJS, Div, Select, TextInput
 
         self.scenario = Select(
             title="scenario",
@@ -60,22 +60,17 @@ class RunControls:
             sizing_mode="stretch_width",
         )
         self.scenario.on_change("value", lambda _a, _o, new: scenario_chosen(new))
-        self.seed = NumericInput(
-            title="seed",
-            value=session.seed,
-            mode="int",
-            low=0,
-            name="seed",
-            css_classes=["gym-seed"],
-            width=120,
+        # Text, not a number box: a browser's numbers hold 53 bits, seeds 63.
+        self.seed = TextInput(
+            title="seed", value=str(session.seed), name="seed", css_classes=["gym-seed"], width=170
         )
         self.seed.on_change("value", lambda _a, _o, new: seed_chosen(new))
-        self.message = Div(name="run-message", styles={"color": "#b42318"}, text="")
+        self.message = message_div("run-message")
         #: The page's share query, kept in step with the browser's address.
         self.link = ColumnDataSource(data={"query": [session.link()]}, name="share")
         address = CustomJS(args={"src": self.link}, code=_ADDRESS_JS)
         self.link.js_on_change("data", address)
-        self.note = Div(name="share-note", text="")
+        self.note = Div(name="share-note", text="", styles=WRAP)
         self.copy = Button(label="Copy share link", name="copy-link", css_classes=["gym-share"])
         self.copy.js_on_click(CustomJS(args={"src": self.link, "note": self.note}, code=_COPY_JS))
         self.box = column(
@@ -91,8 +86,8 @@ class RunControls:
         """The controls as the session has them now (and the link to it)."""
         if self.scenario.value != session.scenario_file:
             self.scenario.value = session.scenario_file
-        if self.seed.value != session.seed:
-            self.seed.value = session.seed
+        if self.seed.value != str(session.seed):
+            self.seed.value = str(session.seed)
         query = session.link()
         if self.link.data["query"][0] != query:
             self.link.data = {"query": [query]}
@@ -119,7 +114,7 @@ class NodeAdder:
         self.name = TextInput(title="name", name="node-name", css_classes=["gym-node-name"])
         self.edge = Select(title="on the edge", name="node-edge", css_classes=["gym-node-edge"])
         self.button = Button(label="Add the node", name="add-node", css_classes=["gym-add-node"])
-        self.message = Div(name="node-message", styles={"color": "#b42318"}, text="")
+        self.message = message_div("node-message")
         self.kind.on_change("value", lambda _a, old, new: self._kind_changed(old, new))
         self.button.on_click(self._clicked)
         self.taken: set[str] = set()
@@ -161,4 +156,23 @@ class NodeAdder:
         self.add(self.kind.value, self.name.value.strip(), edge)
 
     def problem(self, text: str) -> None:
-        self.message.text = esc(text) if text else ""
+        say(self.message, esc(text))
+
+
+#: Long words (a link's text, a name) wrap inside the panel instead of widening the page.
+WRAP = {"overflow-wrap": "anywhere", "word-break": "break-word"}
+
+
+def message_div(name: str) -> Any:
+    """A place for messages in the left panel: red, wrapped, hidden while empty (an empty
+    one still took its height)."""
+    from bokeh.models import Div
+
+    style = {"color": "#b42318", **WRAP}
+    return Div(name=name, styles=style, text="", visible=False, sizing_mode="stretch_width")
+
+
+def say(div: Any, html: str) -> None:
+    """Show ``html`` in ``div``, or hide it when there is nothing to say."""
+    div.text = html
+    div.visible = bool(html)

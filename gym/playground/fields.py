@@ -23,7 +23,12 @@ _CARD = {
     "margin-bottom": "6px",
 }
 #: How a field's message looks: beside it, in the error colour.
-_MESSAGE = {"color": "#b42318", "font-size": "12px", "margin-top": "-4px"}
+_MESSAGE = {
+    "color": "#b42318",
+    "font-size": "12px",
+    "margin-top": "-4px",
+    "overflow-wrap": "anywhere",
+}
 
 
 class Fields:
@@ -153,6 +158,10 @@ class Fields:
             if path.startswith("slider:"):
                 self.follow(path.removeprefix("slider:"))
 
+    def paths(self) -> list[str]:
+        """The fields the widgets are of, in order (the design's, when they were filled)."""
+        return [k.removeprefix("msg:") for k in self.widgets if k.startswith("msg:")]
+
     def show_problems(self, problems: list[Problem]) -> list[Problem]:
         """Each problem about a field shown beside it (what it says, and the value the
         page runs meanwhile); the others returned, for the page's own place. A field
@@ -171,7 +180,8 @@ class Fields:
             lines = said.get(path)
             div.visible = bool(lines)
             if lines:
-                held = shown(self.session.held(path))
+                value = self.session.held(path)
+                held = "its default" if value is None else shown(value)
                 div.text = (
                     "<br>".join(esc(line) for line in lines)
                     + f"<br><small>the page runs {esc(held)} meanwhile</small>"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,22 @@ def decode(text: str) -> bytes:
     return raw
 
 
+def read_seed(text: str, last: int) -> int:
+    """A seed as written (in a link, in the page's box): decimal digits, 0 to ``last``;
+    GymError naming what was written (cut to 40 characters) otherwise."""
+    digits = text.strip()
+    if re.fullmatch(r"[0-9]{1,19}", digits) and int(digits) <= last:
+        return int(digits)
+    shown = clipped(text)
+    why = "a seed is needed" if not digits else f"{shown!r}: a whole number"
+    raise GymError.single(None, "seed", f"{why} from 0 to {last:,}")
+
+
+def clipped(text: str, most: int = 40) -> str:
+    """``text`` as a message quotes it: at most ``most`` characters."""
+    return text if len(text) <= most else text[:most] + "..."
+
+
 def _bad(message: str) -> GymError:
     return GymError.single(LINK, "design", message)
 
@@ -102,11 +119,14 @@ class Scenarios:
             return self.loaded[label]
         if label not in self.paths:
             raise GymError.single(
-                LINK, "scenario", f"{label!r} is not one of the scenarios this page offers"
+                LINK,
+                "scenario",
+                f"{clipped(label)!r} is not one of the scenarios this page offers",
             )
         from gym.inputs.loading import load_scenario
 
         scenario = load_scenario(self.paths[label])
+        scenario._source = label  # messages name it as the menu does, not the server's path
         self.loaded[label] = scenario
         return scenario
 
@@ -152,11 +172,8 @@ def parse(arguments: Mapping[str, list[bytes]]) -> Link:
     scenario = one("scenario")
     raw_seed = one("seed")
     if raw_seed is not None:
-        if raw_seed.strip().isdigit() and int(raw_seed) <= MAX_SEED:
-            seed = int(raw_seed)
-        else:
-            shown = raw_seed if len(raw_seed) <= 40 else raw_seed[:40] + "..."
-            problems.append(
-                Problem(LINK, "seed", f"{shown!r}: a whole number from 0 to {MAX_SEED:,}")
-            )
+        try:
+            seed = read_seed(raw_seed, MAX_SEED)
+        except GymError as err:
+            problems += [Problem(LINK, p.field, p.message) for p in err.problems]
     return Link(design, scenario, seed, tuple(problems))

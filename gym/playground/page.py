@@ -26,7 +26,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from gym.core.errors import GymError, Problem
-from gym.playground.controls import NodeAdder, RunControls
+from gym.playground.controls import NodeAdder, RunControls, message_div, say
 from gym.playground.fields import Fields
 from gym.playground.figures import Figures
 from gym.playground.files import DesignFiles
@@ -44,6 +44,7 @@ from gym.playground.texts import (
     stale_odds_html,
     title_html,
     verdict_html,
+    warnings_html,
 )
 
 if TYPE_CHECKING:
@@ -121,9 +122,15 @@ class Page:
         self.verdict = Div(name="verdict", width=120)
         self.odds = Div(name="odds", width=300, text="<i>P(pass): running the seeds...</i>")
         self.cost = Div(name="cost", width=260)
-        self.error = Div(name="error", styles={"color": "#b42318"}, text="")
-        self.status = Div(name="status", text="")
+        self.error = message_div("error")
+        self.status = Div(name="status", text="", visible=False)
         self.slos = Div(name="slos", sizing_mode="stretch_width")
+        self.warnings = Div(
+            name="warnings",
+            sizing_mode="stretch_width",
+            visible=False,
+            styles={"color": "#9a6700", "overflow-wrap": "anywhere"},
+        )
         self.why = Div(name="why", sizing_mode="stretch_width")
         self.budget = Div(name="budget", sizing_mode="stretch_width")
         self.fix = Div(name="fix", sizing_mode="stretch_width")
@@ -165,6 +172,7 @@ class Page:
         self.figures = Figures(view)
         cards = row(self.verdict, self.odds, self.cost, self.slos, sizing_mode="stretch_width")
         results = column(
+            self.warnings,
             *self.figures.plots,
             self.why,
             self.budget,
@@ -219,6 +227,10 @@ class Page:
                 problems = err.problems
         self._problems(problems)
         if self.session.design is not before:
+            if self.fields.paths() != [f.path for f in self.session.fields()]:
+                # a section ticked while a field was bad came in with this value
+                self._sync_sections()
+                self.fields.fill()
             self.fields.follow_all()
             self.version += 1
         return self.session.design is not before
@@ -230,7 +242,7 @@ class Page:
         self._want_odds()
         if self.engine.active == 1:
             self._show_yaml()
-            self.status.text = "The design changed: <i>Run the request engine</i> to see it."
+            say(self.status, "The design changed: <i>Run the request engine</i> to see it.")
             return
         try:
             view = self.session.run()
@@ -238,7 +250,7 @@ class Page:
             self._problems(err.problems)
             return
         except Exception as exc:  # the page stays up; the message says what broke
-            self.error.text = esc(f"internal error: {type(exc).__name__}: {exc}")
+            say(self.error, esc(f"internal error: {type(exc).__name__}: {exc}"))
             log.exception("the playground's run failed")
             return
         self._show(view)
@@ -259,6 +271,7 @@ class Page:
         self.cost.text = cost_html(s, view)
         self.fields.show_units(view.units)
         self.slos.text = slo_cards_html(view.result)
+        say(self.warnings, warnings_html(view.warnings))
         self.runs.show(s)
         self.why.text = (
             "<h3>Why it fails</h3>" + view.explanations_html if view.verdict != "PASS" else ""
@@ -347,12 +360,13 @@ class Page:
         request = self.engine.active == 1
         self.run_button.disabled = not request or self.busy
         if not request:
-            self.status.text = ""
+            say(self.status, "")
             self.update()
         else:
-            self.status.text = (
+            say(
+                self.status,
                 "Press <i>Run the request engine</i> "
-                f"(every {self.session.design.unit.one}, one event at a time)."
+                f"(every {self.session.design.unit.one}, one event at a time).",
             )
 
     def _run_request(self) -> None:
@@ -369,7 +383,7 @@ class Page:
             self.session.max_urls,
         )
         duration = self.session.scenario.duration_s
-        self.status.text = "request engine: starting..."
+        say(self.status, "request engine: starting...")
 
         def progress(now: float) -> None:
             self._later(partial(self._progress, now, duration))
@@ -387,21 +401,21 @@ class Page:
 
     def _progress(self, now: float, duration: float) -> None:
         if self.busy and self.engine.active == 1:
-            self.status.text = progress_html(now, duration)
+            say(self.status, progress_html(now, duration))
 
     def _request_done(self, version: int, view: View | list[Problem]) -> None:
         self.busy = False
         self.run_button.disabled = self.engine.active != 1
         if isinstance(view, list):
-            self.status.text = ""
+            say(self.status, "")
             self._problems(view)
             return
         if self.engine.active != 1:
             return  # back on the flow engine meanwhile: its figures stay
         if version != self.version:
-            self.status.text = "request engine: done, but the design changed since; run again."
+            say(self.status, "request engine: done, but the design changed since; run again.")
             return
-        self.status.text = "request engine: done."
+        say(self.status, "request engine: done.")
         self._show(view)
 
     def _sections_changed(self, attr: str, old: list[int], new: list[int]) -> None:
@@ -428,10 +442,10 @@ class Page:
         own = None if opened else self.session.design_file
         rest = self.fields.show_problems([p for p in problems if p.file in (own, None)])
         rest += [p for p in problems if p.file not in (own, None)]
-        self.error.text = "<br>".join(
-            esc(messages([Problem(None if p.file == own else p.file, p.field, p.message)])[0])
-            for p in rest
+        lines = messages(
+            [Problem(None if p.file == own else p.file, p.field, p.message) for p in rest]
         )
+        say(self.error, "<br>".join(esc(line) for line in lines))
 
     # -- the scenario, the seed, a new node ----------------------------------------------------
     def _scenario_chosen(self, label: str) -> None:
@@ -441,28 +455,31 @@ class Page:
         try:
             self.session.use_scenario(self.scenarios.get(label), label)
         except GymError as err:
-            self.runs.message.text = "<br>".join(esc(line) for line in messages(err.problems))
+            say(self.runs.message, "<br>".join(esc(line) for line in messages(err.problems)))
             self.runs.scenario.value = self.session.scenario_file  # back to the one it runs
             return
         self._rerun("")
 
     def _seed_chosen(self, seed: Any) -> None:
-        if seed == self.session.seed:
-            return
-        self._take_pending()
+        before = self.session.seed
         try:
             self.session.use_seed(seed)
         except GymError as err:
-            self.runs.message.text = esc(" ".join(p.message for p in err.problems))
+            say(self.runs.message, esc(" ".join(p.message for p in err.problems)))
             return
-        self._rerun("")
+        say(self.runs.message, "")  # a bad seed's message goes, even back to the same seed
+        if self.session.seed != before:
+            self._take_pending()
+            self._rerun("")
 
     def _add_node(self, kind: str, name: str, edge: int) -> None:
         self._take_pending()
         try:
             self.session.add_node(kind, name, edge)
         except GymError as err:
-            self.adder.problem("; ".join(str(p) for p in err.problems))
+            # the model's own words, each once, without the file the user is not editing
+            said = dict.fromkeys(" ".join(p.message.split()) for p in err.problems)
+            self.adder.problem("; ".join(said))
             return
         self.adder.problem("")
         self.adder.show(self.session)
@@ -471,7 +488,7 @@ class Page:
 
     def _rerun(self, message: str) -> None:
         """The run's context changed (scenario, seed, the graph): run and show anew."""
-        self.runs.message.text = message
+        say(self.runs.message, message)
         self.version += 1
         self.update()
 
@@ -482,7 +499,7 @@ class Page:
             return  # the box was cleared (after the last file was read)
         name, raw = sent
         if raw is None:
-            self.error.text = esc(f"error: {name}: not a file the page could read")
+            say(self.error, esc(f"error: {name}: not a file the page could read"))
             return
         try:
             self.session.open(raw, name)  # the size limit, UTF-8, YAML: as gym run reads
@@ -514,3 +531,8 @@ class Page:
         """Run ``callback`` on the page's own turn of the server loop (from a thread)."""
         with contextlib.suppress(Exception):  # the tab was closed meanwhile
             self.doc.add_next_tick_callback(callback)
+
+
+def _unfiled(p: Problem, own: str | None) -> Problem:
+    """``p`` without the name of the file the user edits on the page (``own``)."""
+    return Problem(None if p.file == own else p.file, p.field, p.message)

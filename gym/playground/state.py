@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import types
 import typing
 from collections.abc import Callable
@@ -185,6 +186,8 @@ class View:
     #: The scenario's events: (start s, end s, label, kind).
     events: list[tuple[float, float, str, str]]
     result: Result = field(repr=False)
+    #: What gym run prints as warnings for this run (a rate rounded to whole slots...).
+    warnings: tuple[str, ...] = ()
 
 
 @dataclass
@@ -215,7 +218,17 @@ class Session:
                 return sum(count(a.get(k), b.get(k)) for k in {*a, *b})
             return int(a != b)
 
-        return count(self.opened, _mapping(self.design))
+        now = _mapping(self.design)
+        n = count(self.opened, now)
+        graph, was = now.get("graph"), self.opened.get("graph")
+        if (
+            isinstance(graph, dict)
+            and isinstance(was, dict)
+            and set(graph["nodes"]) != set(was["nodes"])
+            and graph["edges"] != was["edges"]
+        ):
+            n -= 1  # a node added (or gone) with its edges: one change
+        return n
 
     # -- editing ---------------------------------------------------------------------------
     def fields(self) -> list[FieldSpec]:
@@ -329,19 +342,18 @@ class Session:
             raise GymError(problems)
         self.scenario, self.scenario_file = scenario, label
 
-    def use_seed(self, seed: Any) -> None:
-        """Run from another seed (its odds take the seeds from it on)."""
+    def use_seed(self, seed: int | str | None) -> None:
+        """Run from another seed, a number or as written (its odds take the seeds from it
+        on: the last of them must be a seed too)."""
         from gym.core.limits import MAX_SEED
+        from gym.playground.links import read_seed
 
-        if (
-            not isinstance(seed, int)
-            or isinstance(seed, bool)
-            or not 0 <= seed <= MAX_SEED - ODDS_RUNS + 1
-        ):
-            raise GymError.single(
-                None, "seed", f"{seed!r}: a whole number from 0 to {MAX_SEED - ODDS_RUNS + 1:,}"
-            )
-        self.seed = seed
+        last = MAX_SEED - ODDS_RUNS + 1
+        if isinstance(seed, int) and not isinstance(seed, bool):
+            seed = str(seed)
+        if not isinstance(seed, str):
+            seed = ""  # an empty box
+        self.seed = read_seed(seed, last)
 
     def link(self) -> str:
         """The query of a link to the page as it is: the design, scenario and seed."""
@@ -354,7 +366,9 @@ class Session:
         (what went from A to B goes from A to the node, and on from it to B), with one
         unit's parameters under the scenario's catalog (a service: :data:`SERVICE_RPS`);
         checked as :meth:`set` checks."""
+        from gym.playground.links import clipped
         from gym.system import kinds
+        from gym.system.graph import NODE_NAME_PATTERN
 
         if not isinstance(self.design, GraphDesign):
             raise GymError.single(self.design_file, "graph", "nodes are added to graph designs")
@@ -363,6 +377,15 @@ class Session:
             raise GymError.single(None, "kind", f"{kind!r}: one of {', '.join(node_kinds())}")
         if not 0 <= edge < len(edges):
             raise GymError.single(None, "edge", "choose the edge the node goes on")
+        if not name:
+            raise GymError.single(None, "name", "a name is needed")
+        if not re.fullmatch(NODE_NAME_PATTERN, name):
+            raise GymError.single(
+                None,
+                "name",
+                f"{clipped(name)!r}: a node's name is a letter, then letters, digits, _ or -"
+                " (64 at most)",
+            )
         if name in self.data["graph"]["nodes"]:
             raise GymError.single(None, "name", f"{name!r}: a node has this name already")
         scale = kinds.kind(kind).scale
@@ -515,4 +538,5 @@ def view(result: Result) -> View:
         duration_s=ctx.duration_s,
         events=[(s.start_s, s.end_s, s.label, s.kind) for s in ctx.shades],
         result=result,
+        warnings=tuple(result.warnings),
     )

@@ -34,10 +34,13 @@ def shown(value: Any) -> str:
 def title_html(s: Session) -> str:
     """The design's name, and how many fields the page has changed since it was opened
     (the name alone read as the file's design after edits)."""
+    from gym.playground.links import LINK
+
     n = s.edits()
     edited = f" <small>edited: {n} field{'s' if n != 1 else ''}</small>" if n else ""
     return (
-        f"<h2 style='margin:4px 0'>{esc(str(s.design.name))}{edited} "
+        f"<h2 style='margin:4px 0;overflow-wrap:anywhere'>{esc(str(s.design.name))}"
+        f"{' <small>(from a share link)</small>' if s.design_file == LINK else ''}{edited} "
         f"<small>under {esc(str(s.scenario.name))}, seed {s.seed}</small></h2>"
     )
 
@@ -78,6 +81,11 @@ def slo_cards_html(r: Result) -> str:
         + "".join(cards)
         + "</div>"
     )
+
+
+def warnings_html(warnings: tuple[str, ...]) -> str:
+    """The run's warnings, as ``gym run`` prints them ("" when none)."""
+    return "".join(f"<div>warning: {esc(w)}</div>" for w in warnings)
 
 
 def first_paint_html(r: Result) -> str:
