@@ -291,3 +291,13 @@ def test_the_page_shows_the_runs_warnings() -> None:
     assert any("graph.nodes.kv.rps" in w for w in view.warnings)
     assert view.warnings == tuple(view.result.warnings)
     assert "warning: graph.nodes.kv.rps: 12.5 slots rounded to 12" in warnings_html(view.warnings)
+
+
+def test_a_scenario_from_the_menu_is_named_by_its_label(
+    session: Session, scenarios: Scenarios
+) -> None:
+    """Its messages name it as the menu does, not by the server's absolute path."""
+    with pytest.raises(GymError) as err:
+        session.use_scenario(scenarios.get(SHORTENER_SCENARIO), SHORTENER_SCENARIO)
+    assert str(err.value).startswith(f"{SHORTENER_SCENARIO}: system: ")
+    assert str(ROOT) not in str(err.value)
