@@ -147,8 +147,9 @@ def load_inputs(
     (default: the chaos one), loaded; every problem raised at once as one
     :class:`GymError`: each file's own and, for a crawler design that does not load, what
     :func:`validate` finds of its sections that are valid on their own (the catalog's
-    limits, the scenario's faults), so that no problem waits for the others' fixing.
-    :func:`validate` still checks the loaded designs against the scenario."""
+    limits, the scenario's faults), so that no problem waits for the others' fixing; when
+    any does not load, what :func:`validate` finds of those that do. Each problem once.
+    When all load, the caller checks them with :func:`validate`."""
     problems: list[Problem] = []
     scenario_problems: list[Problem] = []
     loaded_scenario: Scenario | None = None
@@ -164,9 +165,11 @@ def load_inputs(
             problems += err.problems
             if loaded_scenario is not None:
                 problems += section_checks(path, loaded_scenario, overrides)
+    if problems and loaded_scenario is not None:  # the designs that loaded: checked too
+        problems += [p for d in loaded for p in validate(d, loaded_scenario)]
     problems += scenario_problems
     if problems or loaded_scenario is None:
-        raise GymError(problems)
+        raise GymError(list(dict.fromkeys(problems)))  # a file given twice: said once
     return loaded, loaded_scenario
 
 

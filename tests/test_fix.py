@@ -629,3 +629,15 @@ def test_a_crawl_that_follows_no_links_is_told_so() -> None:
     r = gym.simulate(REFERENCE, ROOT / "scenarios" / "levers" / "deep-crawl.yaml")
     (why,) = [e.text for e in r.explanations if e.slo == "throughput_rps"]
     assert "no design can meet" not in why and "a discovery section" in why
+
+
+def test_a_fix_of_an_unnamed_design_is_named_design_fixed() -> None:
+    """A design made in Python without a name: its fix is design-fixed, not None-fixed."""
+    import yaml
+
+    from gym.models import Design
+
+    data = yaml.safe_load((ROOT / "designs" / "starter.yaml").read_text())
+    data.pop("name")
+    fix = gym.suggest_fix(gym.simulate(Design.model_validate(data)))
+    assert fix.to_dict()["design"]["name"] == "design-fixed"

@@ -186,3 +186,19 @@ def test_every_command_that_loads_a_design_says_all_in_one_round(
     assert res.exit_code == 2, res.output
     lines = res.stderr.strip().splitlines()
     assert [line.split(": ")[2] for line in lines] == ["fetchers.replicas", "cache.hit_ratio"]
+
+
+def test_several_designs_every_problem_once(tmp_path: Path) -> None:
+    """compare and diff with a design that does not load: the others' catalog problems
+    come in the same round, and a file given twice is said once."""
+    bad = _file(tmp_path, GOOD.replace("replicas: 4", "replicas: -4"))
+    catalog_only = tmp_path / "c.yaml"
+    catalog_only.write_text(GOOD.replace("rps_per_replica: 4000", "rps_per_replica: 9000"))
+    res = runner.invoke(app, ["compare", bad, str(catalog_only), bad])
+    assert res.exit_code == 2, res.output
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == len(set(lines)) == 2, lines
+    assert lines[0].startswith(f"error: {bad}: fetchers.replicas: ")
+    assert lines[1].startswith(f"error: {catalog_only}: fetchers.rps_per_replica: 9000")
+    res = runner.invoke(app, ["diff", bad, bad])
+    assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.output

@@ -155,3 +155,9 @@ def test_a_comparison_of_graphs_and_their_request_limit_count_requests() -> None
     assert over is not None and " requests, more than the limit" in over.message
     crawler = url_budget(gym.load_scenario(CHAOS), 1, 1, designs=[gym.load_design(STARTER)])
     assert crawler is not None and " URLs, more than the limit" in crawler.message
+
+
+def test_one_of_a_unit_is_singular() -> None:
+    """ "1 URL lost", not "1 URLs lost": the count says its own number."""
+    assert (URLS.counted(1), URLS.counted(2_000)) == ("1 URL", "2,000 URLs")
+    assert (REQUESTS.counted(1), REQUESTS.counted(0)) == ("1 request", "0 requests")

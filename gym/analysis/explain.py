@@ -252,7 +252,7 @@ def _cause(
         details.append(f"other times: {rest:,}")
     if design is not None:
         text = (
-            f"{_words(cause)}: {total:,} {unit.many} lost at the {component}, from t={first_s:g}s. "
+            f"{_words(cause)}: {unit.counted(total)} lost at the {component}, from t={first_s:g}s. "
             f"{_why(m, cause, design)}"
         )
         if cause == "frontier_overflow" and polite is not None and polite.bound:
@@ -261,7 +261,7 @@ def _cause(
         why = next((w for end, w in _NODE_WHY.items() if cause.endswith(end)), "")
         more = explain_graph.hint(m, component, cause, _worst_outage_loss(m, cause, component))
         words = _words(cause, crawler=False)
-        text = f"{words}: {total:,} {unit.many} lost at {component}, from t={first_s:g}s. {why}"
+        text = f"{words}: {unit.counted(total)} lost at {component}, from t={first_s:g}s. {why}"
         text = (text.strip() + " " + more).strip()
     return Explanation(
         "cause",

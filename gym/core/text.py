@@ -25,6 +25,10 @@ class Unit(NamedTuple):
     one: str
     many: str
 
+    def counted(self, n: int) -> str:
+        """``n`` of them, in words: "1 URL", "2,000 requests"."""
+        return f"{n:,} {self.one if n == 1 else self.many}"
+
     @property
     def heading(self) -> str:
         """Many, as a line starts it: "URLs", "Requests" (``str.capitalize`` would

@@ -103,7 +103,7 @@ class Comparison:
             )
             if causes:
                 n, cause = causes[0]
-                out.append(f"{r.design.name} loses most to {cause}: {n:,} {r.unit.many}")
+                out.append(f"{r.design.name} loses most to {cause}: {r.unit.counted(n)}")
         return out
 
     def input_differences(self) -> dict[str, list[Any]]:

@@ -167,7 +167,7 @@ class Fix(JsonText):
         from gym.explore.unit_space import design_mapping
 
         data = design_mapping(self.design)
-        data["name"] = f"{self.design.name}-fixed"
+        data["name"] = f"{self.design.name or 'design'}-fixed"  # (a design made unnamed)
         return data
 
     def to_dict(self) -> dict[str, Any]:

@@ -303,10 +303,9 @@ def plot_outcomes(df: pd.DataFrame, ctx: PlotContext, ax: Axes | None = None) ->
             offered_x,
             offered_x + earlier,
             step="post",
-            facecolor="white",
+            facecolor="none",  # dots over the outcomes' own colours, which stay as they are
             edgecolor=NEUTRAL_EDGE,
             hatch="...",
-            alpha=0.6,
             linewidth=0.6,
             label=EARLIER_LABEL,
         )
