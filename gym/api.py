@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,6 +22,7 @@ from gym.system.units import cache_units
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
+    from gym.models import Catalog
     from gym.sim.record import RunRecord
 
 Engine = Callable[..., "RunRecord"]
@@ -186,27 +187,32 @@ def section_checks(
     parts = design_parts(path, overrides, contents=contents)
     if parts is None:
         return []
+    if parts.graph:  # the system, and the catalog's limits on each node valid alone
+        return _graph_system(scenario, parts.name) + _node_checks(
+            str(path), parts.valid, scenario.catalog
+        )
     problems = costing.check_sections(parts.valid, scenario.catalog, str(path))
     return problems + _crawler_fits(scenario, parts.name, discovery="discovery" in parts.given)
 
 
-def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:
-    """What stops a graph design from running under ``scenario``: the scenario must be
-    for graph designs, its faults must hit nodes that can suffer them, and the catalog must
-    allow what each node asks."""
-    file = design._source
-    problems: list[Problem] = []
-    if scenario.system != "graph":
-        problems.append(
-            Problem(
-                scenario._source,
-                "system",
-                f"{design.name or 'the design'} is a graph design; its scenario needs "
-                "system: graph (faults then name its nodes)",
-            )
+def _graph_system(scenario: Scenario, name: str | None) -> list[Problem]:
+    """A graph design (named ``name``) needs a graph scenario."""
+    if scenario.system == "graph":
+        return []
+    return [
+        Problem(
+            scenario._source,
+            "system",
+            f"{name or 'the design'} is a graph design; its scenario needs "
+            "system: graph (faults then name its nodes)",
         )
-    nodes = design.graph.nodes
-    catalog = scenario.catalog
+    ]
+
+
+def _node_checks(file: str | None, nodes: Mapping[str, Any], catalog: Catalog) -> list[Problem]:
+    """What the catalog allows each node of a graph (given by name): a fleet's rate per
+    replica, a cache's hit ratio."""
+    problems: list[Problem] = []
     for name, spec in nodes.items():
         if (
             isinstance(spec, FleetNode)
@@ -229,6 +235,16 @@ def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:
                     f"{catalog.cache.base_hit_ratio:g} and each further unit halves the misses",
                 )
             )
+    return problems
+
+
+def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:
+    """What stops a graph design from running under ``scenario``: the scenario must be
+    for graph designs, its faults must hit nodes that can suffer them, and the catalog must
+    allow what each node asks."""
+    problems = _graph_system(scenario, design.name)
+    problems += _node_checks(design._source, design.graph.nodes, scenario.catalog)
+    nodes = design.graph.nodes
     faults = scenario.faults if scenario.system == "graph" else []  # else: the line above
     for i, fault in enumerate(faults):
         spec = nodes.get(fault.target)

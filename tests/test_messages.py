@@ -9,7 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gym.cli import app
-from tests.conftest import CHAOS, REFERENCE
+from tests.conftest import CHAOS, REFERENCE, ROOT
 
 runner = CliRunner()
 
@@ -202,3 +202,22 @@ def test_several_designs_every_problem_once(tmp_path: Path) -> None:
     assert lines[1].startswith(f"error: {catalog_only}: fetchers.rps_per_replica: 9000")
     res = runner.invoke(app, ["diff", bad, bad])
     assert res.exit_code == 2 and len(res.stderr.strip().splitlines()) == 1, res.output
+
+
+def test_a_graph_says_its_schema_and_catalog_problems_at_once(tmp_path: Path) -> None:
+    """A queue's bad rate beside a fleet asking more of a replica than the catalog allows:
+    both, and under a crawler scenario the system too (each node valid alone is checked)."""
+    text = (ROOT / "designs" / "systems" / "ingestion.yaml").read_text()
+    bad = _file(
+        tmp_path,
+        text.replace("drain_rps: 30000", "drain_rps: -1").replace(
+            "rps_per_replica: 3500", "rps_per_replica: 99999"
+        ),
+    )
+    lines = _errors(bad, "-s", str(ROOT / "scenarios" / "systems" / "ingestion.yaml"))
+    assert [line.split(": ")[2] for line in lines] == [
+        "graph.nodes.log.drain_rps",
+        "graph.nodes.consumers.rps_per_replica",
+    ], lines
+    lines = _errors(bad)
+    assert len(lines) == 3 and "system: ingestion is a graph design" in lines[1], lines

@@ -87,6 +87,8 @@ class DesignParts(NamedTuple):
     valid: dict[str, BaseModel]
     #: Every section the design gives (not null), valid or not.
     given: frozenset[str]
+    #: Whether it is a graph's: then ``valid`` holds its nodes valid on their own, by name.
+    graph: bool = False
 
 
 def design_parts(
@@ -103,8 +105,12 @@ def design_parts(
             data = apply_overrides(data, overrides, str(path))
     except GymError:
         return None
-    if not isinstance(data, dict) or _means_graph(data):
+    if not isinstance(data, dict):
         return None
+    name = data.get("name")
+    named = name if isinstance(name, str) and name else Path(path).stem
+    if _means_graph(data):
+        return _graph_parts(data, named)
     valid: dict[str, BaseModel] = {}
     for key, field in Design.model_fields.items():
         section = _section_model(field.annotation)
@@ -114,12 +120,34 @@ def design_parts(
             valid[key] = section.model_validate(data[key])
         except (ValidationError, RecursionError):
             continue
-    name = data.get("name")
     return DesignParts(
-        name if isinstance(name, str) and name else Path(path).stem,
+        named,
         valid,
         frozenset(str(k) for k, v in data.items() if v is not None),
     )
+
+
+def _graph_parts(data: dict[Any, Any], name: str) -> DesignParts | None:
+    """A graph's nodes that are valid on their own (a well-named node of a known kind
+    with valid parameters); None if it has no mapping of nodes."""
+    from pydantic import TypeAdapter
+
+    from gym.system.graph import NodeSpec
+
+    graph = data.get("graph")
+    nodes = graph.get("nodes") if isinstance(graph, dict) else None
+    if not isinstance(nodes, dict):
+        return None
+    adapter: TypeAdapter[Any] = TypeAdapter(NodeSpec)
+    valid: dict[str, BaseModel] = {}
+    for key, spec in nodes.items():
+        if not isinstance(key, str) or not re.fullmatch(NODE_NAME_PATTERN, key):
+            continue
+        try:
+            valid[key] = adapter.validate_python(spec)
+        except (ValidationError, RecursionError):
+            continue
+    return DesignParts(name, valid, frozenset(valid), graph=True)
 
 
 def _section_model(annotation: Any) -> type[BaseModel] | None:
