@@ -126,10 +126,15 @@ def test_the_cli_refuses_a_bad_graph_in_one_line(tmp_path: Path) -> None:
         "graph:\n  nodes:\n    src: {kind: source}\n    db: {kind: store, rps: 5}\n"
         "  edges:\n    - {from: src, to: dbb}\n"
     )
-    res = CliRunner().invoke(app, ["validate", str(bad)])
+    graph_scenario = str(ROOT / "scenarios" / "systems" / "url-shortener.yaml")
+    res = CliRunner().invoke(app, ["validate", str(bad), "-s", graph_scenario])
     assert res.exit_code == 2
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "graph.edges[0].to: 'dbb' is not a node" in lines[0]
+    # under the default (crawler) scenario, the scenario's system is said in the same round
+    res = CliRunner().invoke(app, ["validate", str(bad)])
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 2 and "system: bad is a graph design" in lines[1], lines
 
 
 def test_topology_order_and_structure_checks_without_pydantic() -> None:
