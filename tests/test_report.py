@@ -326,3 +326,29 @@ def test_the_outcomes_plot_never_stacks_past_what_was_offered_unsaid() -> None:
     for y in (offered[12], stack[12]):  # from the offered line up to the stack's top
         assert {(12.0, round(y)), (13.0, round(y))} <= corners
     assert stack[4] < offered[4] and (4.0, round(stack[4])) not in corners  # none below
+
+
+def test_the_new_urls_line_counts_the_urls_that_came() -> None:
+    """With the link-discovery loop the outcomes plot's "new URLs" are the URLs that
+    reached the frontier or were lost at the seen set, counted (the frontier's demand
+    there is the links expected of each fetch, a rate: it read 11,874 URLs too many on
+    this run, drawn as queued or in flight). What finished never passes what came."""
+    import numpy as np
+
+    import gym
+    from gym.report.plots import context
+
+    result = gym.simulate(
+        gym.load_design(ROOT / "designs" / "levers" / "seen-set-1.yaml"),
+        gym.load_scenario(ROOT / "scenarios" / "levers" / "deep-crawl.yaml"),
+    )
+    m = result.metrics
+    ctx = context(result)
+    assert ctx.offered is not None and ctx.offered_label == "new URLs"
+    lost = sum(m.components["seen_set"].failed.values())
+    came = np.asarray(ctx.offered)
+    assert came.sum() == m.components["frontier"].arrived.sum() + lost.sum()
+    df = result.windows().groupby("window", sort=True)
+    finished = (df["served"].sum() + df["failed"].sum()).to_numpy()
+    assert (np.cumsum(finished) <= np.cumsum(came)).all()
+    assert came.sum() - finished.sum() <= m.in_flight_end  # the rest is in flight

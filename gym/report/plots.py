@@ -126,7 +126,10 @@ def context(result: Result) -> PlotContext:
         seen_set = m.components["seen_set"]
         lost = sum(seen_set.failed.values(), np.zeros(len(m.window_s)))
         offered: tuple[float, ...] | None = tuple(
-            float(x) for x in m.components["frontier"].demand + lost
+            # arrived, not demand: the frontier's demand with the loop counts the links
+            # each fetch is expected to find (a rate), not the URLs that reached it
+            float(x)
+            for x in m.components["frontier"].arrived + lost
         )
         label = "new URLs"
     elif isinstance(result.design, Design):
