@@ -146,7 +146,7 @@ def load_inputs(
 ) -> tuple[list[Design | GraphDesign], Scenario]:
     """The design files (each with the ``--set`` ``overrides``) and the scenario file
     (default: the chaos one), loaded; every problem raised at once as one
-    :class:`GymError`: each file's own and, for a crawler design that does not load, what
+    :class:`GymError`: each file's own and, for a design that does not load, what
     :func:`validate` finds of its sections that are valid on their own (the catalog's
     limits, the scenario's faults), so that no problem waits for the others' fixing; when
     any does not load, what :func:`validate` finds of those that do. Each problem once.
@@ -181,9 +181,10 @@ def section_checks(
     *,
     contents: Any = None,
 ) -> list[Problem]:
-    """For a crawler design that does not load: what :func:`validate` finds of its
-    sections that are valid on their own (the catalog's limits, the scenario's faults), to
-    be said with its own problems. ``contents``: the file's mapping, already read."""
+    """For a design that does not load: what :func:`validate` finds of its sections (a
+    graph's nodes) that are valid on their own (the catalog's limits, the scenario's
+    faults and system), to be said with its own problems. ``contents``: the file's
+    mapping, already read."""
     parts = design_parts(path, overrides, contents=contents)
     if parts is None:
         return []

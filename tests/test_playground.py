@@ -387,7 +387,7 @@ def test_the_page_runs_one_batch_of_odds_per_design(
 def test_the_title_counts_the_edits_and_the_slos_are_coloured(session: Session) -> None:
     """After edits the title says so (the design's name alone read as the file's
     design); the SLO table's PASS and FAIL carry their colour in the page itself."""
-    from gym.playground.texts import title_html
+    from gym.playground.texts import slo_cards_html, title_html
 
     assert "edited" not in title_html(session)
     session.set("fetchers.replicas", 5)
@@ -396,4 +396,5 @@ def test_the_title_counts_the_edits_and_the_slos_are_coloured(session: Session) 
     session.set("cache.hit_ratio", session.opened["cache"]["hit_ratio"])
     assert "edited: 1 field<" in title_html(session)
     view = session.run()
-    assert "style='color:#c62828" in view.slo_html or "style='color:#1a7f37" in view.slo_html
+    cards = slo_cards_html(view.result)  # the SLOs as the page shows them
+    assert "style='color:#c62828" in cards or "style='color:#1a7f37" in cards

@@ -80,7 +80,7 @@ def load_design(
 
 
 class DesignParts(NamedTuple):
-    """What can still be read of a crawler design that does not validate as a whole."""
+    """What can still be read of a design that does not validate as a whole."""
 
     name: str
     #: The sections valid on their own, validated, by name.
@@ -94,11 +94,11 @@ class DesignParts(NamedTuple):
 def design_parts(
     path: str | Path, overrides: list[str] | None = None, *, contents: Any = None
 ) -> DesignParts | None:
-    """The parts of a crawler design file that are valid on their own, for the checks
-    against a scenario's catalog that can still be made when the design as a whole is not
-    valid (its schema's problems and the catalog's reported in one round). None: the file
-    cannot be read or is not a crawler design's mapping (a graph's nodes are checked as
-    one table)."""
+    """The parts of a design file that are valid on their own (a crawler's sections, a
+    graph's nodes), for the checks against a scenario's catalog that can still be made
+    when the design as a whole is not valid (its schema's problems and the catalog's
+    reported in one round). None: the file cannot be read, or is not a mapping (or a
+    graph without a mapping of nodes)."""
     try:
         data = read_yaml(path) if contents is None else contents
         if overrides:

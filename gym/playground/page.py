@@ -442,9 +442,7 @@ class Page:
         own = None if opened else self.session.design_file
         rest = self.fields.show_problems([p for p in problems if p.file in (own, None)])
         rest += [p for p in problems if p.file not in (own, None)]
-        lines = messages(
-            [Problem(None if p.file == own else p.file, p.field, p.message) for p in rest]
-        )
+        lines = messages([_unfiled(p, own) for p in rest])
         say(self.error, "<br>".join(esc(line) for line in lines))
 
     # -- the scenario, the seed, a new node ----------------------------------------------------
@@ -458,7 +456,7 @@ class Page:
             say(self.runs.message, "<br>".join(esc(line) for line in messages(err.problems)))
             self.runs.scenario.value = self.session.scenario_file  # back to the one it runs
             return
-        self._rerun("")
+        self._rerun()
 
     def _seed_chosen(self, seed: Any) -> None:
         before = self.session.seed
@@ -470,7 +468,7 @@ class Page:
         say(self.runs.message, "")  # a bad seed's message goes, even back to the same seed
         if self.session.seed != before:
             self._take_pending()
-            self._rerun("")
+            self._rerun()
 
     def _add_node(self, kind: str, name: str, edge: int) -> None:
         self._take_pending()
@@ -484,11 +482,11 @@ class Page:
         self.adder.problem("")
         self.adder.show(self.session)
         self.fields.fill()
-        self._rerun("")
+        self._rerun()
 
-    def _rerun(self, message: str) -> None:
+    def _rerun(self) -> None:
         """The run's context changed (scenario, seed, the graph): run and show anew."""
-        say(self.runs.message, message)
+        say(self.runs.message, "")
         self.version += 1
         self.update()
 

@@ -167,7 +167,6 @@ class View:
     engine: str
     cost_units: int
     units: dict[str, int]
-    slo_html: str
     explanations_html: str
     traps_html: str  # the rubric's traps the design took ("" when none)
     budget_html: str
@@ -235,17 +234,12 @@ class Session:
         return fields(self.design)
 
     def value(self, path: str) -> Any:
-        node: Any = self.data
-        for key in path.split("."):
-            node = node.get(key) if isinstance(node, dict) else None
-        return node
+        """A field's value in the draft (what the page shows)."""
+        return _at(self.data, path)
 
     def held(self, path: str) -> Any:
         """A field's value in the design (the last draft that held), not the draft's."""
-        node: Any = _mapping(self.design)
-        for key in path.split("."):
-            node = node.get(key) if isinstance(node, dict) else None
-        return node
+        return _at(_mapping(self.design), path)
 
     def set(self, path: str, value: Any) -> None:
         """Set one field of the draft, then check the whole draft as a file would be
@@ -487,6 +481,14 @@ def messages(problems: list[Problem]) -> list[str]:
     return [f"error: {printable(str(p))}" for p in problems]
 
 
+def _at(data: dict[str, Any], path: str) -> Any:
+    """The value at a dotted ``path`` of a design's mapping (None where there is none)."""
+    node: Any = data
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, dict) else None
+    return node
+
+
 def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
     by_alias = isinstance(design, GraphDesign)
     data: dict[str, Any] = design.model_dump(mode="json", by_alias=by_alias)
@@ -522,7 +524,6 @@ def view(result: Result) -> View:
         engine=result.engine,
         cost_units=int(m.cost_units),
         units=dict(m.units),
-        slo_html=html.slo_table(result),
         explanations_html=html.explanation_list(result.explanations),
         traps_html=html.traps_section(result) if result.traps else "",
         budget_html=html.budget_section(result) + _alerts(result),
