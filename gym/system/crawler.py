@@ -246,7 +246,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
             # a page's links reach the seen set after its fetch (the loop's delay)
             Edge("links", "seen_set", delay_s=LINK_DELAY_S),
         )
-    return Topology(tuple(nodes), edges)
+    return Topology(tuple(nodes), edges, causes=causes(design))
 
 
 #: How long links take from a fetched page to the seen set, on average (parsing the page:

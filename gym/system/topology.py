@@ -72,6 +72,10 @@ class Topology:
 
     nodes: tuple[Node, ...]
     edges: tuple[Edge, ...]
+    #: Every failure cause a run of it lists, in the order results show them (the crawler
+    #: lists all of its own, in its pipeline's order); empty: each node's, in the nodes'
+    #: visiting order.
+    causes: tuple[str, ...] = ()
     _by_name: dict[str, Node] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:

@@ -32,7 +32,7 @@ from gym.sim.flow.rules import RULES
 from gym.sim.flow.source import Source
 from gym.sim.record import RunRecord
 from gym.sim.timeline import Timeline
-from gym.system import crawler, kinds
+from gym.system import kinds
 from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
@@ -78,9 +78,8 @@ def run_many(
 ) -> list[RunRecord]:
     """The runs of ``design`` under ``scenario`` for each of ``seeds``, advanced together
     (a batch): record k is the one :func:`run` gives for ``seeds[k]``, to the last digit."""
-    causes = crawler.causes(design) if isinstance(design, Design) else None
     built: list[dict[str, Component]] = [{} for _ in seeds]
-    records = run_graph(topology, scenario, seeds, timeline, step, causes=causes, built=built)
+    records = run_graph(topology, scenario, seeds, timeline, step, built=built)
     for record, seed, got in zip(records, seeds, built, strict=True):
         # Through a weak reference: the record holds the estimate, which must not hold the
         # record (a cycle would keep every unread run of a sweep until the cyclic GC ran).
@@ -157,14 +156,12 @@ def run_graph(
     seeds: Sequence[int],
     timeline: Timeline,
     step: int | None = None,
-    causes: tuple[str, ...] | None = None,
     built: list[dict[str, Component]] | None = None,
 ) -> list[RunRecord]:
     """Run any topology, once per seed, the runs advanced together: one component per node
     and run, built by its kind, connected along the edges and advanced in the topology's
-    order; the scenario's events act on the nodes they name. ``causes``: the failure
-    causes the records list (by default every node's, in the topology's order);
-    ``built``, if given, receives each run's components by node."""
+    order; the scenario's events act on the nodes they name. ``built``, if given,
+    receives each run's components by node."""
     env = simpy.Environment()
     ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
     runs = range(len(seeds))
@@ -309,7 +306,7 @@ def run_graph(
     ledger.sync = _unsynced
     env._queue.clear()
     return [
-        _record(graph, built[r], seed, timeline, causes, offers, delays, r)
+        _record(graph, built[r], seed, timeline, offers, delays, r)
         for r, seed in zip(runs, seeds, strict=True)
     ]
 
@@ -319,7 +316,6 @@ def _record(
     built: dict[str, Component],
     seed: int,
     timeline: Timeline,
-    causes: tuple[str, ...] | None,
     offers: list[str],
     delays: dict[str, list[Each]],
     r: int,
@@ -342,7 +338,7 @@ def _record(
         # the sources offer; the rest hold, serve or fail URLs
         components=[built[n] for n in order if n not in offers and n not in makers],
         created={n: built[n].out for n in makers},
-        causes=causes or tuple(cause for n in order for cause in built[n].causes),
+        causes=graph.causes or tuple(cause for n in order for cause in built[n].causes),
         # URLs on a delayed edge at the end are in flight, on the way to its target.
         in_transit={
             name: sum(d.row(r).in_transit() for d in ds)  # type: ignore[attr-defined]

@@ -30,7 +30,7 @@ from gym.sim.request.links import LinksRule
 from gym.sim.request.lookup import LookupRule
 from gym.sim.request.source import Progress, Source
 from gym.sim.timeline import Timeline
-from gym.system import crawler, kinds
+from gym.system import kinds
 from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
@@ -164,7 +164,7 @@ class Engine:
             offered,
             tallies,
             in_flight,
-            causes=causes,
+            causes=self.graph.causes or causes,
             created=created,
         )
         record.latency = latency_of(run.samples, run.sample_ticks)
@@ -220,23 +220,13 @@ def run(
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, every URL on its way through it:
-    ``topology`` is the design's, built once when the run starts. A graph design, and a
-    crawler with retries or the link-discovery loop (its built-in graph), are walked
-    (:func:`run_graph`); a plain crawler goes through its own pipeline
-    (:mod:`gym.sim.request.pipeline`) on the same kernel and stations."""
-    if isinstance(design, GraphDesign) or design.discovery or design.retries:
-        record = run_graph(
-            topology, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
-        )
-        if isinstance(design, Design):
-            record.causes = crawler.causes(design)
-        return record
-    from gym.sim.request.pipeline import Engine as Pipeline
-
-    record = Pipeline(design, scenario, seed, timeline, warmup_s, progress).run()
-    record.seed = seed
-    return record
+    """Simulate ``design`` under ``scenario``, every URL walked through ``topology``: the
+    design's graph (a crawler's built-in one), built once when the run starts. The design
+    itself is not read: its topology carries everything the walk needs."""
+    del design  # the engines' common signature (gym.api): the flow engine's latency reads it
+    return run_graph(
+        topology, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
+    )
 
 
 def run_graph(
