@@ -14,7 +14,7 @@ Collect: the components' per-tick tallies become a :class:`~gym.sim.record.RunRe
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Generator, Sequence
 from functools import partial
 from typing import Any, Protocol, runtime_checkable
 
@@ -162,153 +162,212 @@ def run_graph(
     and run, built by its kind, connected along the edges and advanced in the topology's
     order; the scenario's events act on the nodes they name. ``built``, if given,
     receives each run's components by node."""
-    env = simpy.Environment()
-    ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
-    runs = range(len(seeds))
-    builds = [
-        Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
-        for seed in seeds
-    ]
-    order = graph.order()
-    built = [{} for _ in runs] if built is None else built
-    nodes: dict[str, Each | Component] = {}
-    for name in order:
-        node = graph.node(name)
-        k = kinds.kind(node.kind)
-        rule = RULES[node.kind]
-        # Several runs: one batched component for them all where the kind has one for
-        # this node (else a component per run).
-        batched = rule.batch(builds, node) if rule.batch and len(builds) > 1 else None
-        parts = [rule.build(b, node) for b in builds] if batched is None else [batched]
-        for component in parts:
-            if not k.source:
-                component.named(name, node.causes(k.causes))
-            component.holds_work = k.holds_work
-        nodes[name] = Each(parts) if batched is None else batched
-        for r in runs:
-            built[r][name] = nodes[name].row(r)
-    # Where a node's output divides (several outgoing edges) a splitter sends each URL
-    # along one edge; where several edges reach a node a junction adds them.
-    splitters: dict[str, Each] = {}
-    feeds: dict[tuple[str, str], list[Component]] = {}
-    for name in order:
-        out = graph.outputs(name)
-        rows = [built[r][name] for r in runs]
+    batch = _Batch(graph, scenario, seeds, timeline, built)
+    batch.build()
+    batch.connect()
+    batch.schedule(step)
+    return batch.run()
+
+
+class _Batch:
+    """The runs of one topology advanced together, in the phases of a run: build a
+    component per node (and run), connect them along the edges, schedule the timeline's
+    events, run, collect a record per run."""
+
+    def __init__(
+        self,
+        graph: Topology,
+        scenario: Scenario,
+        seeds: Sequence[int],
+        timeline: Timeline,
+        built: list[dict[str, Component]] | None,
+    ) -> None:
+        self.graph, self.scenario, self.seeds, self.timeline = graph, scenario, seeds, timeline
+        self.env = simpy.Environment()
+        self.ledger = Ledger(n_ticks=timeline.n_ticks, tick_ms=timeline.tick_ms)
+        self.runs = range(len(seeds))
+        self.order = graph.order()
+        self.built: list[dict[str, Component]] = [{} for _ in self.runs] if built is None else built
+        self.nodes: dict[str, Each | Component] = {}
+        self.splitters: dict[str, Each] = {}
+        self.junctions: dict[str, Each] = {}
+        self.delays: dict[str, list[Each]] = {}
+        #: What each edge carries, per run: the source's rows, a splitter's port, a delay.
+        self.feeds: dict[tuple[str, str], list[Component]] = {}
+        self.strides: list[int] = []  # the longest stride each delay or retry allows
+        self.pipeline: list[Each | Component] = []  # in the order they advance
+        self.offers: list[str] = []  # the sources
+        self.synced = 0  # the tick every component has reached
+
+    def build(self) -> None:
+        """A component per node, by its kind's rule: one batched component for all the
+        runs where the kind has one for this node, else one per run."""
+        env, ledger, scenario, timeline = self.env, self.ledger, self.scenario, self.timeline
+        builds = [
+            Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
+            for seed in self.seeds
+        ]
+        for name in self.order:
+            node = self.graph.node(name)
+            k = kinds.kind(node.kind)
+            rule = RULES[node.kind]
+            batched = rule.batch(builds, node) if rule.batch and len(builds) > 1 else None
+            parts = [rule.build(b, node) for b in builds] if batched is None else [batched]
+            for component in parts:
+                if not k.source:
+                    component.named(name, node.causes(k.causes))
+                component.holds_work = k.holds_work
+            self.nodes[name] = Each(parts) if batched is None else batched
+            for r in self.runs:
+                self.built[r][name] = self.nodes[name].row(r)
+
+    def connect(self) -> None:
+        """Splitters where a node's output divides, delays on delayed edges, junctions
+        where edges meet; each kind connects its component; retries; the order in which
+        everything advances."""
+        for name in self.order:
+            self._split(name)
+        for e in self.graph.edges:
+            self._delay(e.source, e.target, e.delay_ticks(self.timeline.tick_ms))
+        for name in self.order:
+            self._join_and_connect(name)
+        for name in self.order:
+            self._retry(name)
+        for name in self.order:
+            self.pipeline += self.delays.get(name, [])
+            if name in self.junctions:
+                self.pipeline.append(self.junctions[name])
+            self.pipeline.append(self.nodes[name])
+            if name in self.splitters:
+                self.pipeline.append(self.splitters[name])
+
+    def _split(self, name: str) -> None:
+        """Where ``name``'s output divides, a splitter sends each URL along one edge (a
+        stream per edge); a tee sees what the node passes on, whatever edge it takes."""
+        out = self.graph.outputs(name)
+        rows = [self.built[r][name] for r in self.runs]
         if len(out) > 1:
             shares = [e.share for e in out]
             split = [
-                Splitter(env, [stream(seed, f"{name}->{e.target}") for e in out], ledger, c, shares)
-                for seed, c in zip(seeds, rows, strict=True)
+                Splitter(
+                    self.env,
+                    [stream(seed, f"{name}->{e.target}") for e in out],
+                    self.ledger,
+                    c,
+                    shares,
+                )
+                for seed, c in zip(self.seeds, rows, strict=True)
             ]
-            splitters[name] = Each(list(split))
+            self.splitters[name] = Each(list(split))
             for i, e in enumerate(out):
-                feeds[(name, e.target)] = [s.ports[i] for s in split]
+                self.feeds[(name, e.target)] = [s.ports[i] for s in split]
         else:
-            feeds.update({(name, e.target): rows for e in out})
-        # A tee sees what the node passes on, whatever edge each URL then takes.
-        feeds.update({(name, e.target): rows for e in graph.tees(name)})
-    # An edge with a delay hands its feeder's output on that many ticks later.
-    delays: dict[str, list[Each]] = {}
-    for e in graph.edges:
-        if ticks := e.delay_ticks(timeline.tick_ms):
-            parts = [Delay(env, ledger, feed, ticks) for feed in feeds[(e.source, e.target)]]
-            feeds[(e.source, e.target)] = list(parts)
-            delays.setdefault(e.target, []).append(Each(list(parts)))
-    junctions: dict[str, Each] = {}
-    for name in order:
-        inputs = [feeds[(e.source, name)] for e in graph.inputs(name)]
+            self.feeds.update({(name, e.target): rows for e in out})
+        self.feeds.update({(name, e.target): rows for e in self.graph.tees(name)})
+
+    def _delay(self, source: str, target: str, ticks: int) -> None:
+        """An edge with a delay hands its feeder's output on ``ticks`` later."""
+        if not ticks:
+            return
+        parts = [Delay(self.env, self.ledger, f, ticks) for f in self.feeds[(source, target)]]
+        self.feeds[(source, target)] = list(parts)
+        self.delays.setdefault(target, []).append(Each(list(parts)))
+        self.strides.append(ticks)  # a delayed edge reads only ticks its feeder computed
+
+    def _join_and_connect(self, name: str) -> None:
+        """Where several edges reach ``name`` a junction adds them; then its kind's rule
+        connects its component (each run's, or the batched one to batches)."""
+        inputs = [self.feeds[(e.source, name)] for e in self.graph.inputs(name)]
         if len(inputs) > 1:
             joins = [
-                Junction(env, stream(seed, f"{name}/join"), ledger, [i[r] for i in inputs])
-                for r, seed in zip(runs, seeds, strict=True)
+                Junction(
+                    self.env, stream(seed, f"{name}/join"), self.ledger, [i[r] for i in inputs]
+                )
+                for r, seed in zip(self.runs, self.seeds, strict=True)
             ]
-            junctions[name] = Each(list(joins))
+            self.junctions[name] = Each(list(joins))
             inputs = [list(joins)]
-        connect = RULES[graph.node(name).kind].connect
-        node_of = nodes[name]
+        connect = RULES[self.graph.node(name).kind].connect
+        built, targets = self.built, [e.target for e in self.graph.outputs(name)]
+        node_of = self.nodes[name]
         if isinstance(node_of, Each):
-            for r in runs:
-                outputs = [built[r][e.target] for e in graph.outputs(name)]
+            for r in self.runs:
+                outputs = [built[r][t] for t in targets]
                 connect(built[r][name], [i[r] for i in inputs], outputs)
-        else:  # a batched component: its inputs and outputs as batches too
-            outputs = [_batch_of([built[r][e.target] for r in runs]) for e in graph.outputs(name)]
+        else:
+            outputs = [_batch_of([built[r][t] for r in self.runs]) for t in targets]
             connect(node_of, [_batch_of(i) for i in inputs], outputs)
-    # A retry policy on a loss station: its failures come back to it after their waits.
-    retry_strides = []
-    for name in order:
-        node = graph.node(name)
-        if node.retry is not None:
-            for r, seed in zip(runs, seeds, strict=True):
-                station = built[r][name]
-                assert isinstance(station, LossStation)
-                retry_strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
-    pipeline: list[Each | Component] = []
-    for name in order:
-        pipeline += delays.get(name, [])
-        if name in junctions:
-            pipeline.append(junctions[name])
-        pipeline.append(nodes[name])
-        if name in splitters:
-            pipeline.append(splitters[name])
 
-    # With delayed edges, in strides no longer than the shortest delay: a delayed edge
-    # reads only ticks its feeder has computed (the feeder may come later in the order).
-    # With retries, in strides no longer than the shortest wait (a stretch's failures come
-    # back after it).
-    waits = [d.parts[0].ticks for ds in delays.values() for d in ds] + retry_strides  # type: ignore[attr-defined]
-    stride = min(waits, default=None)
-    synced = [0]
+    def _retry(self, name: str) -> None:
+        """A retry policy on a loss station: its failures come back to it after their
+        waits (a stretch no longer than the shortest wait)."""
+        node = self.graph.node(name)
+        if node.retry is None:
+            return
+        for r, seed in zip(self.runs, self.seeds, strict=True):
+            station = self.built[r][name]
+            assert isinstance(station, LossStation)
+            self.strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
 
-    def sync(tick: int) -> None:
-        while synced[0] < tick:
-            t = tick if stride is None else min(tick, synced[0] + stride)
-            for component in pipeline:
+    def sync(self, tick: int) -> None:
+        """Advance every component to ``tick``, in strides no longer than the shortest
+        delay or retry wait."""
+        stride = min(self.strides, default=None)
+        while self.synced < tick:
+            t = tick if stride is None else min(tick, self.synced + stride)
+            for component in self.pipeline:
                 component.advance(t)
-            synced[0] = t
+            self.synced = t
 
-    ledger.sync = sync
-
-    # The timeline: one SimPy process per scenario event and run, on the component it
-    # acts on (each run's in the order a run of its own starts them).
-    offers = [n for n in order if kinds.kind(graph.node(n).kind).source]
-
-    def each(name: str) -> list[Component]:
+    def _each(self, name: str) -> list[Component]:
         """The components of ``name`` a timeline event acts on: the batched one, or each
         run's."""
-        node_of = nodes[name]
+        node_of = self.nodes[name]
         return node_of.parts if isinstance(node_of, Each) else [node_of]
 
-    for stage in scenario.load:
-        for name in offers:
-            for source in each(name):
-                assert isinstance(source, Source)  # the source kind's component
-                env.process(source.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
-    for fault in scenario.faults:
-        start, end = timeline.fault_ticks(fault)
-        for target in each(fault.target):
-            # The node's kind says it suffers this fault (gym.api.graph_check); its
-            # component has the process for it.
-            if isinstance(fault, CrashFault):
-                assert isinstance(target, Crashable)
-                env.process(target.crash(fault, start, end))
-            else:
-                assert end is not None and isinstance(target, Faultable)
-                if isinstance(fault, StallFault):
-                    env.process(target.stall(fault, start, end))
-                else:
-                    env.process(target.slowdown(fault, start, end))
+    def schedule(self, step: int | None) -> None:
+        """One SimPy process per scenario event and run, on the component it acts on
+        (each run's in the order a run of its own starts them)."""
+        env, timeline = self.env, self.timeline
+        self.offers = [n for n in self.order if kinds.kind(self.graph.node(n).kind).source]
+        for stage in self.scenario.load:
+            for name in self.offers:
+                for source in self._each(name):
+                    assert isinstance(source, Source)  # the source kind's component
+                    env.process(source.load_stage(timeline.to_tick(stage.at_s), stage.multiplier))
+        for fault in self.scenario.faults:
+            start, end = timeline.fault_ticks(fault)
+            for target in self._each(fault.target):
+                env.process(_fault_process(target, fault, start, end))
+        if step is not None:
+            env.process(_every(env, step, self.ledger))
 
-    if step is not None:
-        env.process(_every(env, step, sync))
-    env.run(until=timeline.n_ticks)
-    sync(timeline.n_ticks)
-    # The events still scheduled refer to the components (their processes).
-    ledger.sync = _unsynced
-    env._queue.clear()
-    return [
-        _record(graph, built[r], seed, timeline, offers, delays, r)
-        for r, seed in zip(runs, seeds, strict=True)
-    ]
+    def run(self) -> list[RunRecord]:
+        self.ledger.sync = self.sync
+        self.env.run(until=self.timeline.n_ticks)
+        self.sync(self.timeline.n_ticks)
+        # The events still scheduled (past the end) hold their processes, which reach the
+        # components they act on (their tallies are cleared after the batch: run_many)
+        # and the ledger, but no longer what syncs every component.
+        self.ledger.sync = _unsynced
+        return [
+            _record(self.graph, self.built[r], seed, self.timeline, self.offers, self.delays, r)
+            for r, seed in zip(self.runs, self.seeds, strict=True)
+        ]
+
+
+def _fault_process(
+    target: Component, fault: CrashFault | StallFault | SlowdownFault, start: int, end: int | None
+) -> Generator[simpy.Event, None, None]:
+    """The process of ``fault`` on ``target``: the node's kind suffers it
+    (gym.api.graph_check), so its component has the process for it."""
+    if isinstance(fault, CrashFault):
+        assert isinstance(target, Crashable)
+        return target.crash(fault, start, end)
+    assert end is not None and isinstance(target, Faultable)
+    if isinstance(fault, StallFault):
+        return target.stall(fault, start, end)
+    return target.slowdown(fault, start, end)
 
 
 def _record(
@@ -373,10 +432,9 @@ def _unsynced(_tick: int) -> None:
     """A finished run's ledger: nothing left to bring up to date."""
 
 
-def _every(
-    env: simpy.Environment, step: int, sync: Callable[[int], None]
-) -> Generator[simpy.Event, None, None]:
-    """Bring every component up to date each ``step`` ticks."""
+def _every(env: simpy.Environment, step: int, ledger: Ledger) -> Generator[simpy.Event, None, None]:
+    """Bring every component up to date each ``step`` ticks (through the ledger, which
+    lets go of the components when the run ends)."""
     while True:
         yield env.timeout(max(1, step))
-        sync(int(env.now))
+        ledger.sync(int(env.now))

@@ -1,0 +1,230 @@
+"""The package's structure, measured from its files: the figures of the "one model" issue
+(issue 40) beside their goals.
+
+    python -m benchmarks.structure [--json benchmarks/results/structure.json]
+
+Read with Python's ``ast`` (and radon's cyclomatic complexity, a test extra), never by
+running the code:
+
+- **design-type checks**: ``isinstance`` calls that name ``Design`` or ``GraphDesign``;
+- **request-engine paths**: the places in ``gym/sim/request`` that build a run's record
+  (``RunRecord(...)``): one per way a design can be run;
+- **flow latency paths**: the functions in ``gym/sim`` that estimate a flow run's latency
+  (``estimate_flow`` for the crawler, ``graph_latency.estimate`` for graphs);
+- **functions over 80 lines** (and over 100), and **blocks rated D-F** by radon (a
+  cyclomatic complexity over 20);
+- **files naming a kind outside its home**: a file names a kind when it has the kind's name
+  as a string (``"fleet"``), names its declaration's classes (``FleetNode``,
+  ``FleetParams``) or imports its modules; its homes are the modules named after it;
+- **class names defined twice** in the package, and **framework internals** touched: a
+  private name of typer, click or SimPy.
+
+Prints a table and writes the figures as JSON; exits 0 (a measure, not a gate: the tests
+hold what has been reached).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "gym"
+KINDS = ("source", "queue", "fleet", "cache", "service", "write_buffer", "store", "lookup", "links")
+LONG = 80
+PRIVATE = re.compile(r"\b(typer|click|simpy|env)\.(?:\w+\.)*_[a-z]\w*")
+
+
+def modules() -> dict[Path, ast.Module]:
+    return {p: ast.parse(p.read_text(), str(p)) for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def rel(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def design_checks(trees: dict[Path, ast.Module]) -> list[str]:
+    """Each ``isinstance`` naming a design type, as ``file:line``."""
+    found = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Name)
+                and node.func.id == "isinstance"
+                and len(node.args) == 2
+                and {"Design", "GraphDesign"} & _names(node.args[1])
+            ):
+                found.append(f"{rel(path)}:{node.lineno}")
+    return found
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)} | {
+        n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+    }
+
+
+def record_builders(trees: dict[Path, ast.Module], folder: str) -> list[str]:
+    """Each call building a ``RunRecord`` in ``folder``."""
+    return [
+        f"{rel(path)}:{node.lineno}"
+        for path, tree in trees.items()
+        if rel(path).startswith(folder)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and "RunRecord" in _names(node.func)
+    ]
+
+
+def flow_latency_paths(trees: dict[Path, ast.Module]) -> list[str]:
+    """The estimators of a flow run's latency: functions named ``estimate_flow`` in
+    ``gym/sim`` and ``estimate`` in its graph latency model."""
+    wanted = {"gym/sim/latency.py": "estimate_flow", "gym/sim/flow/graph_latency.py": "estimate"}
+    return [
+        f"{rel(path)}:{node.name}"
+        for path, tree in trees.items()
+        if rel(path) in wanted
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef) and node.name == wanted[rel(path)]
+    ]
+
+
+def long_functions(trees: dict[Path, ast.Module]) -> list[tuple[int, str]]:
+    rows = []
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                size = (node.end_lineno or node.lineno) - node.lineno + 1
+                if size > LONG:
+                    rows.append((size, f"{rel(path)}:{node.lineno} {node.name}"))
+    return sorted(rows, reverse=True)
+
+
+def complex_blocks() -> list[str] | None:
+    """Blocks radon rates D, E or F (cyclomatic complexity over 20); None without radon."""
+    try:
+        from radon.complexity import cc_rank, cc_visit
+    except ImportError:
+        return None
+    return [
+        f"{rel(path)}:{block.lineno} {block.name} {cc_rank(block.complexity)} ({block.complexity})"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for block in cc_visit(path.read_text())
+        if cc_rank(block.complexity) in "DEF"
+    ]
+
+
+def kind_mentions(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
+    """For each kind, the files outside its homes that name it."""
+    found: dict[str, list[str]] = defaultdict(list)
+    for path, tree in trees.items():
+        strings = {
+            n.value
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str)
+        }
+        names = _names(tree) | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.alias) for a in [n]
+        }
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
+            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
+        }
+        for kind in KINDS:
+            if path.stem == kind:
+                continue
+            camel = "".join(w.title() for w in kind.split("_"))
+            if (
+                kind in strings
+                or {f"{camel}Node", f"{camel}Params"} & names
+                or any(m.split(".")[-1] == kind for m in imported if m.startswith("gym."))
+            ):
+                found[kind].append(rel(path))
+    return dict(found)
+
+
+def twice_named(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
+    where: dict[str, list[str]] = defaultdict(list)
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where[node.name].append(rel(path))
+    return {name: paths for name, paths in sorted(where.items()) if len(paths) > 1}
+
+
+def internals() -> list[str]:
+    return [
+        f"{rel(path)}:{i} {m.group(0)}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        for m in PRIVATE.finditer(line)
+    ]
+
+
+def measure() -> dict[str, Any]:
+    trees = modules()
+    checks = design_checks(trees)
+    long = long_functions(trees)
+    blocks = complex_blocks()
+    kinds = kind_mentions(trees)
+    return {
+        "modules": len(trees),
+        "lines": sum(len(p.read_text().splitlines()) for p in trees),
+        "largest_module_kb": max(p.stat().st_size for p in trees) / 1024,
+        "design_type_checks": len(checks),
+        "design_type_check_files": len({c.split(":")[0] for c in checks}),
+        "design_type_check_sites": checks,
+        "request_paths": record_builders(trees, "gym/sim/request/"),
+        "flow_latency_paths": flow_latency_paths(trees),
+        "functions_over_80": [f"{n} {w}" for n, w in long],
+        "functions_over_100": sum(n > 100 for n, _ in long),
+        "blocks_d_to_f": blocks,
+        "kind_files_outside_home": {k: len(v) for k, v in sorted(kinds.items())},
+        "kind_files": kinds,
+        "class_names_twice": twice_named(trees),
+        "framework_internals": internals(),
+    }
+
+
+GOALS = [
+    ("isinstance checks of a design type", "design_type_checks", 5),
+    ("request-engine paths", "request_paths", 1),
+    ("flow latency paths", "flow_latency_paths", 1),
+    ("functions over 80 lines", "functions_over_80", 0),
+    ("blocks rated D-F", "blocks_d_to_f", 5),
+    ("class names defined twice", "class_names_twice", 0),
+    ("framework internals touched", "framework_internals", 0),
+]
+
+
+def table(m: dict[str, Any]) -> str:
+    lines = ["| what | now | goal | met |", "|---|---|---|---|"]
+    for label, key, goal in GOALS:
+        value = m[key]
+        now = len(value) if isinstance(value, list | dict) else value
+        if value is None:
+            lines.append(f"| {label} | (radon missing) | <= {goal} | ? |")
+            continue
+        lines.append(f"| {label} | {now} | <= {goal} | {'yes' if now <= goal else 'no'} |")
+    counts = Counter(m["kind_files_outside_home"])
+    named = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
+    lines.append(f"| files naming a kind outside its home | {named} | one registry line | - |")
+    lines.append(f"| largest module | {m['largest_module_kb']:.1f} KB | - | - |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--json", type=Path, default=ROOT / "benchmarks" / "results" / "structure.json")
+    args = p.parse_args()
+    m = measure()
+    print(table(m))
+    args.json.write_text(json.dumps(m, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
