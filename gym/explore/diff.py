@@ -63,7 +63,7 @@ def t975(df: int) -> float:
 
 
 @dataclass(frozen=True)
-class Change:
+class FigureChange:
     """One figure, BASE against HEAD over the same seeds."""
 
     name: str
@@ -106,7 +106,7 @@ class Diff(JsonText):
     seed: int
     runs: int
     confidence: float
-    changes: list[Change]
+    changes: list[FigureChange]
     base_result: MonteCarloResult
     head_result: MonteCarloResult
     inputs: list[tuple[str, str, str]] = field(default_factory=list)  # (path, base, head)
@@ -213,7 +213,7 @@ def signed(name: str, value: float | None) -> str:
     return ("+" if value > 0 else "-" if value < 0 else "±") + shown_value
 
 
-def interval(c: Change, runs: int | None = None) -> str:
+def interval(c: FigureChange, runs: int | None = None) -> str:
     """A change's 95% interval, signed, and over how many run pairs when not all of
     ``runs`` (a figure undefined in some runs: availability with nothing finished)."""
     pairs = f" ({c.pairs} of {runs} runs defined)" if runs is not None and c.pairs < runs else ""
@@ -301,15 +301,15 @@ def diff(
     )
 
 
-def _change(name: str, rule: str | None, pairs: list[tuple[float, float]]) -> Change:
+def _change(name: str, rule: str | None, pairs: list[tuple[float, float]]) -> FigureChange:
     if not pairs:
-        return Change(name, rule, None, None, None, None, None, 0)
+        return FigureChange(name, rule, None, None, None, None, None, 0)
     n = len(pairs)
     base = math.fsum(x for x, _ in pairs) / n
     head = math.fsum(y for _, y in pairs) / n
     deltas = [y - x for x, y in pairs]
     mean = math.fsum(deltas) / n
     if n < 2:
-        return Change(name, rule, base, head, mean, None, None, n)
+        return FigureChange(name, rule, base, head, mean, None, None, n)
     half = t975(n - 1) * statistics.stdev(deltas) / math.sqrt(n)
-    return Change(name, rule, base, head, mean, mean - half, mean + half, n)
+    return FigureChange(name, rule, base, head, mean, mean - half, mean + half, n)

@@ -120,7 +120,7 @@ class Model:
         return None
 
 
-class Loss(Model):
+class LossLatency(Model):
     """A cache, a service or a store: its service time, stretched by a slowdown."""
 
     def __init__(self, est: Estimate, name: str) -> None:
@@ -140,7 +140,7 @@ class Loss(Model):
         )
 
 
-class Fleet(Model):
+class FleetLatency(Model):
     """Its service time; a start in tick k finishes in tick k + L (the flow engine's whole
     ticks), so what did not finish then was lost to a crash (or put back in its queue)."""
 
@@ -168,7 +168,7 @@ class Fleet(Model):
         return _spread(start, self.done, *waiting.service_grid(self.service))
 
 
-class Queue(Model):
+class QueueLatency(Model):
     """Waits from its counts where its fluid backlog says it is backed up; the stationary
     wait of its fleet's slots or its token buckets elsewhere."""
 
@@ -246,7 +246,7 @@ class Queue(Model):
         )
 
 
-class Buffer(Model):
+class BufferLatency(Model):
     """A write buffer: 0 for a write its store took at once; a held one waits what its
     counts say, first in, first out (as the crawler's writer)."""
 
@@ -283,12 +283,12 @@ class Buffer(Model):
 
 #: The latency model of each kind, by name (a kind without one adds no time).
 MODELS: dict[str, type[Model]] = {
-    "queue": Queue,
-    "fleet": Fleet,
-    "cache": Loss,
-    "service": Loss,
-    "store": Loss,
-    "write_buffer": Buffer,
+    "queue": QueueLatency,
+    "fleet": FleetLatency,
+    "cache": LossLatency,
+    "service": LossLatency,
+    "store": LossLatency,
+    "write_buffer": BufferLatency,
 }
 
 
@@ -423,7 +423,7 @@ def _walk(est: Estimate, record: RunRecord, start: int, rng: np.random.Generator
             ok = (now[here] < end_ms) & (weight[here] > 0)
             at[here[~ok]] = -1
             here, k, ms = here[ok], k[ok], ms[ok]
-            if isinstance(model, Fleet) and model.requeue:
+            if isinstance(model, FleetLatency) and model.requeue:
                 again = rng.random(len(here)) < model.back[k]
                 at[here[again]] = index[model.queue]  # back in its queue, mid-job
                 now[here[again]] -= ms[again] / 2.0

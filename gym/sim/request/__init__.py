@@ -6,7 +6,7 @@ library maps a node's type to its behaviour): a module per shipped kind
 (``source``, ``queue``, ``fleet``, ``cache``, ``service``, ``store``, ``write_buffer``,
 ``lookup``, ``links``), imported on first use; a kind of your own registers its rule with
 :func:`register`. A rule is a :class:`~gym.sim.request.base.Rule` (or, for a source,
-:class:`~gym.sim.request.source.Source`) built from the run, the node and its cause
+:class:`~gym.sim.request.source.SourceRule`) built from the run, the node and its cause
 names. :mod:`gym.sim.request.engine` walks every topology, the crawler's built-in graph
 included.
 """

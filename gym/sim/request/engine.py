@@ -28,7 +28,7 @@ from gym.sim.request.base import Rule, Run, Url, latency_of, run_kernel
 from gym.sim.request.kernel import Kernel
 from gym.sim.request.links import LinksRule
 from gym.sim.request.lookup import LookupRule
-from gym.sim.request.source import Progress, Source
+from gym.sim.request.source import Progress, SourceRule
 from gym.sim.timeline import Timeline
 from gym.system import kinds
 from gym.system.graph import GraphDesign
@@ -54,7 +54,7 @@ class Engine:
         self.order = graph.order()
         sources = [n for n in self.order if kinds.kind(graph.node(n).kind).source]
         node = graph.node(sources[0])  # one source per graph (gym.system.graph)
-        self.source: Source = rule_for(node.kind)(run, node, ())
+        self.source: SourceRule = rule_for(node.kind)(run, node, ())
         self.source.progress = progress
         self.rules: dict[str, Rule] = {}
         for name in self.order:

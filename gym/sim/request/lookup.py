@@ -7,7 +7,7 @@ from __future__ import annotations
 from gym.core.streams import stream
 from gym.sim.request.base import Run, Url
 from gym.sim.request.loss import LossRule
-from gym.sim.request.stations import LossStation
+from gym.sim.request.stations import LossSlots
 from gym.system.topology import Node
 
 
@@ -28,7 +28,7 @@ class LookupRule(LossRule):
         what = causes[0].removesuffix("_overload")
         self.shards = (
             [
-                LossStation(per_shard, p.service, stream(run.seed, f"{node.name}/shard{i}"), what)
+                LossSlots(per_shard, p.service, stream(run.seed, f"{node.name}/shard{i}"), what)
                 for i in range(p.shards)
             ]
             if p.shards > 1

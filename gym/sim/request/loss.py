@@ -10,7 +10,7 @@ from typing import Any
 from gym.core.streams import stream
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
-from gym.sim.request.stations import LossStation
+from gym.sim.request.stations import LossSlots
 from gym.system.topology import Node
 
 
@@ -38,7 +38,7 @@ class LossRule(Rule):
         self.retry = node.retry  # a retry policy for what fails here, or None
         self.attempts = node.retry.attempts if node.retry is not None else 1
         what = causes[0].removesuffix("_overload")
-        self.station = LossStation(rate, service, stream(run.seed, f"{node.name}/service"), what)
+        self.station = LossSlots(rate, service, stream(run.seed, f"{node.name}/service"), what)
         self.finish = finish
         self.saved = saved
         self.rng = stream(run.seed, node.name)

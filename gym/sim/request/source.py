@@ -19,7 +19,7 @@ from gym.system.topology import Node
 Progress = Callable[[float], None]
 
 
-class Source:
+class SourceRule:
     """A source: its offered counts, and the arrivals of each tick on the kernel."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...] = ()) -> None:
@@ -59,4 +59,4 @@ class Source:
         self.onward(Url(t, int(t * run.per_s + 1e-9), t >= run.warmup_s))
 
 
-RULE = Source
+RULE = SourceRule

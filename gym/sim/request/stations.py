@@ -1,4 +1,4 @@
-"""The stations a URL meets: :class:`LossStation`, slots and no queue (a cache, a
+"""The stations a URL meets: :class:`LossSlots`, slots and no queue (a cache, a
 service, a store, a seen set), and :class:`WaitingRoom`, a queue's waiting room in front
 of a fleet's replicas' slots, driven by callbacks on the kernel."""
 
@@ -27,8 +27,9 @@ from gym.sim.request.kernel import Kernel
 from gym.sim.request.sampling import Sampler
 
 
-class LossStation:
-    """A service with ``slots`` concurrent requests and no queue (cache, resolver, store).
+class LossSlots:
+    """A loss station URL by URL: ``slots`` concurrent requests and no queue (cache,
+    resolver, store; the flow engine's is :class:`gym.sim.flow.loss.LossStation`).
 
     A request holds a slot until its service ends. Slots are freed lazily: the station
     keeps the end times of the requests in service in a heap and drops the past ones

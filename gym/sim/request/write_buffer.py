@@ -15,7 +15,7 @@ from gym.sim.grid import flush_slots
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.loss import LossRule
-from gym.sim.request.stations import LossStation
+from gym.sim.request.stations import LossSlots
 from gym.system.topology import Node
 
 # The flusher: waiting for a store slot to free (or just woken), waiting for a held
@@ -32,7 +32,7 @@ class WriteBufferRule(Rule):
         super().__init__(run, node, causes, extra=("held_in", "flushed"))
         self.held: deque[Url] = deque()
         self.flusher = _BUSY
-        self.store: LossStation
+        self.store: LossSlots
         self.ceiling = 0
         self.overflow = next(iter(self.log.failed))
 
