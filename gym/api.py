@@ -362,8 +362,7 @@ def simulate_many(
     timeline = Timeline(scenario, tick_ms)
     # The design's topology, built once: the engine runs it, the metrics read it.
     topology = crawler.system_topology(design, scenario)
-    if isinstance(design, GraphDesign):  # whose faults explain what, by the graph's edges
-        timeline.affected_by = kinds.affected_by(topology)
+    timeline.affected_by = kinds.affected_by(topology)  # whose faults explain what
     # The engines, and what scores their record, load on first use: validating and the
     # commands that only read files do not pay for numpy and SimPy.
     from gym.analysis import metrics, scoring

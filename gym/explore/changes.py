@@ -120,7 +120,7 @@ class Effect:
 
 
 def mapping(design: Design | GraphDesign) -> dict[str, Any]:
-    return design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
+    return design.model_dump(mode="json", by_alias=True)  # a graph edge's from and to
 
 
 def put(data: dict[str, Any], path: str, value: Any, *, make: bool = False) -> None:
@@ -168,8 +168,7 @@ def _set_fields(design: Design | GraphDesign, path: str, whole: dict[str, Any]) 
         node = node.get(key) if isinstance(node, dict) else getattr(node, key, None)
     if not isinstance(node, BaseModel):
         return whole
-    graph = isinstance(design, GraphDesign)
-    trimmed: dict[str, Any] = node.model_dump(mode="json", by_alias=graph, exclude_defaults=True)
+    trimmed: dict[str, Any] = node.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     if "kind" in trimmed:  # a node's kind first, as a design file has it
         trimmed = {"kind": trimmed.pop("kind"), **trimmed}
     return trimmed

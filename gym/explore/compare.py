@@ -7,14 +7,13 @@ from typing import Any
 
 from gym.analysis.result import Result
 from gym.analysis.scoring import SLO_NAMES, format_measured
-from gym.system.graph import GraphDesign
 
 
 def fields(design: object) -> dict[str, Any]:
     """Every field of a design, defaults filled in, by dotted path (a section it leaves
     out, such as ``async_writer: none``, is one path with the value None)."""
     assert hasattr(design, "model_dump")
-    data = design.model_dump(mode="json", by_alias=isinstance(design, GraphDesign))
+    data = design.model_dump(mode="json", by_alias=True)
     out: dict[str, Any] = {}
 
     def walk(value: Any, path: str) -> None:

@@ -135,12 +135,10 @@ def _validated(model: type[M], data: dict[str, Any], what: str) -> M:
 def design_mapping(design: Design | GraphDesign) -> dict[str, Any]:
     """A design as a mapping that loads as a design file: defaults left out (a graph's
     edges keep their ``from`` and ``to``)."""
-    by_alias = isinstance(design, GraphDesign)
-    data = design.model_dump(mode="json", exclude_defaults=True, by_alias=by_alias)
-    if by_alias:  # each node's kind first, as a person writes it
-        nodes = data["graph"]["nodes"]
-        for name, node in nodes.items():
-            nodes[name] = {"kind": node.pop("kind"), **node}
+    data = design.model_dump(mode="json", exclude_defaults=True, by_alias=True)
+    nodes = data.get("graph", {}).get("nodes", {})
+    for name, node in nodes.items():  # each node's kind first, as a person writes it
+        nodes[name] = {"kind": node.pop("kind"), **node}
     return {k: v for k, v in data.items() if v is not None}
 
 

@@ -39,11 +39,7 @@ MAX_ENCODED = 32_000
 
 def encode(design: Design | GraphDesign) -> str:
     """A design as a link carries it: its non-default fields, compressed."""
-    from gym.system.graph import GraphDesign
-
-    data = design.model_dump(
-        mode="json", by_alias=isinstance(design, GraphDesign), exclude_defaults=True
-    )
+    data = design.model_dump(mode="json", by_alias=True, exclude_defaults=True)
     text = json.dumps(data, separators=(",", ":"), sort_keys=False)
     return base64.urlsafe_b64encode(zlib.compress(text.encode(), 9)).decode().rstrip("=")
 

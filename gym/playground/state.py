@@ -93,11 +93,10 @@ def fields(design: Design | GraphDesign) -> list[FieldSpec]:
     from gym.inputs.schema import unit_of
 
     out: list[FieldSpec] = []
-    by_alias = isinstance(design, GraphDesign)
 
     def walk(model: BaseModel, prefix: str, part: str) -> None:
         for name, info in type(model).model_fields.items():
-            key = (info.alias or name) if by_alias else name
+            key = info.alias or name  # as the file has it (a graph edge's from and to)
             value = getattr(model, name)
             path = f"{prefix}{key}"
             if not prefix and name in ("name", "system"):
@@ -490,8 +489,7 @@ def _at(data: dict[str, Any], path: str) -> Any:
 
 
 def _mapping(design: Design | GraphDesign) -> dict[str, Any]:
-    by_alias = isinstance(design, GraphDesign)
-    data: dict[str, Any] = design.model_dump(mode="json", by_alias=by_alias)
+    data: dict[str, Any] = design.model_dump(mode="json", by_alias=True)
     return data
 
 

@@ -67,9 +67,9 @@ class Timeline:
         self.ticks_per_window = 1000 // tick_ms
         self.events = self._events()
         #: Per node, the nodes whose faults explain what happens there besides its own (a
-        #: queue backs up when the fleet it feeds crashes): the crawler's unless the run's
-        #: graph says otherwise (:func:`gym.system.kinds.affected_by`).
-        self.affected_by: dict[str, set[str]] = CRAWLER_AFFECTED_BY
+        #: queue backs up when the fleet it feeds crashes), from the run's topology by its
+        #: kinds (:func:`gym.system.kinds.affected_by`, set by :func:`gym.api.simulate`).
+        self.affected_by: dict[str, set[str]] = {}
 
     def to_tick(self, t_s: float) -> int:
         """The first tick that starts at or after ``t_s`` (events act on tick boundaries)."""
@@ -135,23 +135,16 @@ class Timeline:
         return _describe(self.active_at(t_s), component, self.affected_by)
 
 
-#: Faults on these targets also explain what happens at the key component: the frontier
-#: backs up when the fetchers behind it lose replicas, the async writer fills when the
-#: store stalls. Otherwise a component is affected by the load and its own faults.
-CRAWLER_AFFECTED_BY: dict[str, set[str]] = {
-    "frontier": {"frontier", "fetchers"},
-    "async_writer": {"async_writer", "page_store"},
-}
-
-
 def matters_to(
     event: Event, component: str | None, affected_by: dict[str, set[str]] | None = None
 ) -> bool:
-    """Whether ``event`` can explain what happens at ``component`` (``affected_by``: the
-    run's map of the nodes whose faults matter to a node besides its own)."""
+    """Whether ``event`` can explain what happens at ``component``: the load, its own
+    faults, and those of the nodes ``affected_by`` names for it (the crawler's frontier
+    backs up when the fetchers behind it lose replicas, its async writer fills when the
+    store stalls)."""
     if component is None or event.target is None:
         return True
-    table = CRAWLER_AFFECTED_BY if affected_by is None else affected_by
+    table = {} if affected_by is None else affected_by
     return event.target in table.get(component, {component})
 
 
