@@ -1,23 +1,18 @@
-"""The request engine on every topology against a straightforward per-request SimPy model
-of it (``baseline_topology.run``), side by side.
+"""The request engine on every shipped design against a straightforward per-request SimPy
+model of it (``baseline_topology.run``), side by side.
 
-    python -m benchmarks.bench_topologies [--rounds 3]
+    python -m benchmarks.bench_topologies [--rounds 3] [--only NAME] [--deep]
 
-Rows: a retry crawler (``designs/levers/retry-backoff.yaml`` under
-``scenarios/crawler-chaos.yaml``), a discovery crawler (``designs/levers/seen-set-4.yaml``
-under the same scenario: every URL looked up in the sharded seen set; ``--deep`` adds it
-under ``scenarios/levers/deep-crawl.yaml``, whose pages yield links, about 4 million
-lookups a run), each shipped graph
-system under its scenario, and the plain reference crawler (its own pipeline), with the
-time the walk of its built-in graph takes beside it (``walk_us_per_url``: the engine of
-the other rows on the same design; the pipeline is kept for the designs whose draws it
-orders differently, docs/architecture.md).
-The baseline walks the same graph the engine walks (:func:`gym.system.crawler.topology` for a
-crawler). Each round runs the engine (``gym.simulate``, engine + scoring) and the
-baseline one after the other, in this process, timed as CPU time; the ratio is of the
-medians over the rounds, as ``bench_ratios`` does. CPU time per URL counts every URL
-offered (a crawler's links included). Results go to stdout and to
-benchmarks/results/topologies.json.
+Rows: every shipped crawler design (``designs/*.yaml``, ``designs/levers/*.yaml``) under
+``scenarios/crawler-chaos.yaml``, and each shipped graph system under its own scenario;
+``--deep`` adds the discovery crawler ``designs/levers/seen-set-4.yaml`` under
+``scenarios/levers/deep-crawl.yaml``, whose pages yield links (about 4 million lookups a
+run). The engine walks every design's topology (a crawler's is its built-in graph,
+:func:`gym.system.crawler.system_topology`) and the baseline walks the same graph. Each
+round runs the engine (``gym.simulate``, engine + scoring) and the baseline one after the
+other, in this process, timed as CPU time; the ratio is of the medians over the rounds, as
+``bench_ratios`` does. CPU time per URL counts every URL offered (a crawler's links
+included). Results go to stdout and to benchmarks/results/topologies.json.
 """
 
 from __future__ import annotations
@@ -34,29 +29,22 @@ from typing import Any
 import gym
 from benchmarks.report import write_results
 from gym.system import crawler
-from gym.system.graph import GraphDesign, topology
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 
 DISCOVERY = "designs/levers/seen-set-4.yaml"
-ROWS = [
-    ("retry crawler", "designs/levers/retry-backoff.yaml", "scenarios/crawler-chaos.yaml"),
-    ("discovery crawler", DISCOVERY, "scenarios/crawler-chaos.yaml"),
-    ("ingestion", "designs/systems/ingestion.yaml", "scenarios/systems/ingestion.yaml"),
-    (
-        "ingestion-no-headroom",
-        "designs/systems/ingestion-no-headroom.yaml",
-        "scenarios/systems/ingestion.yaml",
-    ),
-    ("url-shortener", "designs/systems/url-shortener.yaml", "scenarios/systems/url-shortener.yaml"),
-    (
-        "url-shortener-undersized",
-        "designs/systems/url-shortener-undersized.yaml",
-        "scenarios/systems/url-shortener.yaml",
-    ),
-    ("plain crawler (reference)", "designs/reference.yaml", "scenarios/crawler-chaos.yaml"),
-]
+CHAOS = "scenarios/crawler-chaos.yaml"
+
+
+def rows() -> list[tuple[str, str, str]]:
+    """(name, design, scenario) for every shipped design under the scenario it goes with."""
+    crawlers = sorted(ROOT.glob("designs/*.yaml")) + sorted(ROOT.glob("designs/levers/*.yaml"))
+    out = [(p.stem, str(p.relative_to(ROOT)), CHAOS) for p in crawlers]
+    for system in ("ingestion", "url-shortener"):
+        for p in sorted(ROOT.glob(f"designs/systems/{system}*.yaml")):
+            out.append((p.stem, str(p.relative_to(ROOT)), f"scenarios/systems/{system}.yaml"))
+    return out
 
 
 def main() -> None:
@@ -67,33 +55,23 @@ def main() -> None:
     parser.add_argument("--out", default=str(HERE / "results" / "topologies.json"))
     args = parser.parse_args()
     from benchmarks import baseline_topology
-    from gym.sim.request import engine
-    from gym.sim.timeline import Timeline
 
-    rows: list[dict[str, Any]] = []
-    todo = list(ROWS)
+    measured: list[dict[str, Any]] = []
+    todo = rows()
     if args.deep:
-        todo.insert(
-            2, ("discovery crawler, deep crawl", DISCOVERY, "scenarios/levers/deep-crawl.yaml")
-        )
+        todo.append(("seen-set-4, deep crawl", DISCOVERY, "scenarios/levers/deep-crawl.yaml"))
     for name, d, s in todo:
         if args.only and args.only not in name:
             continue
         design = gym.load_design(ROOT / d)
         scenario = gym.load_scenario(ROOT / s)
-        graph = (
-            topology(design)
-            if isinstance(design, GraphDesign)
-            else crawler.topology(design, scenario)
-        )
+        graph = crawler.system_topology(design, scenario)
         ours: list[float] = []
         base: list[float] = []
         urls: list[int] = []
         base_urls: list[int] = []
         avail: list[float] = []
         base_avail: list[float] = []
-        walk: list[float] = []
-        plain = not isinstance(design, GraphDesign) and not (design.retries or design.discovery)
         for r in range(args.rounds):
             t = time.process_time()
             res = gym.simulate(design, scenario, seed=r, engine="request", max_urls=10**8)
@@ -107,10 +85,6 @@ def main() -> None:
             base.append(time.process_time() - t)
             base_urls.append(tot.offered)
             base_avail.append(tot.served / max(1, tot.served + tot.failed))
-            if plain:
-                t = time.process_time()
-                engine.run_graph(graph, scenario, seed=r, timeline=Timeline(scenario, 10))
-                walk.append(time.process_time() - t)
         a, b = statistics.median(ours), statistics.median(base)
         u, bu = statistics.median(urls), statistics.median(base_urls)
         row = {
@@ -127,22 +101,23 @@ def main() -> None:
             "availability": statistics.fmean(avail),
             "baseline_availability": statistics.fmean(base_avail),
         }
-        if walk:
-            row["walk_us_per_url"] = statistics.median(walk) / u * 1e6
-        rows.append(row)
+        measured.append(row)
         print(json.dumps(row), flush=True)
     print(f"{platform.python_version()}, {os.cpu_count()} cores, {args.rounds} rounds")
     head = "| what | engine | baseline | engine us/URL | baseline us/URL | faster |"
     print(head + " availability (engine / baseline) |")
     print("|---|---|---|---|---|---|---|")
-    for row in rows:
+    for row in measured:
         print(
             f"| {row['what']} | {row['ours_s']:.2f} s | {row['baseline_s']:.2f} s "
             f"| {row['ours_us_per_url']:.1f} | {row['baseline_us_per_url']:.1f} "
             f"| {row['speedup']:.1f}x | {row['availability']:.4f} / "
             f"{row['baseline_availability']:.4f} |"
         )
-    write_results(args.out, args.rounds, rows)
+    slowest = min(measured, key=lambda row: row["speedup"], default=None)
+    if slowest is not None:
+        print(f"slowest: {slowest['what']}, {slowest['speedup']:.1f}x (goal: at least 4x)")
+    write_results(args.out, args.rounds, measured)
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""The DNS + seen-URL cache: a hit is served at once, a miss goes on to the resolver."""
+"""The ``cache`` kind: a hit is served at once, a miss goes on (the crawler's DNS and
+seen-URL cache, in front of its resolver)."""
 
 from __future__ import annotations
 

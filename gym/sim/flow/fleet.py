@@ -1,4 +1,5 @@
-"""The fetcher fleet: replicas that start fetches pulled from the frontier.
+"""The ``fleet`` kind: replicas that start the jobs the queue in front of them hands out
+(the crawler's fetchers, whose jobs are fetches pulled from its frontier).
 
 A fetch started in tick k finishes in tick k + L, L = the fetch time in ticks (at
 least 1). Starts are limited to live replicas x rps_per_replica per second, so a

@@ -1,4 +1,4 @@
-"""The seen-URL set of the link-discovery loop.
+"""The ``lookup`` kind: a seen-URL set (the crawler's, in its link-discovery loop).
 
 :class:`Lookup` looks every URL up (each shard a loss station with
 its slots) and skips those already seen; the new ones go on to the frontier.

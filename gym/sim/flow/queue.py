@@ -1,5 +1,6 @@
-"""The frontier: the URL queue. It holds up to ``buffer`` URLs and hands out at most
-``drain_rps`` per second, never more than the live fetchers can start."""
+"""The ``queue`` kind: it holds up to ``buffer`` URLs and hands out at most ``drain_rps``
+per second, never more than the live replicas of the fleet it feeds can start (the
+crawler's frontier, in front of its fetchers)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The external DNS resolver: a concurrency-limited service without a queue."""
+"""The ``service`` kind: an external, concurrency-limited service without a queue (the
+crawler's DNS resolver)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The client: offered load, URLs per tick, from the scenario's load stages."""
+"""The ``source`` kind: the offered load, URLs per tick, from the scenario's load stages
+(the crawler's client)."""
 
 from __future__ import annotations
 

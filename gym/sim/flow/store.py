@@ -1,4 +1,5 @@
-"""The page store: object storage taking at most ``rps`` writes per second."""
+"""The ``store`` kind: it takes at most ``rps`` writes per second, with no queue (the
+crawler's page store)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""The async writer: a write-behind buffer in front of the page store.
+"""The ``write_buffer`` kind: a write-behind buffer in front of a store (the crawler's
+async writer, in front of its page store).
 
 Per tick, with c the store's capacity and q the writes held:
 1. new writes go straight to the store while it has room: direct = min(arriving, c);
