@@ -330,12 +330,59 @@ def simulate_many(
     The flow engine's results of one call share their per-tick arrays (a row each of the
     batch's): one result kept keeps the whole batch's, some megabytes a run. To keep a
     few results of many seeds, call :func:`simulate` for those seeds, or this with fewer."""
+    design, scenario = _loaded(design, scenario)
+    _check_run(design, scenario, seeds, engine, tick_ms, warmup_s, max_urls)
+    if not seeds:
+        return []
+    timeline = Timeline(scenario, tick_ms)
+    # The design's topology, built once: the engine runs it, the metrics read it.
+    topology = crawler.system_topology(design, scenario)
+    timeline.affected_by = kinds.affected_by(topology)  # whose faults explain what
+    # The engines, and what scores their record, load on first use: validating and the
+    # commands that only read files do not pay for numpy and SimPy.
+    module = importlib.import_module(ENGINE_MODULES[engine])
+    if engine == "flow":
+        records = module.run_many(
+            design, scenario, seeds=seeds, timeline=timeline, topology=topology, warmup_s=warmup_s
+        )
+    else:
+        run: Engine = module.run
+        kw = {"timeline": timeline, "topology": topology, "warmup_s": warmup_s}
+        records = [run(design, scenario, seed=s, progress=progress, **kw) for s in seeds]
+    for record in records:
+        record.topology = topology
+    return [
+        _scored(record, seed, design, scenario, engine, tick_ms, warmup_s)
+        for seed, record in zip(seeds, records, strict=True)
+    ]
+
+
+def _loaded(
+    design: Design | GraphDesign | str | Path, scenario: Scenario | str | Path | None
+) -> tuple[Design | GraphDesign, Scenario]:
+    """The design and the scenario as models (read from their files where given as
+    paths; the crawler chaos scenario when none is given)."""
     if not isinstance(design, Design | GraphDesign):
         design = load_design(design)
     if scenario is None:
         scenario = default_scenario()
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
+    return design, scenario
+
+
+def _check_run(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    seeds: Sequence[int],
+    engine: str,
+    tick_ms: int,
+    warmup_s: float,
+    max_urls: int,
+) -> None:
+    """Raise :class:`GymError` with every problem of a run's arguments at once: the
+    engine, the seeds, the design against the scenario, the warm-up, the request
+    engine's limit on work."""
     if engine not in ENGINES:
         raise GymError.single(
             None, "engine", f"{engine!r} is not an engine; choose one of {', '.join(ENGINES)}"
@@ -357,52 +404,31 @@ def simulate_many(
         problems.append(over)
     if problems:
         raise GymError(problems)
-    if not seeds:
-        return []
-    timeline = Timeline(scenario, tick_ms)
-    # The design's topology, built once: the engine runs it, the metrics read it.
-    topology = crawler.system_topology(design, scenario)
-    timeline.affected_by = kinds.affected_by(topology)  # whose faults explain what
-    # The engines, and what scores their record, load on first use: validating and the
-    # commands that only read files do not pay for numpy and SimPy.
+
+
+def _scored(
+    record: RunRecord,
+    seed: int,
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    engine: str,
+    tick_ms: int,
+    warmup_s: float,
+) -> Result:
+    """A run's record measured and checked against the scenario's SLOs."""
     from gym.analysis import metrics, scoring
     from gym.analysis.result import Result
 
-    module = importlib.import_module(ENGINE_MODULES[engine])
-    if engine == "flow":
-        records = module.run_many(
-            design, scenario, seeds=seeds, timeline=timeline, topology=topology, warmup_s=warmup_s
-        )
-    else:
-        run: Engine = module.run
-        records = [
-            run(
-                design,
-                scenario,
-                seed=seed,
-                timeline=timeline,
-                topology=topology,
-                warmup_s=warmup_s,
-                progress=progress,
-            )
-            for seed in seeds
-        ]
-    results = []
-    for seed, record in zip(seeds, records, strict=True):
-        record.topology = topology
-        m = metrics.compute(record, design, scenario)
-        checks = scoring.check(m, scenario.slos)
-        results.append(
-            Result(
-                design=design,
-                scenario=scenario,
-                engine=engine,
-                seed=seed,
-                tick_ms=tick_ms,
-                metrics=m,
-                checks=checks,
-                verdict=scoring.verdict(checks),
-                warmup_s=warmup_s,
-            )
-        )
-    return results
+    m = metrics.compute(record, design, scenario)
+    checks = scoring.check(m, scenario.slos)
+    return Result(
+        design=design,
+        scenario=scenario,
+        engine=engine,
+        seed=seed,
+        tick_ms=tick_ms,
+        metrics=m,
+        checks=checks,
+        verdict=scoring.verdict(checks),
+        warmup_s=warmup_s,
+    )

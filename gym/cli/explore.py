@@ -3,8 +3,10 @@ the cheapest design that passes."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -32,6 +34,13 @@ from gym.cli.options import (
 from gym.cli.program import app, closing
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_MAX_RUNS
+
+if TYPE_CHECKING:
+    from gym.explore.optimize import Optimum
+    from gym.explore.parallel import Executor
+    from gym.explore.sweep import Point
+    from gym.models import Design, Scenario
+    from gym.system.graph import GraphDesign
 
 
 @app.command("sweep")
@@ -75,10 +84,57 @@ def sweep_cmd(
     """Run a grid of what-ifs over DESIGN: one row per point (cost, SLOs, pass rate).
     Exit 0 when at least one point passes, 1 when none does. Ctrl-C (or SIGTERM) stops it
     and keeps (and writes, with -o) the rows finished so far."""
-    from gym.api import url_budget
-    from gym.cli.progress import count_progress
-    from gym.explore import sweep
     from gym.explore.parallel import make_executor
+
+    conf, limit, target, junit_file = _check_sweep_options(
+        runs, workers, scheduler, confidence, seed, force, output, junit, max_urls, engine
+    )
+    plan = _plan_sweep(design, vary, sets, scenario, runs, seed, engine, conf, max_runs, limit)
+    executor = closing(make_executor(workers, scheduler))
+    rows, interrupted = _run_sweep(plan, executor)
+    _print_rows(plan, rows, executor, as_json)
+    _write_sweep_junit(plan, rows, junit_file)
+    _write_rows(rows, target, interrupted)
+    raise exit_verdict(any(r.get("verdict") == "pass" for r in rows))
+
+
+@dataclass(frozen=True)
+class _Sweep:
+    """A sweep checked and planned before any run: its grid (axes and points), scenario,
+    and how each point runs."""
+
+    design: Path
+    axes: list[tuple[str, Sequence[Any]]]
+    points: list[Point]
+    scenario: Scenario
+    runs: int
+    seed: int
+    engine: str
+    confidence: float
+    max_runs: int
+    max_urls: int
+
+    @property
+    def axis_names(self) -> list[str]:
+        """The paths the grid varies, in order."""
+        return [path for path, _ in self.axes]
+
+
+def _check_sweep_options(
+    runs: int,
+    workers: int | None,
+    scheduler: str | None,
+    confidence: float | None,
+    seed: int,
+    force: bool,
+    output: Path | None,
+    junit: Path | None,
+    max_urls: int | None,
+    engine: str,
+) -> tuple[float, int, Path | None, Path | None]:
+    """The sweep's options, checked before any work; returns the confidence, the URL limit,
+    the -o file and the --junit file."""
+    from gym.explore import sweep
 
     conf = check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     force_needs(force, output or junit, "-o or --junit")
@@ -88,7 +144,26 @@ def sweep_cmd(
         )
     limit = url_limit(max_urls, engine)
     target = sweep.check_output(output, force) if output is not None else None
-    junit_file = _junit_file(junit, force)
+    return conf, limit, target, _junit_file(junit, force)
+
+
+def _plan_sweep(
+    design: Path,
+    vary: list[str],
+    sets: list[str] | None,
+    scenario: Path | None,
+    runs: int,
+    seed: int,
+    engine: str,
+    confidence: float,
+    max_runs: int,
+    max_urls: int,
+) -> _Sweep:
+    """The grid and the scenario, refused before any run when they are too big (--max-runs,
+    the request engine's URL limit) or a point's design does not fit the scenario."""
+    from gym.api import url_budget
+    from gym.explore import sweep
+
     axes = sweep.plan(vary, sets)
     if (planned := sweep.size(axes) * runs) > max_runs:
         raise GymError.single(
@@ -98,57 +173,101 @@ def sweep_cmd(
             f"{max_runs:,}; allow it with --max-runs {planned}",
         )
     s = scenario_of(scenario)
-    if engine == "request" and (over := url_budget(s, planned, limit)) is not None:
+    if engine == "request" and (over := url_budget(s, planned, max_urls)) is not None:
         raise GymError([over])
     points = sweep.grid(design, vary, sets)
     if (
         engine == "request"
         and (
             over := url_budget(
-                s, planned, limit, designs=[q.design for q in points if q.design is not None]
+                s, planned, max_urls, designs=[q.design for q in points if q.design is not None]
             )
         )
         is not None
     ):
         raise GymError([over])
     sweep.check_system(points, s)
-    executor = closing(make_executor(workers, scheduler))
-    total = sum(runs for p in points if p.design is not None)
+    return _Sweep(design, axes, points, s, runs, seed, engine, confidence, max_runs, max_urls)
+
+
+def _run_sweep(plan: _Sweep, executor: Executor) -> tuple[list[dict[str, Any]], bool]:
+    """Run every point (a progress bar on terminals); returns the rows, and whether Ctrl-C
+    (or SIGTERM) interrupted the sweep (its rows then mark the points not run)."""
+    from gym.cli.progress import count_progress
+    from gym.explore import sweep
+
+    total = sum(plan.runs for p in plan.points if p.design is not None)
     try:
-        with count_progress(total, f"{len(points)} points x {runs} runs") as report:
+        with count_progress(total, f"{len(plan.points)} points x {plan.runs} runs") as report:
             rows = sweep.run(
-                points,
-                s,
-                runs=runs,
-                seed=seed,
-                engine=engine,
-                confidence=conf,
+                plan.points,
+                plan.scenario,
+                runs=plan.runs,
+                seed=plan.seed,
+                engine=plan.engine,
+                confidence=plan.confidence,
                 executor=executor,
                 progress=report,
-                max_runs=max_runs,
-                max_urls=limit,
+                max_runs=plan.max_runs,
+                max_urls=plan.max_urls,
             )
     except sweep.SweepInterrupted as stop:
-        rows, interrupted = stop.rows, True
-    else:
-        interrupted = False
+        return stop.rows, True
+    return rows, False
+
+
+def _print_rows(
+    plan: _Sweep, rows: list[dict[str, Any]], executor: Executor, as_json: bool
+) -> None:
+    """The rows' warnings, then the rows: as JSON or a table (an interrupted sweep's
+    unfinished points marked "not run"). They are printed before the file is written: a
+    write that fails, a full disk or a third Ctrl-C, then loses nothing."""
+    from gym.explore import sweep
+
     warn(sweep.warnings(rows))
-    # The rows are printed before the file is written (a write that fails, a full disk or
-    # a third Ctrl-C, then loses nothing); an interrupted sweep prints the points it
-    # finished and marks the others "not run".
     if as_json:
         print_json(rows)
     else:
         from gym.cli.tables import print_sweep
 
-        print_sweep(rows, [path for path, _ in axes], s.name, engine, runs, seed, conf, executor)
-    if junit_file is not None:  # the points that ran, and those that did not (skipped)
-        from gym.report import junit as junit_xml
+        print_sweep(
+            rows,
+            plan.axis_names,
+            plan.scenario.name,
+            plan.engine,
+            plan.runs,
+            plan.seed,
+            plan.confidence,
+            executor,
+        )
 
-        axis_names = [path for path, _ in axes]
-        suites = junit_xml.of_sweep(rows, axis_names, s, runs, conf, design, engine, seed)
-        junit_xml.write(junit_file, suites)
-        plain(stderr=True).print(f"wrote {one_line(junit_file)}")
+
+def _write_sweep_junit(plan: _Sweep, rows: list[dict[str, Any]], junit_file: Path | None) -> None:
+    """The --junit report, if asked for: the points that ran, and those that did not
+    (skipped)."""
+    if junit_file is None:
+        return
+    from gym.report import junit as junit_xml
+
+    suites = junit_xml.of_sweep(
+        rows,
+        plan.axis_names,
+        plan.scenario,
+        plan.runs,
+        plan.confidence,
+        plan.design,
+        plan.engine,
+        plan.seed,
+    )
+    junit_xml.write(junit_file, suites)
+    plain(stderr=True).print(f"wrote {one_line(junit_file)}")
+
+
+def _write_rows(rows: list[dict[str, Any]], target: Path | None, interrupted: bool) -> None:
+    """Write the rows to the -o file, if any. An interrupted sweep says how many points
+    finished (and whether they were written), and exits 130."""
+    from gym.explore import sweep
+
     if interrupted:
         done = sum(1 for r in rows if r["status"] == "ok")
         where = ""
@@ -166,8 +285,6 @@ def sweep_cmd(
     if target is not None:
         sweep.write(rows, target)
         plain(stderr=True).print(f"wrote {len(rows)} rows to {one_line(target)}")
-    any_pass = any(r.get("verdict") == "pass" for r in rows)
-    raise exit_verdict(any_pass)
 
 
 @app.command("optimize")
@@ -215,10 +332,32 @@ def optimize_cmd(
 ) -> None:
     """Find the cheapest design that passes every SLO, and say why nothing cheaper does.
     Exit 0 when one is found, 1 when none within the cost limit passes."""
-    from gym.api import load_inputs
-    from gym.cli.progress import search_progress
-    from gym.explore import optimize, unit_space
-    from gym.explore.parallel import make_executor
+    conf, target, junit_file = _check_optimize_options(
+        design, runs, workers, scheduler, confidence, seed, force, output, junit, sets
+    )
+    s, base = _optimize_inputs(design, scenario, sets, runs, conf, max_cost, max_runs)
+    opt, executor = _search(s, base, runs, seed, conf, max_cost, max_runs, workers, scheduler)
+    text = opt.design_file(s.name, seed, runs)
+    _print_optimum(opt, s, runs, conf, executor, text, as_json)
+    _write_optimum(opt, s, text, target, junit_file, as_json)
+    raise exit_verdict(opt.best is not None)
+
+
+def _check_optimize_options(
+    design: Path | None,
+    runs: int,
+    workers: int | None,
+    scheduler: str | None,
+    confidence: float | None,
+    seed: int,
+    force: bool,
+    output: Path | None,
+    junit: Path | None,
+    sets: list[str] | None,
+) -> tuple[float, Path | None, Path | None]:
+    """The search's options, checked before any work; returns the confidence, the -o file
+    and the --junit file."""
+    from gym.explore import unit_space
 
     conf = check_many(runs, workers, scheduler, confidence, single_ok=True, seed=seed)
     force_needs(force, output or junit, "-o or --junit")
@@ -235,13 +374,52 @@ def optimize_cmd(
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a base DESIGN to change")
     unit_space.check_sets(sets or [])
+    return conf, target, junit_file
+
+
+def _optimize_inputs(
+    design: Path | None,
+    scenario: Path | None,
+    sets: list[str] | None,
+    runs: int,
+    confidence: float,
+    max_cost: int | None,
+    max_runs: int,
+) -> tuple[Scenario, Design | GraphDesign | None]:
+    """The scenario and the base design, if any, loaded and checked with the search they
+    would take (before any run); returns both."""
+    from gym.api import load_inputs
+    from gym.explore import optimize, unit_space
+
     if design is not None:  # the design's and the scenario's problems in one round
         (base,), s = load_inputs([design], scenario, sets)
     else:
         s, base = scenario_of(scenario), None
     space = unit_space.space_for(s, base)
     unit_space.check_sets(sets or [], space.searched)
-    optimize.check(s, runs=runs, confidence=conf, max_cost=max_cost, max_runs=max_runs, space=space)
+    optimize.check(
+        s, runs=runs, confidence=confidence, max_cost=max_cost, max_runs=max_runs, space=space
+    )
+    return s, base
+
+
+def _search(
+    s: Scenario,
+    base: Design | GraphDesign | None,
+    runs: int,
+    seed: int,
+    confidence: float,
+    max_cost: int | None,
+    max_runs: int,
+    workers: int | None,
+    scheduler: str | None,
+) -> tuple[Optimum, Executor]:
+    """Search for the cheapest design that passes (a progress bar on terminals); returns
+    the answer and the executor it ran on."""
+    from gym.cli.progress import search_progress
+    from gym.explore import optimize
+    from gym.explore.parallel import make_executor
+
     executor = closing(make_executor(workers, scheduler))
     with search_progress() as (report, plan):
         opt = optimize.search(
@@ -249,21 +427,45 @@ def optimize_cmd(
             base=base,
             runs=runs,
             seed=seed,
-            confidence=conf,
+            confidence=confidence,
             max_cost=max_cost,
             executor=executor,
             progress=report,
             plan=plan,
             max_runs=max_runs,
         )
-    text = opt.design_file(s.name, seed, runs)
-    # The answer is printed before the file is written: a write that fails loses nothing.
+    return opt, executor
+
+
+def _print_optimum(
+    opt: Optimum,
+    s: Scenario,
+    runs: int,
+    confidence: float,
+    executor: Executor,
+    text: str | None,
+    as_json: bool,
+) -> None:
+    """The answer, as one JSON object or as tables (with the design file's text). It is
+    printed before the file is written: a write that fails loses nothing."""
     if as_json:
         print_json(opt.to_dict())
     else:
         from gym.cli.tables import print_optimum
 
-        print_optimum(opt, s, runs, conf, executor, text)
+        print_optimum(opt, s, runs, confidence, executor, text)
+
+
+def _write_optimum(
+    opt: Optimum,
+    s: Scenario,
+    text: str | None,
+    target: Path | None,
+    junit_file: Path | None,
+    as_json: bool,
+) -> None:
+    """The design found, to the -o file (the note on stderr with --json), and the --junit
+    report."""
     if target is not None and text is not None:
         from gym.core.outputs import write_file
 
@@ -274,7 +476,6 @@ def optimize_cmd(
 
         junit_xml.write(junit_file, junit_xml.of_optimum(opt, s))
         plain(stderr=True).print(f"wrote {one_line(junit_file)}")
-    raise exit_verdict(opt.best is not None)
 
 
 def _junit_file(junit: Path | None, force: bool) -> Path | None:

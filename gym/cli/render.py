@@ -20,13 +20,28 @@ if TYPE_CHECKING:
 
 
 def print_result(r: Result, console: Console) -> None:
-    from rich.table import Table
+    """One run's result: the SLO table and verdict, the traps, what it counts, dedup, the
+    components, latency, the error budget and alerts, and why it fails."""
     from rich.text import Text
 
-    from gym.analysis.scoring import format_measured
-    from gym.models import Design
+    _print_heading(r, console)
+    _print_slos(r, console)
+    console.print(Text.assemble("\nVerdict: ", verdict(r.passed)))
+    _print_traps(r, console)
+    _print_outcomes(r, console)
+    _print_dedup(r, console)
+    _print_components(r, console)
+    if r.latency:
+        _print_latency(r, console)
+    _print_budget(r, console)
+    _print_alerts(r, console)
+    _print_why(r, console)
 
-    m = r.metrics
+
+def _print_heading(r: Result, console: Console) -> None:
+    """The line naming the design, the scenario (each with its file), the engine and seed."""
+    from rich.text import Text
+
     console.print(
         Text.assemble(
             "design ",
@@ -37,10 +52,18 @@ def print_result(r: Result, console: Console) -> None:
         ),
         soft_wrap=True,
     )
+
+
+def _print_slos(r: Result, console: Console) -> None:
+    """The SLO table: each SLO's target, what the run measured and whether it passed."""
+    from rich.table import Table
+
+    from gym.analysis.scoring import format_measured
+
     table = Table(show_edge=False, pad_edge=False)
     for col, justify in (("SLO", "left"), ("target", "right"), ("measured", "right"), ("", "left")):
         table.add_column(col, justify=justify)  # type: ignore[arg-type]
-    _peak, peak_component, peak_at = m.peak
+    _peak, peak_component, peak_at = r.metrics.peak
     for chk in r.checks:
         measured = format_measured(chk.name, chk.measured, chk.target)
         if chk.name == "peak_saturation" and peak_component is not None:
@@ -50,8 +73,14 @@ def print_result(r: Result, console: Console) -> None:
     if not r.checks:
         table.add_row("(the scenario lists no SLOs)", "", "", "")
     console.print(table)
-    console.print(Text.assemble("\nVerdict: ", verdict(r.passed)))
-    _print_traps(r, console)
+
+
+def _print_outcomes(r: Result, console: Console) -> None:
+    """What the run counts (offered = served + failed + ...), the retries, the links found
+    and what a crashed replica does with its fetches."""
+    from gym.models import Design
+
+    m = r.metrics
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
     console.print(
         f"{r.unit.heading}: {m.offered:,} offered = {m.served:,} served + "
@@ -75,28 +104,42 @@ def print_result(r: Result, console: Console) -> None:
             else "go back to the frontier"
         )
         console.print(f"Fetches in flight on a crashed replica: {policy}")
-    dd = r.dedup()
-    if dd and (m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]):
-        parts = [
-            f"{dd['seen_set']} seen set for {dd['seen_set_urls']:,.0f} URLs: "
-            f"{dd['seen_set_memory_GB']:,.1f} GB"
-        ]
-        if dd["seen_urls_skipped"]:
-            parts.append(f"{dd['seen_urls_skipped']:,} seen URLs skipped")
-        if dd["url_variants_skipped"]:
-            parts.append(f"{dd['url_variants_skipped']:,} variants of known URLs skipped")
-        if dd["seen_set"] == "bloom":
-            parts.append(
-                f"{dd['coverage_lost']:,} new URLs skipped by false positives "
-                f"(coverage lost, fp rate {dd['fp_rate']:g})"
-            )
-        if dd["content_hash"]:
-            parts.append(
-                f"content hashing saved {dd['writes_saved']:,} store writes "
-                f"({dd['bytes_saved_GB']:,.1f} GB)"
-            )
-        console.print("Dedup: " + "; ".join(parts), soft_wrap=True)
 
+
+def _print_dedup(r: Result, console: Console) -> None:
+    """The seen set and what dedup skipped or saved, when it did anything to show."""
+    dd = r.dedup()
+    m = r.metrics
+    if not dd or not (
+        m.skipped or dd["writes_saved"] or dd["seen_set"] == "bloom" or dd["content_hash"]
+    ):
+        return
+    parts = [
+        f"{dd['seen_set']} seen set for {dd['seen_set_urls']:,.0f} URLs: "
+        f"{dd['seen_set_memory_GB']:,.1f} GB"
+    ]
+    if dd["seen_urls_skipped"]:
+        parts.append(f"{dd['seen_urls_skipped']:,} seen URLs skipped")
+    if dd["url_variants_skipped"]:
+        parts.append(f"{dd['url_variants_skipped']:,} variants of known URLs skipped")
+    if dd["seen_set"] == "bloom":
+        parts.append(
+            f"{dd['coverage_lost']:,} new URLs skipped by false positives "
+            f"(coverage lost, fp rate {dd['fp_rate']:g})"
+        )
+    if dd["content_hash"]:
+        parts.append(
+            f"content hashing saved {dd['writes_saved']:,} store writes "
+            f"({dd['bytes_saved_GB']:,.1f} GB)"
+        )
+    console.print("Dedup: " + "; ".join(parts), soft_wrap=True)
+
+
+def _print_components(r: Result, console: Console) -> None:
+    """The components table: each one's units, peak saturation (and time down), failures."""
+    from rich.table import Table
+
+    m = r.metrics
     comp = Table(show_edge=False, pad_edge=False, title=None)
     for col in ("component", "units", "peak saturation", "failed"):
         comp.add_column(col, justify="left" if col == "component" else "right")
@@ -109,10 +152,11 @@ def print_result(r: Result, console: Console) -> None:
     console.print()
     console.print(comp)
 
-    if r.latency:
-        _print_latency(r, console)
-    _print_budget(r, console)
-    _print_alerts(r, console)
+
+def _print_why(r: Result, console: Console) -> None:
+    """The explanations: why it fails (the SLOs missed), then where what failed was lost (or
+    notes, when nothing failed)."""
+    from rich.text import Text
 
     headlines = [e for e in r.explanations if e.kind == "slo"]
     details = [e for e in r.explanations if e.kind != "slo"]
@@ -120,9 +164,8 @@ def print_result(r: Result, console: Console) -> None:
         console.print(Text("\nWhy it fails", style="bold"))
         _print_explanations(headlines, console)
     if details:
-        console.print(
-            Text(f"\nWhere {r.unit.many} were lost" if m.failed else "\nNotes", style="bold")
-        )
+        title = f"\nWhere {r.unit.many} were lost" if r.metrics.failed else "\nNotes"
+        console.print(Text(title, style="bold"))
         _print_explanations(details, console)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -30,6 +31,15 @@ from gym.cli.options import (
 from gym.cli.program import app, closing
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_MAX_URLS
+
+if TYPE_CHECKING:
+    from gym.analysis.result import Result
+    from gym.explore.fix import Fix, NoFix
+    from gym.explore.headroom import Headroom
+    from gym.explore.montecarlo import MonteCarloResult
+    from gym.explore.parallel import Executor
+    from gym.models import Design, Scenario
+    from gym.system.graph import GraphDesign
 
 
 @app.command()
@@ -108,9 +118,43 @@ def run(
 ) -> None:
     """Simulate DESIGN under a scenario and score it; when it fails, suggest the cheapest
     change that passes. Exit 0 PASS, 1 FAIL, 2 invalid input."""
-    from gym.api import simulate
-    from gym.system.crawler import expected_urls
+    conf = _check_runs(runs, workers, scheduler, confidence, seed, headroom, no_fix)
+    limit, xml_file = _check_outputs(force, out, junit, max_urls, engine)
+    job = _Job(design, scenario, sets, seed, engine, tick_ms, limit, as_json, out, force, xml_file)
+    if runs > 1:
+        _run_many(job, runs, conf, workers, scheduler, warmup)
+    _run_once(job, warmup, no_fix, headroom)
 
+
+@dataclass(frozen=True)
+class _Job:
+    """The options one run and many runs share, checked: what to simulate, how, and where
+    the result goes (``max_urls``: the limit in force; ``junit``: the checked file)."""
+
+    design: Path
+    scenario: Path | None
+    sets: list[str] | None
+    seed: int
+    engine: str
+    tick_ms: int
+    max_urls: int
+    as_json: bool
+    out: Path | None
+    force: bool
+    junit: Path | None
+
+
+def _check_runs(
+    runs: int,
+    workers: int | None,
+    scheduler: str | None,
+    confidence: float | None,
+    seed: int,
+    headroom: bool | None,
+    no_fix: bool,
+) -> float:
+    """The many-run options, and the one-run options --runs has no use for, checked before
+    any work; returns the confidence."""
     conf = check_many(runs, workers, scheduler, confidence, seed=seed)
     if headroom is not None and runs > 1:
         flag = "--headroom" if headroom else "--no-headroom"
@@ -121,6 +165,14 @@ def run(
             "--no-fix",
             "--runs reports the spread over seeds and suggests no fix; leave --no-fix out",
         )
+    return conf
+
+
+def _check_outputs(
+    force: bool, out: Path | None, junit: Path | None, max_urls: int | None, engine: str
+) -> tuple[int, Path | None]:
+    """--force, --max-urls, --out and --junit, checked in that order before any work;
+    returns the URL limit and the --junit file (never the --out directory)."""
     force_needs(force, out or junit, "--out or --junit")
     limit = url_limit(max_urls, engine)
     if out is not None:
@@ -136,68 +188,86 @@ def run(
             raise GymError.single(
                 str(junit), "--junit", "is the --out directory too; give another name"
             )
-    if runs > 1:
-        if warmup:
-            raise GymError.single(
-                None,
-                "--warmup",
-                "applies to one run's latency statistics, which --runs does not report; "
-                "leave it out or drop --runs",
-            )
-        _run_many(
-            design,
-            scenario,
-            sets,
-            seed,
-            engine,
-            runs,
-            conf,
-            workers,
-            scheduler,
-            as_json,
-            limit,
-            tick_ms,
-            out,
-            force,
-            junit_file,
-        )
-    d, s = design_and_scenario(design, scenario, sets)
-    from gym.cli.progress import PROGRESS_ABOVE_URLS, run_progress
+    return limit, junit_file
 
-    long_run = engine == "request" and expected_urls(s, d) > PROGRESS_ABOVE_URLS
+
+def _run_once(job: _Job, warmup: float, no_fix: bool, headroom: bool | None) -> NoReturn:
+    """One run: simulate, then search for a fix (when it fails) or work out its headroom
+    (when it passes); print and write it all, and exit with the verdict."""
+    result = _simulate(job, warmup)
+    warn(result.warnings)
+    fix: Fix | NoFix | None = None
+    room: Headroom | None = None
+    stopped = None  # what Ctrl-C interrupted after the run
+    if not result.passed and not no_fix:
+        fix, stopped = _suggest_fix(result, job.sets)
+    if result.passed and headroom is not False:
+        room, stopped = _work_out_headroom(result, headroom)
+    _print_run(result, fix, room, job.as_json)
+    _write_run(job, result, fix, room)
+    if stopped is not None:
+        plain(stderr=True).print(f"{stopped} was interrupted; the run above is complete")
+        raise KeyboardInterrupt
+    raise exit_verdict(result.passed)
+
+
+def _simulate(job: _Job, warmup: float) -> Result:
+    """Load the design and scenario and run them once (a progress bar for a long run of the
+    request engine)."""
+    from gym.api import simulate
+    from gym.cli.progress import PROGRESS_ABOVE_URLS, run_progress
+    from gym.system.crawler import expected_urls
+
+    d, s = design_and_scenario(job.design, job.scenario, job.sets)
+    long_run = job.engine == "request" and expected_urls(s, d) > PROGRESS_ABOVE_URLS
     with run_progress(long_run, s.duration_s) as report:
         result = simulate(
             d,
             s,
-            seed=seed,
-            engine=engine,
-            tick_ms=tick_ms,
+            seed=job.seed,
+            engine=job.engine,
+            tick_ms=job.tick_ms,
             warmup_s=warmup,
-            max_urls=limit,
+            max_urls=job.max_urls,
             progress=report,
         )
-    warn(result.warnings)
+    return result
+
+
+def _suggest_fix(result: Result, sets: list[str] | None) -> tuple[Fix | NoFix | None, str | None]:
+    """The cheapest change that passes, searched for a failing run; and what Ctrl-C
+    interrupted, if it did (the run is done: shown, then the interrupt)."""
+    from gym.cli.progress import status
+    from gym.explore.fix import suggest
+
     fix = None
-    stopped = None  # what Ctrl-C interrupted after the run
-    if not result.passed and not no_fix:
-        from gym.cli.progress import status
-        from gym.explore.fix import suggest
+    try:
+        with status("searching for the cheapest change that passes") as counted:
+            fix = suggest(result, user_sets=sets or (), progress=counted)
+    except KeyboardInterrupt:
+        return fix, "the fix search (--no-fix skips it)"
+    return fix, None
 
-        try:
-            with status("searching for the cheapest change that passes") as counted:
-                fix = suggest(result, user_sets=sets or (), progress=counted)
-        except KeyboardInterrupt:  # the run is done: shown, then the interrupt
-            stopped = "the fix search (--no-fix skips it)"
+
+def _work_out_headroom(result: Result, headroom: bool | None) -> tuple[Headroom | None, str | None]:
+    """How far a passing run is from failing (``--headroom``: however long it takes); and
+    what Ctrl-C interrupted, if it did."""
+    from gym.cli.progress import status
+    from gym.explore import headroom as margins
+
     room = None
-    if result.passed and headroom is not False:
-        from gym.cli.progress import status
-        from gym.explore import headroom as margins
+    try:
+        with status("working out how far it is from failing"):
+            room = margins.headroom(result, None if headroom else margins.AUTO_TICKS)
+    except KeyboardInterrupt:
+        return room, "the headroom (--no-headroom skips it)"
+    return room, None
 
-        try:
-            with status("working out how far it is from failing"):
-                room = margins.headroom(result, None if headroom else margins.AUTO_TICKS)
-        except KeyboardInterrupt:
-            stopped = "the headroom (--no-headroom skips it)"
+
+def _print_run(
+    result: Result, fix: Fix | NoFix | None, room: Headroom | None, as_json: bool
+) -> None:
+    """The run, its fix and its headroom: one JSON object, or the tables."""
     if as_json:
         payload = result.to_dict()
         payload["fix"] = None if fix is None else fix.to_dict()
@@ -212,90 +282,125 @@ def run(
             render.print_fix(fix, console)
         if room is not None:
             render.print_headroom(room, console)
-    if out is not None:
+
+
+def _write_run(job: _Job, result: Result, fix: Fix | NoFix | None, room: Headroom | None) -> None:
+    """The files of one run: into the --out directory, and the --junit report."""
+    if job.out is not None:
         from gym.report.files import write_run
 
-        wrote_files(write_run(result, out, force=force, fix=fix, headroom=room), out)
-    if junit_file is not None:
+        wrote_files(write_run(result, job.out, force=job.force, fix=fix, headroom=room), job.out)
+    if job.junit is not None:
         from gym.report import junit as junit_xml
 
-        junit_xml.write(junit_file, [junit_xml.of_run(result, fix)])
-        plain(stderr=True).print(f"wrote {one_line(junit_file)}")
-    if stopped is not None:
-        plain(stderr=True).print(f"{stopped} was interrupted; the run above is complete")
-        raise KeyboardInterrupt
-    raise exit_verdict(result.passed)
+        junit_xml.write(job.junit, [junit_xml.of_run(result, fix)])
+        plain(stderr=True).print(f"wrote {one_line(job.junit)}")
 
 
 def _run_many(
-    design: Path,
-    scenario: Path | None,
-    sets: list[str] | None,
-    seed: int,
-    engine: str,
+    job: _Job,
     runs: int,
     confidence: float,
     workers: int | None,
     scheduler: str | None,
-    as_json: bool,
-    max_urls: int,
-    tick_ms: int,
-    out: Path | None,
-    force: bool,
-    junit: Path | None,
-) -> None:
-    from gym.analysis import rounding
-    from gym.api import url_budget, validate
+    warmup: float,
+) -> NoReturn:
+    """--runs: run the seeds seed, seed+1, ... and report the spread, pass rate and pass
+    probability; exit with the verdict. Refuses --warmup (its statistics are not shown)."""
     from gym.cli.progress import count_progress
     from gym.explore.montecarlo import run_many
     from gym.explore.parallel import make_executor
 
-    d, s = design_and_scenario(design, scenario, sets)
-    problems = validate(d, s, tick_ms=tick_ms)
-    if engine == "request" and (over := url_budget(s, runs, max_urls, designs=[d])) is not None:
-        problems.append(over)
-    refuse(problems)
-    warned = rounding.warnings(d, s, engine=engine, tick_ms=tick_ms)
-    warn(warned)
+    if warmup:
+        raise GymError.single(
+            None,
+            "--warmup",
+            "applies to one run's latency statistics, which --runs does not report; "
+            "leave it out or drop --runs",
+        )
+    d, s, warned = _load_for_many(job, runs)
     executor = closing(make_executor(workers, scheduler))
     with count_progress(runs, f"{runs} runs") as report:
         mc = run_many(
             d,
             s,
             runs=runs,
-            seed=seed,
-            engine=engine,
+            seed=job.seed,
+            engine=job.engine,
             confidence=confidence,
             executor=executor,
             progress=report,
-            tick_ms=tick_ms,
-            max_urls=max_urls,
+            tick_ms=job.tick_ms,
+            max_urls=job.max_urls,
         )
-    data = {
-        "design": d.name,
-        "design_file": d._source,
-        "scenario": s.name,
-        "scenario_file": s._source,
-        "engine": engine,
-        "seed": seed,
-        "tick_ms": tick_ms,
-        "executor": executor.name,
-        "warnings": warned,
-        **mc.to_dict(),
-    }
-    if as_json:
+    data = _summary(job, d, s, executor, warned, mc)
+    if job.as_json:
         print_json(data)
     else:
         from gym.cli.tables import print_many
 
-        print_many(d, s, engine, seed, runs, confidence, executor, mc)
-    if out is not None:
+        print_many(d, s, job.engine, job.seed, runs, confidence, executor, mc)
+    _write_many(job, d, s, data, mc)
+    raise exit_verdict(mc.verdict == "pass")
+
+
+def _load_for_many(job: _Job, runs: int) -> tuple[Design | GraphDesign, Scenario, list[str]]:
+    """The design and scenario, refused with every problem found (the request engine's URL
+    budget over all runs too); the roundings of the engine's grid, warned about and kept."""
+    from gym.analysis import rounding
+    from gym.api import url_budget, validate
+
+    d, s = design_and_scenario(job.design, job.scenario, job.sets)
+    problems = validate(d, s, tick_ms=job.tick_ms)
+    if (
+        job.engine == "request"
+        and (over := url_budget(s, runs, job.max_urls, designs=[d])) is not None
+    ):
+        problems.append(over)
+    refuse(problems)
+    warned = rounding.warnings(d, s, engine=job.engine, tick_ms=job.tick_ms)
+    warn(warned)
+    return d, s, warned
+
+
+def _summary(
+    job: _Job,
+    d: Design | GraphDesign,
+    s: Scenario,
+    executor: Executor,
+    warned: list[str],
+    mc: MonteCarloResult,
+) -> dict[str, Any]:
+    """The summary of many runs, as --json prints it and --out writes it."""
+    return {
+        "design": d.name,
+        "design_file": d._source,
+        "scenario": s.name,
+        "scenario_file": s._source,
+        "engine": job.engine,
+        "seed": job.seed,
+        "tick_ms": job.tick_ms,
+        "executor": executor.name,
+        "warnings": warned,
+        **mc.to_dict(),
+    }
+
+
+def _write_many(
+    job: _Job,
+    d: Design | GraphDesign,
+    s: Scenario,
+    data: dict[str, Any],
+    mc: MonteCarloResult,
+) -> None:
+    """The files of many runs: the summary and one CSV row per run into the --out
+    directory, and the --junit report."""
+    if job.out is not None:
         from gym.report.files import write_runs
 
-        wrote_files(write_runs(data, mc.runs, out, force=force), out)
-    if junit is not None:
+        wrote_files(write_runs(data, mc.runs, job.out, force=job.force), job.out)
+    if job.junit is not None:
         from gym.report import junit as junit_xml
 
-        junit_xml.write(junit, [junit_xml.of_runs(d, s, mc, engine=engine)])
-        plain(stderr=True).print(f"wrote {one_line(junit)}")
-    raise exit_verdict(mc.verdict == "pass")
+        junit_xml.write(job.junit, [junit_xml.of_runs(d, s, mc, engine=job.engine)])
+        plain(stderr=True).print(f"wrote {one_line(job.junit)}")
