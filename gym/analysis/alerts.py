@@ -23,13 +23,18 @@ the replay states the scale and the ticks of each window (never silently).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from gym.analysis.metrics import Metrics
 from gym.models.alerts import BurnRateAlert, seconds
 from gym.models.scenario import Scenario
+
+if TYPE_CHECKING:
+    from gym.sim.timeline import Event
 
 
 @dataclass(frozen=True)
@@ -141,50 +146,79 @@ def replay(metrics: Metrics, scenario: Scenario) -> Replay | None:
     alerts = scenario.alerts.resolved()
     if slo is None or not alerts or slo.min >= 1:
         return None  # nothing to watch, or no budget to burn (a target of 1)
-    rec = metrics.record
-    tl = rec.timeline
+    tl = metrics.record.timeline
     n_ticks, tick_s = tl.n_ticks, tl.tick_s
-    duration = n_ticks * tick_s
-    scale, rule = _scale(scenario, alerts, duration)
+    scale, rule = _scale(scenario, alerts, n_ticks * tick_s)
     windows = tuple(_window(a, scale, tick_s) for a in alerts)
     rule += _stretched(windows, scale, tick_s, n_ticks)
+    failed, served = _outcomes(metrics, n_ticks)
+    allowance = 1.0 - slo.min
+    budget = allowance * (int(failed.sum()) + int(served.sum()))
+    spent = np.cumsum(failed)
+    firings = [
+        f for w in windows for f in _firings(w, failed, served, allowance, budget, spent, tick_s)
+    ]
+    firings.sort(key=lambda f: (f.start_s, f.alert))
+    detections = _detections(tl.events, windows, firings, tick_s)
+    return Replay(slo.min, scale, rule, tick_s, windows, tuple(firings), tuple(detections))
+
+
+def _outcomes(metrics: Metrics, n_ticks: int) -> tuple[np.ndarray, np.ndarray]:
+    """The URLs failed and served per tick, every component's together."""
     failed = np.zeros(n_ticks, dtype=np.int64)
     served = np.zeros(n_ticks, dtype=np.int64)
-    for tally in rec.components.values():
+    for tally in metrics.record.components.values():
         served += tally.served[:n_ticks]
         for counts in tally.failed.values():
             failed += counts[:n_ticks]
-    allowance = 1.0 - slo.min
-    spent = np.cumsum(failed)
-    budget = allowance * (int(failed.sum()) + int(served.sum()))
-    firings: list[Firing] = []
-    for w in windows:
-        # A burn rate within 1e-9 of the threshold reaches it: 432 failed of 1,000 over
-        # an allowance of 1 - 0.97 is 14.4 exactly, 14.399999999999999 in floating point.
-        reach = w.alert.burn_rate * (1 - 1e-9)
-        long = burn(failed, served, w.long, allowance)
-        holds = long >= reach
-        if w.short is not None:
-            holds &= burn(failed, served, w.short, allowance) >= reach
-        for first, last in _spells(holds):
-            fire = first + w.after - 1
-            if fire > last:
-                continue  # it did not hold long enough
-            used = None if budget <= 0 else float(spent[fire]) / budget
-            firings.append(
-                Firing(
-                    w.alert.name,
-                    w.alert.severity,
-                    round((fire + 1) * tick_s, 9),
-                    None if last + 1 >= n_ticks else round((last + 1) * tick_s, 9),
-                    float(np.max(long[fire : last + 1])),
-                    used,
-                )
+    return failed, served
+
+
+def _firings(
+    w: Window,
+    failed: np.ndarray,
+    served: np.ndarray,
+    allowance: float,
+    budget: float,
+    spent: np.ndarray,
+    tick_s: float,
+) -> list[Firing]:
+    """When alert ``w`` fires and resolves: each spell its windows' burn rates hold at
+    its threshold for at least its ``after`` ticks."""
+    # A burn rate within 1e-9 of the threshold reaches it: 432 failed of 1,000 over an
+    # allowance of 1 - 0.97 is 14.4 exactly, 14.399999999999999 in floating point.
+    reach = w.alert.burn_rate * (1 - 1e-9)
+    long = burn(failed, served, w.long, allowance)
+    holds = long >= reach
+    if w.short is not None:
+        holds &= burn(failed, served, w.short, allowance) >= reach
+    n_ticks = len(failed)
+    out = []
+    for first, last in _spells(holds):
+        fire = first + w.after - 1
+        if fire > last:
+            continue  # it did not hold long enough
+        out.append(
+            Firing(
+                w.alert.name,
+                w.alert.severity,
+                round((fire + 1) * tick_s, 9),
+                None if last + 1 >= n_ticks else round((last + 1) * tick_s, 9),
+                float(np.max(long[fire : last + 1])),
+                None if budget <= 0 else float(spent[fire]) / budget,
             )
-    firings.sort(key=lambda f: (f.start_s, f.alert))
+        )
+    return out
+
+
+def _detections(
+    events: Sequence[Event], windows: Sequence[Window], firings: list[Firing], tick_s: float
+) -> list[Detection]:
+    """For each fault and each rise of the load, how long after it each alert fired (None:
+    it did not, or it was firing already)."""
     detections = []
     before = 1.0
-    for event in tl.events:
+    for event in events:
         if event.kind == "load":
             rises = (event.multiplier or 0.0) > max(before, 1.0)
             before = event.multiplier or 0.0
@@ -194,10 +228,7 @@ def replay(metrics: Metrics, scenario: Scenario) -> Replay | None:
         already = []
         for w in windows:
             mine = [f for f in firings if f.alert == w.alert.name]
-            if any(
-                f.start_s < event.start_s and (f.end_s is None or f.end_s > event.start_s)
-                for f in mine
-            ):
+            if _firing_at(mine, event.start_s):
                 already.append(w.alert.name)
                 delays[w.alert.name] = None
                 continue
@@ -207,7 +238,12 @@ def replay(metrics: Metrics, scenario: Scenario) -> Replay | None:
         detections.append(
             Detection(event.name, event.kind, event.start_s, event.end_s, delays, tuple(already))
         )
-    return Replay(slo.min, scale, rule, tick_s, windows, tuple(firings), tuple(detections))
+    return detections
+
+
+def _firing_at(firings: list[Firing], t_s: float) -> bool:
+    """Whether one of ``firings`` had fired before ``t_s`` and still held at it."""
+    return any(f.start_s < t_s and (f.end_s is None or f.end_s > t_s) for f in firings)
 
 
 def burn(failed: np.ndarray, served: np.ndarray, ticks: int, allowance: float) -> np.ndarray:
