@@ -25,6 +25,9 @@ _RANGES: dict[str, tuple[float, float, str]] = {
     "crawl_delay_s": (0.001, 3600, "web.crawl_delay_s"),
 }
 
+#: Seconds in a day.
+_DAY = 86_400
+
 
 @dataclass(frozen=True)
 class Inputs:
@@ -96,24 +99,32 @@ class Figure:
 
 def estimate(i: Inputs) -> list[Figure]:
     """Every figure, with its formula."""
-    bits = -math.log(i.fp_rate) / math.log(2) ** 2
-    day = 86_400
-    raw_day = i.pages_per_s * day * i.page_kb * 1e3
+    return [*_volume(i), *_bandwidth(i), *_storage(i), *_dedup(i), *_dns(i), *_politeness(i)]
+
+
+def _volume(i: Inputs) -> list[Figure]:
+    """Pages fetched per day and per 30-day month at the base rate."""
     return [
         Figure(
             "pages_per_day",
             "pages per day",
-            i.pages_per_s * day,
+            i.pages_per_s * _DAY,
             "pages",
             f"{i.pages_per_s:,.0f} pages/s x 86,400 s",
         ),
         Figure(
             "pages_per_month",
             "pages per 30-day month",
-            i.pages_per_s * day * 30,
+            i.pages_per_s * _DAY * 30,
             "pages",
             "pages per day x 30",
         ),
+    ]
+
+
+def _bandwidth(i: Inputs) -> list[Figure]:
+    """Download bandwidth at base and at peak, in MB/s and in Gbps."""
+    return [
         Figure(
             "bandwidth_base_MBps",
             "download bandwidth at base",
@@ -142,6 +153,13 @@ def estimate(i: Inputs) -> list[Figure]:
             "Gbps",
             "MB/s x 8 bits / 1,000",
         ),
+    ]
+
+
+def _storage(i: Inputs) -> list[Figure]:
+    """Page storage per day, raw and compressed."""
+    raw_day = i.pages_per_s * _DAY * i.page_kb * 1e3
+    return [
         Figure(
             "storage_raw_TB_per_day",
             "raw page storage per day",
@@ -156,6 +174,13 @@ def estimate(i: Inputs) -> list[Figure]:
             "TB",
             f"raw per day / {i.compression:g} (HTML compresses about {i.compression:g}:1)",
         ),
+    ]
+
+
+def _dedup(i: Inputs) -> list[Figure]:
+    """The seen set: a Bloom filter's bits, hashes and memory, and an exact set's memory."""
+    bits = -math.log(i.fp_rate) / math.log(2) ** 2
+    return [
         Figure(
             "bloom_bits_per_url",
             "Bloom filter bits per URL",
@@ -184,6 +209,12 @@ def estimate(i: Inputs) -> list[Figure]:
             "GB",
             "URLs x 8 bytes (a lower bound: a hash table adds 50-100%)",
         ),
+    ]
+
+
+def _dns(i: Inputs) -> list[Figure]:
+    """Fresh DNS resolutions (the cache's misses) at base and at peak."""
+    return [
         Figure(
             "fresh_dns_per_s",
             "fresh DNS resolutions at base",
@@ -198,6 +229,12 @@ def estimate(i: Inputs) -> list[Figure]:
             "lookups/s",
             f"{i.peak_pages_per_s:,.0f} pages/s x (1 - hit ratio {i.hit_ratio:g})",
         ),
+    ]
+
+
+def _politeness(i: Inputs) -> list[Figure]:
+    """Hosts in flight at base and at peak, each held for the crawl delay."""
+    return [
         Figure(
             "hosts_in_flight",
             "hosts in flight at base (politeness)",

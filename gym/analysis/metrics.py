@@ -27,7 +27,8 @@ from gym.models import Design, Scenario
 from gym.sim.record import RunRecord, Tally
 from gym.system import costing, kinds
 from gym.system.graph import GraphDesign
-from gym.system.topology import Topology
+from gym.system.kinds.base import Kind
+from gym.system.topology import Node, Topology
 
 FloatArray = np.ndarray
 IntArray = np.ndarray
@@ -282,24 +283,7 @@ def _demand(
     made = made or {}
     seeds = offered_w - sum(made.values(), np.zeros_like(offered_w))
     looped = any(e.delay_s for e in graph.edges)
-    # What each node adds, drops and passes on of its own, per window, counted once (the
-    # passes around a loop repeat only the propagation).
-    retried: dict[str, FloatArray] = {}
-    skips: dict[str, FloatArray] = {}
-    kept: dict[str, FloatArray] = {}
-    flushes: dict[str, FloatArray] = {}
-    for name, tally in tallies.items():
-        k = kinds.kind(graph.node(name).kind)
-        if "retries" in tally.extra:  # later tries of what failed here
-            retried[name] = wsum(tally.extra["retries"])
-        if tally.skipped and k.skips_at_door:
-            skips[name] = sum((wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w))
-        if k.passes_as_counted:
-            took = wsum(tally.processed)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                kept[name] = np.where(took > 0, wsum(tally.out) / took, 0.0)
-        if "flushed" in tally.extra:
-            flushes[name] = wsum(tally.extra["flushed"])
+    own = _own_figures(graph, tallies, offered_w, wsum)
     for _ in range(MAX_LOOP_PASSES if looped else 1):
         before = dict(passed)
         for name in graph.order():
@@ -311,38 +295,101 @@ def _demand(
             if k.creates:  # links found on pages: what it made, as counted
                 passed[name] = np.asarray(made.get(name, seeds * 0), dtype=float)
                 continue
-            incoming = []
-            for e in graph.inputs(name):
-                sent = passed.get(e.source)
-                if sent is None:  # around a loop, before its first pass: nothing yet
-                    continue
-                if e.delay_s:
-                    sent = _shifted(sent, e.delay_ticks(tick_ms) * tick_ms / 1000.0)
-                incoming.append(sent * e.share if e.share != 1.0 else sent)
-            # Around a loop, before its first pass, a node may have nothing reaching it yet.
-            total = incoming[0] if incoming else np.zeros(len(offered_w))
-            for more in incoming[1:]:
-                total = total + more
-            if name in retried:
-                total = total + retried[name]
-            if name in skips:
-                total = total - skips[name]
-            demand[name] = np.asarray(total).astype(float)
-            sent = np.minimum(demand[name], cap[name]) if k.capped else demand[name]
-            share = k.passes(node.params)
-            if name in kept:
-                sent = sent * kept[name]
-            elif share != 1.0:
-                sent = sent * share
-            if name in flushes:
-                sent = sent + flushes[name]
-            passed[name] = sent
-        if looped and before.keys() == passed.keys():
-            scale = 1.0 + float(np.max(offered_w, initial=0))
-            moved = max(float(np.max(np.abs(passed[n] - before[n]), initial=0)) for n in passed)
-            if moved <= 1e-9 * scale:
-                break
+            demand[name] = _arriving(graph, name, passed, own, tick_ms, len(offered_w))
+            passed[name] = _passed_on(node, k, demand[name], cap[name], own)
+        if looped and _settled(before, passed, offered_w):
+            break
     return demand
+
+
+class _Own(NamedTuple):
+    """What each node adds, drops and passes on of its own, per window, counted once (the
+    passes around a loop repeat only the propagation)."""
+
+    retried: dict[str, FloatArray]  # later tries of what failed here
+    skips: dict[str, FloatArray]  # what its seen set drops at the door
+    kept: dict[str, FloatArray]  # the share it passed on, as counted
+    flushes: dict[str, FloatArray]  # a write buffer's flushes
+
+
+def _own_figures(
+    graph: Topology,
+    tallies: dict[str, Tally],
+    offered_w: IntArray,
+    wsum: Callable[[np.ndarray], np.ndarray],
+) -> _Own:
+    """Each node's own retries, skips, share passed on and flushes, from its tally."""
+    own = _Own({}, {}, {}, {})
+    for name, tally in tallies.items():
+        k = kinds.kind(graph.node(name).kind)
+        if "retries" in tally.extra:  # later tries of what failed here
+            own.retried[name] = wsum(tally.extra["retries"])
+        if tally.skipped and k.skips_at_door:
+            own.skips[name] = sum(
+                (wsum(a) for a in tally.skipped.values()), np.zeros_like(offered_w)
+            )
+        if k.passes_as_counted:
+            took = wsum(tally.processed)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                own.kept[name] = np.where(took > 0, wsum(tally.out) / took, 0.0)
+        if "flushed" in tally.extra:
+            own.flushes[name] = wsum(tally.extra["flushed"])
+    return own
+
+
+def _arriving(
+    graph: Topology,
+    name: str,
+    passed: dict[str, FloatArray],
+    own: _Own,
+    tick_ms: int,
+    n_windows: int,
+) -> FloatArray:
+    """A node's demand: what its input edges carry of what their sources passed on (a
+    delayed edge's shifted), plus its retries, less what it skips at the door."""
+    incoming = []
+    for e in graph.inputs(name):
+        sent = passed.get(e.source)
+        if sent is None:  # around a loop, before its first pass: nothing yet
+            continue
+        if e.delay_s:
+            sent = _shifted(sent, e.delay_ticks(tick_ms) * tick_ms / 1000.0)
+        incoming.append(sent * e.share if e.share != 1.0 else sent)
+    # Around a loop, before its first pass, a node may have nothing reaching it yet.
+    total = incoming[0] if incoming else np.zeros(n_windows)
+    for more in incoming[1:]:
+        total = total + more
+    if name in own.retried:
+        total = total + own.retried[name]
+    if name in own.skips:
+        total = total - own.skips[name]
+    return np.asarray(total).astype(float)
+
+
+def _passed_on(node: Node, k: Kind, demand: FloatArray, cap: FloatArray, own: _Own) -> FloatArray:
+    """What a node passes on of its demand: at most its capacity (where its kind is
+    capped), times the share it passes on, plus its flushes."""
+    name = node.name
+    sent = np.minimum(demand, cap) if k.capped else demand
+    share = k.passes(node.params)
+    if name in own.kept:
+        sent = sent * own.kept[name]
+    elif share != 1.0:
+        sent = sent * share
+    if name in own.flushes:
+        sent = sent + own.flushes[name]
+    return sent
+
+
+def _settled(
+    before: dict[str, FloatArray], passed: dict[str, FloatArray], offered_w: IntArray
+) -> bool:
+    """Whether a pass around a loop moved no node's figure (relative to the offer)."""
+    if before.keys() != passed.keys():
+        return False
+    scale = 1.0 + float(np.max(offered_w, initial=0))
+    moved = max(float(np.max(np.abs(passed[n] - before[n]), initial=0)) for n in passed)
+    return moved <= 1e-9 * scale
 
 
 #: Most passes of the demand around a feedback loop (a loop returning 99% of what enters

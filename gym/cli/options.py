@@ -144,6 +144,26 @@ def check_many(
     """Options of many-run commands, checked before any work; returns the confidence.
     ``single_ok``: one run may take --workers and --confidence (a sweep's points);
     ``one_run``: one run gives a verdict of its own (not diff's gate)."""
+    problems = _runs_problems(runs, seed) + _worker_problems(workers, scheduler)
+    if not single_ok and runs == 1:
+        problems += _single_run_problems(workers, scheduler, confidence)
+    if scheduler is not None:
+        problems += _scheduler_problems(scheduler)
+    conf = DEFAULT_CONFIDENCE if confidence is None else confidence
+    from gym.explore.montecarlo import too_few_runs
+
+    few = too_few_runs(
+        runs, conf, single_ok=one_run, hint_one=one_run and (single_ok or confidence is None)
+    )
+    if few is not None:
+        problems.append(Problem(None, "--confidence" if conf >= 1 else "--runs", few))
+    if problems:
+        raise GymError(problems)
+    return conf
+
+
+def _runs_problems(runs: int, seed: int) -> list[Problem]:
+    """--runs within its limit, and its seeds within the largest seed."""
     problems = []
     if seed + runs - 1 > MAX_SEED:
         problems.append(
@@ -151,6 +171,12 @@ def check_many(
         )
     if runs > MAX_RUNS:
         problems.append(Problem(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS:,}"))
+    return problems
+
+
+def _worker_problems(workers: int | None, scheduler: str | None) -> list[Problem]:
+    """--workers not with --scheduler, and no more than the machine's cores."""
+    problems = []
     if workers is not None and scheduler is not None:
         problems.append(
             Problem(None, "--workers", "conflicts with --scheduler: work runs on one or the other")
@@ -164,54 +190,49 @@ def check_many(
                 f"{workers} is more than this machine's {cores} cores; use 1 to {cores}",
             )
         )
-    if not single_ok and runs == 1:
-        given = [
-            name
-            for name, value in (
-                ("--workers", workers),
-                ("--scheduler", scheduler),
-                ("--confidence", confidence),
+    return problems
+
+
+def _single_run_problems(
+    workers: int | None, scheduler: str | None, confidence: float | None
+) -> list[Problem]:
+    """The first of the many-run options given to one run."""
+    given = [
+        name
+        for name, value in (
+            ("--workers", workers),
+            ("--scheduler", scheduler),
+            ("--confidence", confidence),
+        )
+        if value is not None
+    ]
+    if not given:
+        return []
+    return [
+        Problem(None, given[0], "applies to many runs only; add --runs N (N >= 2) or leave it out")
+    ]
+
+
+def _scheduler_problems(scheduler: str) -> list[Problem]:
+    """A Dask scheduler's address, and one a new gym process can reach."""
+    from gym.explore.parallel import check_address
+
+    try:
+        check_address(scheduler)
+    except GymError as err:
+        return list(err.problems)
+    if scheduler.partition("://")[0] == "inproc":
+        # an in-process scheduler lives in the Python process that made it: a new gym
+        # process can never reach one
+        return [
+            Problem(
+                None,
+                "--scheduler",
+                f"{scheduler!r}: an inproc:// scheduler is only reachable "
+                "from the process that started it; give tcp://HOST:PORT",
             )
-            if value is not None
         ]
-        if given:
-            problems.append(
-                Problem(
-                    None,
-                    given[0],
-                    "applies to many runs only; add --runs N (N >= 2) or leave it out",
-                )
-            )
-    if scheduler is not None:
-        from gym.explore.parallel import check_address
-
-        try:
-            check_address(scheduler)
-        except GymError as err:
-            problems += err.problems
-        else:
-            if scheduler.partition("://")[0] == "inproc":
-                # an in-process scheduler lives in the Python process that made it: a new
-                # gym process can never reach one
-                problems.append(
-                    Problem(
-                        None,
-                        "--scheduler",
-                        f"{scheduler!r}: an inproc:// scheduler is only reachable "
-                        "from the process that started it; give tcp://HOST:PORT",
-                    )
-                )
-    conf = DEFAULT_CONFIDENCE if confidence is None else confidence
-    from gym.explore.montecarlo import too_few_runs
-
-    few = too_few_runs(
-        runs, conf, single_ok=one_run, hint_one=one_run and (single_ok or confidence is None)
-    )
-    if few is not None:
-        problems.append(Problem(None, "--confidence" if conf >= 1 else "--runs", few))
-    if problems:
-        raise GymError(problems)
-    return conf
+    return []
 
 
 def file_name(value: str | Path) -> Path:

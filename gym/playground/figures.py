@@ -17,13 +17,23 @@ class Figures:
     another run's view."""
 
     def __init__(self, view: View) -> None:
-        from bokeh.models import ColumnDataSource, Range1d, Span
-        from bokeh.plotting import figure
-
-        from gym.report.plots import COMPONENT_COLORS
+        from bokeh.models import Range1d
 
         self.sources: dict[str, ColumnDataSource] = {}
         x_range = Range1d(0, view.duration_s)
+        self.timeline = self._timeline(view, x_range)
+        self.x_range = x_range
+        sat = self._saturation_plot(view, x_range)
+        out = self._outcomes_plot(view, x_range)
+        back = self._backlog_plot(view, x_range)
+        self.plots: list[Figure] = [self.timeline, sat, out, back]
+
+    def _timeline(self, view: View, x_range: Any) -> Figure:
+        """The scenario's events as bars over the run's seconds (its axis is the plots'
+        below it)."""
+        from bokeh.models import ColumnDataSource
+        from bokeh.plotting import figure
+
         timeline = figure(
             height=40 + 24 * max(1, len(view.events)),
             x_range=x_range,
@@ -45,8 +55,11 @@ class Figures:
             source=self.sources["events"],
         )
         timeline.xaxis.visible = False
-        self.timeline = timeline
-        self.x_range = x_range
+        return timeline
+
+    def _saturation_plot(self, view: View, x_range: Any) -> Figure:
+        """Saturation per component, with the SLO's ceiling as a dashed line."""
+        from bokeh.models import ColumnDataSource, Range1d, Span
 
         sat = time_figure(
             240, x_range, "Saturation per component (demand / capacity)", "saturation"
@@ -66,6 +79,11 @@ class Figures:
         sat.y_range = Range1d(0, top(view))
         self.sat_range = sat.y_range
         sat.yaxis.axis_label = "saturation"
+        return sat
+
+    def _outcomes_plot(self, view: View, x_range: Any) -> Figure:
+        """Offered, served and failed per second, a line each."""
+        from bokeh.models import ColumnDataSource
 
         unit = view.result.unit.many  # what the run counts: URLs, a graph's requests
         out = time_figure(
@@ -84,6 +102,13 @@ class Figures:
             )
         out.y_range.start = 0
         out.add_layout(out.legend[0], "right")
+        return out
+
+    def _backlog_plot(self, view: View, x_range: Any) -> Figure:
+        """The entry queue's backlog, with its buffer as a dashed line."""
+        from bokeh.models import ColumnDataSource, Range1d, Span
+
+        from gym.report.plots import COMPONENT_COLORS
 
         back = time_figure(200, x_range, backlog_title(view), "backlog")
         self.sources["backlog"] = ColumnDataSource(backlog(view), name="backlog_data")
@@ -107,7 +132,7 @@ class Figures:
         back.y_range = Range1d(*backlog_range(view))
         self.back = back
         back.add_layout(back.legend[0], "right")
-        self.plots: list[Figure] = [timeline, sat, out, back]
+        return back
 
     def draw_saturation(self, view: View) -> None:
         """A line per component the run has (a section added or removed changes them)."""

@@ -16,7 +16,7 @@ node or edge. It imports nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -135,6 +135,10 @@ class Topology:
         return tuple(done)
 
 
+#: One finding: where it is (below the graph's ``where``) and what is wrong there.
+_Finding = tuple[str, str]
+
+
 def problems(
     topology: Topology,
     *,
@@ -147,98 +151,113 @@ def problems(
     whose edges' shares do not add up to 1, a cycle without a delay, a node nothing
     reaches from a source, a source with an input. ``sources`` are the kinds that
     offer load."""
-    found: list[Problem] = []
-    names = set(topology.names)
     source_kinds = set(sources)
+    found = [*_edge_findings(topology), *_duplicate_edges(topology)]
+    if not found:  # the other checks need every edge between existing nodes
+        for node in topology.nodes:
+            for rule in _NODE_RULES:
+                message = rule(topology, node, source_kinds)
+                if message:
+                    found.append((f"nodes.{node.name}", message))
+        found += _cycle_findings(topology)
+        found += _reach_findings(topology, source_kinds)
+    return [Problem(file, f"{where}.{at}", message) for at, message in found]
+
+
+def _edge_findings(topology: Topology) -> list[_Finding]:
+    """Per edge: an end that is not a node, a share outside (0, 1]."""
+    found: list[_Finding] = []
+    names = set(topology.names)
     listing = ", ".join(topology.names)
     for i, e in enumerate(topology.edges):
         for end, name in (("from", e.source), ("to", e.target)):
             if name not in names:
                 found.append(
-                    Problem(
-                        file,
-                        f"{where}.edges[{i}].{end}",
-                        f"{name!r} is not a node; the nodes are {listing}",
-                    )
+                    (f"edges[{i}].{end}", f"{name!r} is not a node; the nodes are {listing}")
                 )
         if not 0.0 < e.share <= 1.0:
-            found.append(
-                Problem(file, f"{where}.edges[{i}].share", f"{e.share:g} is not in (0, 1]")
-            )
+            found.append((f"edges[{i}].share", f"{e.share:g} is not in (0, 1]"))
+    return found
+
+
+def _duplicate_edges(topology: Topology) -> list[_Finding]:
+    """Each edge listed again from the same source to the same target."""
+    found: list[_Finding] = []
     seen_edges: dict[tuple[str, str], int] = {}
     for i, e in enumerate(topology.edges):
         if (e.source, e.target) in seen_edges:
             first = seen_edges[(e.source, e.target)]
             found.append(
-                Problem(
-                    file,
-                    f"{where}.edges[{i}]",
-                    f"{e.source} -> {e.target} is listed twice (also edges[{first}])",
-                )
+                (f"edges[{i}]", f"{e.source} -> {e.target} is listed twice (also edges[{first}])")
             )
         seen_edges.setdefault((e.source, e.target), i)
-    if found:
-        return found
-    for node in topology.nodes:
-        out = topology.outputs(node.name)
-        if len(out) > 1:
-            total = sum(e.share for e in out)
-            if abs(total - 1.0) > SHARE_TOLERANCE:
-                shares = " + ".join(f"{e.share:g}" for e in out)
-                found.append(
-                    Problem(
-                        file,
-                        f"{where}.nodes.{node.name}",
-                        f"the shares of its {len(out)} outgoing edges add up to "
-                        f"{shares} = {total:g}, not 1",
-                    )
-                )
-        elif len(out) == 1 and abs(out[0].share - 1.0) > SHARE_TOLERANCE:
-            found.append(
-                Problem(
-                    file,
-                    f"{where}.nodes.{node.name}",
-                    f"its one outgoing edge has share {out[0].share:g}; a single edge "
-                    "carries everything (share 1)",
-                )
+    return found
+
+
+def _shares_add_up(topology: Topology, node: Node, source_kinds: set[str]) -> str:
+    """The shares of a node's outgoing edges add up to 1 (one edge: share 1)."""
+    out = topology.outputs(node.name)
+    if len(out) > 1:
+        total = sum(e.share for e in out)
+        if abs(total - 1.0) > SHARE_TOLERANCE:
+            shares = " + ".join(f"{e.share:g}" for e in out)
+            return (
+                f"the shares of its {len(out)} outgoing edges add up to {shares} = {total:g}, not 1"
             )
-        if node.kind in source_kinds and topology.inputs(node.name):
-            found.append(
-                Problem(file, f"{where}.nodes.{node.name}", "a source takes no input edges")
-            )
-        if node.kind in source_kinds and not out:
-            found.append(
-                Problem(
-                    file,
-                    f"{where}.nodes.{node.name}",
-                    "its load goes nowhere: give it an edge to the node it feeds",
-                )
-            )
-    cycle = _cycle_without_delay(topology)
-    if cycle:
-        path = " -> ".join([*cycle, cycle[0]])
-        found.append(
-            Problem(
-                file,
-                f"{where}.nodes.{cycle[0]}",
-                f"it is in a cycle ({path}) without a delay; give one of its edges a "
-                "delay_s above 0",
-            )
+    elif len(out) == 1 and abs(out[0].share - 1.0) > SHARE_TOLERANCE:
+        return (
+            f"its one outgoing edge has share {out[0].share:g}; a single edge "
+            "carries everything (share 1)"
         )
+    return ""
+
+
+def _source_has_no_input(topology: Topology, node: Node, source_kinds: set[str]) -> str:
+    """A source takes no input edges."""
+    if node.kind in source_kinds and topology.inputs(node.name):
+        return "a source takes no input edges"
+    return ""
+
+
+def _source_feeds_a_node(topology: Topology, node: Node, source_kinds: set[str]) -> str:
+    """A source has an outgoing edge for its load."""
+    if node.kind in source_kinds and not topology.outputs(node.name):
+        return "its load goes nowhere: give it an edge to the node it feeds"
+    return ""
+
+
+#: The checks on each node, in the order their messages are listed ("" when it passes).
+_NODE_RULES: tuple[Callable[[Topology, Node, set[str]], str], ...] = (
+    _shares_add_up,
+    _source_has_no_input,
+    _source_feeds_a_node,
+)
+
+
+def _cycle_findings(topology: Topology) -> list[_Finding]:
+    """A cycle without a delay, named at its first node."""
+    cycle = _cycle_without_delay(topology)
+    if not cycle:
+        return []
+    path = " -> ".join([*cycle, cycle[0]])
+    return [
+        (
+            f"nodes.{cycle[0]}",
+            f"it is in a cycle ({path}) without a delay; give one of its edges a delay_s above 0",
+        )
+    ]
+
+
+def _reach_findings(topology: Topology, source_kinds: set[str]) -> list[_Finding]:
+    """No source of load at all, else each node no path of edges leads to from a source."""
     reached = _reachable(topology, [n.name for n in topology.nodes if n.kind in source_kinds])
     if not any(n.kind in source_kinds for n in topology.nodes):
-        found.append(Problem(file, f"{where}.nodes", "there is no source of load"))
-    else:
-        for node in topology.nodes:
-            if node.name not in reached:
-                found.append(
-                    Problem(
-                        file,
-                        f"{where}.nodes.{node.name}",
-                        "nothing reaches it: no path of edges leads to it from a source",
-                    )
-                )
-    return found
+        return [("nodes", "there is no source of load")]
+    return [
+        (f"nodes.{node.name}", "nothing reaches it: no path of edges leads to it from a source")
+        for node in topology.nodes
+        if node.name not in reached
+    ]
 
 
 def _reachable(topology: Topology, starts: list[str]) -> set[str]:
