@@ -365,68 +365,95 @@ def _load(
 
 
 def _problem(model: type[BaseModel], err: Any, file: str | None) -> Problem:
+    """One of pydantic's errors as one line: where, and what is wrong in the file's words."""
     loc = _clean_loc(err["loc"])
-    kind = err["type"]
-    ctx = err.get("ctx") or {}
-    value = err.get("input")
-    error = ctx.get("error")
+    error = (err.get("ctx") or {}).get("error")
     if isinstance(error, FieldError):
         return Problem(file, _join_loc((*loc, *_split_field(error.field))), error.message)
-    field = _join_loc(loc)
-    if kind == "extra_forbidden":
-        parent, key = loc[:-1], loc[-1]
-        allowed = _fields_at(model, parent)
-        hint = ""
-        if allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f"; did you mean '{close[0]}'?" if close else ""
-            hint += f" (allowed here: {', '.join(allowed)})"
-        return Problem(file, field, f"unknown key{hint}")
-    if kind == "missing":
-        return Problem(file, field, "is required but missing")
-    if kind in ("union_tag_invalid", "union_tag_not_found") and "nodes" in loc:
-        from gym.system.kinds import graph_kinds
-
-        kinds = ", ".join(graph_kinds())
-        said = f"{ctx.get('tag')!r} is not a node kind; expected" if ctx.get("tag") else "is "
-        said += f"required: one of {kinds}" if not ctx.get("tag") else f" {kinds}"
-        return Problem(file, _join_loc((*loc, "kind")), said)
-    if kind == "union_tag_invalid":
-        return Problem(
-            file,
-            _join_loc((*loc, "kind")),
-            f"{ctx.get('tag')!r} is not a fault kind; expected crash, stall or slowdown",
-        )
-    if kind == "union_tag_not_found":
-        return Problem(
-            file, _join_loc((*loc, "kind")), "is required: one of crash, stall or slowdown"
-        )
-    if kind == "string_pattern_mismatch" and ctx.get("pattern") == NODE_NAME_PATTERN:
-        where = _join_loc(loc[:-1]) if loc and loc[-1] == "[key]" else field
-        return Problem(
-            file,
-            where,
-            f"{value!r} is not a node name: one starts with a letter and holds letters, "
-            "digits, _ and - (at most 64 characters)",
-        )
-    if kind == "model_type":
-        return Problem(file, field, f"must be a mapping of keys, got {value_kind(value)}")
-    if kind in ("bool_parsing", "bool_type"):
-        why = ""
-        if isinstance(value, str) and value.lower() in ("yes", "no", "on", "off", "y", "n"):
-            why = f": YAML 1.2 reads {value} as a word; write true or false"
-        elif isinstance(value, str) and value.lower() in ("true", "false"):
-            why = f": a quoted word; write {value.lower()} without quotes"
-        return Problem(file, field, f"must be true or false (got {clipped(value)}{why})")
-    if kind == "list_type":
-        return Problem(file, field, f"must be a list, got {value_kind(value)}")
+    for rule in _RULES:
+        found = rule(model, err, loc)
+        if found is not None:
+            return Problem(file, *found)
     message = str(err["msg"])
     if message.startswith("Value error, "):
         message = message[len("Value error, ") :]
     message = message.replace("Input should be", "must be").replace("Input ", "")
     if message[:1].isupper():
         message = message[0].lower() + message[1:]
-    return Problem(file, field, f"{message} (got {clipped(value)})")
+    return Problem(file, _join_loc(loc), f"{message} (got {clipped(err.get('input'))})")
+
+
+#: Where and what, for an error one of the rules below words (None: not this rule's).
+_Worded = tuple[str | None, str] | None
+
+
+def _unknown_key(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    """A key the model does not have, with the closest one and those allowed there."""
+    if err["type"] != "extra_forbidden":
+        return None
+    allowed = _fields_at(model, loc[:-1])
+    hint = ""
+    if allowed:
+        close = difflib.get_close_matches(str(loc[-1]), allowed, n=1)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        hint += f" (allowed here: {', '.join(allowed)})"
+    return _join_loc(loc), f"unknown key{hint}"
+
+
+def _missing(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    return (_join_loc(loc), "is required but missing") if err["type"] == "missing" else None
+
+
+def _kind_tag(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    """A node's or a fault's ``kind`` missing or not one of them."""
+    kind, ctx = err["type"], err.get("ctx") or {}
+    if kind not in ("union_tag_invalid", "union_tag_not_found"):
+        return None
+    where = _join_loc((*loc, "kind"))
+    if "nodes" in loc:
+        from gym.system.kinds import graph_kinds
+
+        kinds = ", ".join(graph_kinds())
+        said = f"{ctx.get('tag')!r} is not a node kind; expected" if ctx.get("tag") else "is "
+        said += f"required: one of {kinds}" if not ctx.get("tag") else f" {kinds}"
+        return where, said
+    if kind == "union_tag_invalid":
+        return where, f"{ctx.get('tag')!r} is not a fault kind; expected crash, stall or slowdown"
+    return where, "is required: one of crash, stall or slowdown"
+
+
+def _node_name(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    ctx = err.get("ctx") or {}
+    if err["type"] != "string_pattern_mismatch" or ctx.get("pattern") != NODE_NAME_PATTERN:
+        return None
+    where = _join_loc(loc[:-1]) if loc and loc[-1] == "[key]" else _join_loc(loc)
+    return where, (
+        f"{err.get('input')!r} is not a node name: one starts with a letter and holds "
+        "letters, digits, _ and - (at most 64 characters)"
+    )
+
+
+def _shape(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    """A mapping or a list expected, something else given."""
+    wanted = {"model_type": "a mapping of keys", "list_type": "a list"}.get(err["type"])
+    if wanted is None:
+        return None
+    return _join_loc(loc), f"must be {wanted}, got {value_kind(err.get('input'))}"
+
+
+def _flag(model: type[BaseModel], err: Any, loc: tuple[Any, ...]) -> _Worded:
+    """true or false expected: YAML 1.2's words for them said."""
+    if err["type"] not in ("bool_parsing", "bool_type"):
+        return None
+    value, why = err.get("input"), ""
+    if isinstance(value, str) and value.lower() in ("yes", "no", "on", "off", "y", "n"):
+        why = f": YAML 1.2 reads {value} as a word; write true or false"
+    elif isinstance(value, str) and value.lower() in ("true", "false"):
+        why = f": a quoted word; write {value.lower()} without quotes"
+    return _join_loc(loc), f"must be true or false (got {clipped(value)}{why})"
+
+
+_RULES = (_unknown_key, _missing, _kind_tag, _node_name, _shape, _flag)
 
 
 def _typos_first(problems: list[Problem]) -> list[Problem]:
