@@ -337,6 +337,25 @@ class Scenario(InputModel):
 
     @model_validator(mode="after")
     def _timeline_fits(self) -> Scenario:
+        self._stages_in_order()
+        if self.system == "graph":
+            self._no_crawler_world()
+        else:
+            self._crawler_targets()
+        self._within_duration()
+        if self.slos_from is not None and "slos" in self.model_fields_set:
+            raise FieldError("slos_from", "give slos or slos_from, not both")
+        listed = isinstance(self.alerts.conditions, list)
+        if listed and self.slos.availability is None and self.slos_from is None:
+            raise FieldError(
+                "alerts.conditions",
+                "burn-rate alerts watch the availability SLO's error budget; set "
+                "slos.availability (or leave the alerts out)",
+            )
+        return self
+
+    def _stages_in_order(self) -> None:
+        """The load stages start at 0 and are listed in time order."""
         if self.load[0].at_s != 0:
             raise FieldError(
                 "load[0].at_s", f"the first load stage must start at 0, not {self.load[0].at_s:g}"
@@ -348,26 +367,31 @@ class Scenario(InputModel):
                     f"{self.load[i].at_s:g} must come after load[{i - 1}].at_s "
                     f"({self.load[i - 1].at_s:g}); stages are listed in time order",
                 )
-        if self.system == "graph":
-            defaults = {"resolver": ResolverConfig(), "web": WebConfig(), "dedup": DedupWorld()}
-            for key, default in defaults.items():
-                if getattr(self, key) != default:
-                    raise FieldError(
-                        key,
-                        "a graph scenario has no crawler world; the design's nodes are the "
-                        "whole system (put an external service in the graph as a service node)",
-                    )
-        if self.system == "crawler":
-            for i, fault in enumerate(self.faults):
-                allowed = ("fetchers",) if isinstance(fault, CrashFault) else CRAWLER_TARGETS
-                if fault.target not in allowed:
-                    names = [f"'{a}'" for a in allowed]
-                    choice = names[0] if len(names) == 1 else ", ".join(names[:-1])
-                    if len(names) > 1:
-                        choice += f" or {names[-1]}"
-                    raise FieldError(
-                        f"faults[{i}].target", f"must be {choice} (got {fault.target!r})"
-                    )
+
+    def _no_crawler_world(self) -> None:
+        """A graph scenario leaves the crawler's world (resolver, web, dedup) alone."""
+        defaults = {"resolver": ResolverConfig(), "web": WebConfig(), "dedup": DedupWorld()}
+        for key, default in defaults.items():
+            if getattr(self, key) != default:
+                raise FieldError(
+                    key,
+                    "a graph scenario has no crawler world; the design's nodes are the "
+                    "whole system (put an external service in the graph as a service node)",
+                )
+
+    def _crawler_targets(self) -> None:
+        """A crawler scenario's faults name the crawler's components (a crash, its fleet)."""
+        for i, fault in enumerate(self.faults):
+            allowed = ("fetchers",) if isinstance(fault, CrashFault) else CRAWLER_TARGETS
+            if fault.target not in allowed:
+                names = [f"'{a}'" for a in allowed]
+                choice = names[0] if len(names) == 1 else ", ".join(names[:-1])
+                if len(names) > 1:
+                    choice += f" or {names[-1]}"
+                raise FieldError(f"faults[{i}].target", f"must be {choice} (got {fault.target!r})")
+
+    def _within_duration(self) -> None:
+        """Every load stage and fault starts before the scenario ends."""
         starts = [(f"load[{i}].at_s", x.at_s) for i, x in enumerate(self.load)]
         starts += [(f"faults[{i}].at_s", x.at_s) for i, x in enumerate(self.faults)]
         for field, at_s in starts:
@@ -377,13 +401,3 @@ class Scenario(InputModel):
                     f"{at_s:g} is at or after the end of the scenario "
                     f"(duration_s {self.duration_s:g})",
                 )
-        if self.slos_from is not None and "slos" in self.model_fields_set:
-            raise FieldError("slos_from", "give slos or slos_from, not both")
-        listed = isinstance(self.alerts.conditions, list)
-        if listed and self.slos.availability is None and self.slos_from is None:
-            raise FieldError(
-                "alerts.conditions",
-                "burn-rate alerts watch the availability SLO's error budget; set "
-                "slos.availability (or leave the alerts out)",
-            )
-        return self
