@@ -30,7 +30,7 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
@@ -38,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym.explore.changes import mapping, put
-from gym.models import Design
+from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
+    from gym.analysis.metrics import Metrics
     from gym.analysis.result import Result
 
 #: The retry policy a move sets: the Workbook's advice, exponential backoff with jitter
@@ -84,168 +85,250 @@ def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphD
     return type(design).model_validate(data)
 
 
+def _setting(name: str, lesson: str, path: str, value: Any, trap: str | None = None) -> Move:
+    """A move that sets the field at ``path`` (dotted) to ``value``."""
+    return Move(name, lesson, partial(_set, path=path, value=value), trap)
+
+
+def _switch(path: str, value: Any, lesson: str, trap: str | None = None) -> Move:
+    """A choice switched: a move named after the field at ``path`` and its new value."""
+    return _setting(f"{path}={str(value).lower()}", lesson, path, value, trap)
+
+
 def _crawler_moves(result: Result, design: Design) -> list[Move]:
-    scenario = result.scenario
+    """The moves that could matter to a crawler design's failing run, in the order the fix
+    tries them."""
     lost = result.metrics.failed_by_cause
+    return [
+        *_store_and_dedup_moves(design, result.scenario),
+        *_section_moves(design, result.scenario),
+        *_frontier_and_fetcher_moves(design, lost),
+        *_retry_moves(design, lost),
+    ]
+
+
+def _store_and_dedup_moves(design: Design, scenario: Scenario) -> list[Move]:
+    """The page store split, and the dedup layers the scenario's URLs and bodies call
+    for."""
     world = scenario.dedup
     out = []
-
-    def switch(path: str, value: Any, lesson: str, trap: str | None = None) -> None:
-        out.append(
-            Move(f"{path}={str(value).lower()}", lesson, lambda d: _set(d, path, value), trap)
-        )
-
     if design.page_store.layout == "relational":
-        switch(
-            "page_store.layout",
-            "split",
-            "page bodies belong in object storage, not in rows of a relational table",
-            "storage split",
+        out.append(
+            _switch(
+                "page_store.layout",
+                "split",
+                "page bodies belong in object storage, not in rows of a relational table",
+                "storage split",
+            )
         )
     if design.dedup.recrawl == "full" and world.seen_url_fraction:
-        switch(
-            "dedup.recrawl",
-            "change_rate",
-            "recrawl a page only when it changed: unchanged pages waste the fetchers",
-            "recrawl policy",
+        out.append(
+            _switch(
+                "dedup.recrawl",
+                "change_rate",
+                "recrawl a page only when it changed: unchanged pages waste the fetchers",
+                "recrawl policy",
+            )
         )
     if not design.dedup.canonicalize and world.variant_fraction:
-        switch(
-            "dedup.canonicalize",
-            True,
-            "canonicalize URLs: variants are pages crawled twice",
-            "dedup layers",
+        out.append(
+            _switch(
+                "dedup.canonicalize",
+                True,
+                "canonicalize URLs: variants are pages crawled twice",
+                "dedup layers",
+            )
         )
     if not design.dedup.content_hash and world.duplicate_body_fraction:
-        switch(
-            "dedup.content_hash",
-            True,
-            "hash page bodies: duplicates are writes stored twice",
-            "dedup layers",
+        out.append(
+            _switch(
+                "dedup.content_hash",
+                True,
+                "hash page bodies: duplicates are writes stored twice",
+                "dedup layers",
+            )
         )
+    return out
+
+
+def _section_moves(design: Design, scenario: Scenario) -> list[Move]:
+    """Sections taken out or added: the seen-URL set where the scenario's pages carry no
+    links (or do, and the design follows none), and the async writer."""
     links = scenario.web.links_per_page or any(st.links_per_page for st in scenario.load)
+    out = []
     # Sections that cost units, taken out: their units spent where the run falls short.
     if design.discovery is not None and not links:
         out.append(
-            Move(
+            _setting(
                 "discovery: none",
                 "the scenario's pages carry no links: a seen-URL set has nothing to find, "
                 "and its shards cost units",
-                lambda d: _set(d, "discovery", None),
+                "discovery",
+                None,
             )
         )
     if design.async_writer is not None:
         out.append(
-            Move(
+            _setting(
                 "async_writer: none",
                 "an async writer costs a unit; where the store keeps up, that unit does more "
                 "elsewhere",
-                lambda d: _set(d, "async_writer", None),
+                "async_writer",
+                None,
             )
         )
     if design.discovery is None and links:
         out.append(
-            Move(
+            _setting(
                 "discovery: a seen-URL set",
                 "discover links: the crawl grows by the links its pages yield, each new one "
                 "found by a seen-URL set (the scenario's pages carry links)",
-                lambda d: _set(d, "discovery", {"shards": 1}),
+                "discovery",
+                {"shards": 1},
             )
         )
+    return out
+
+
+def _frontier_and_fetcher_moves(design: Design, lost: Mapping[str, int]) -> list[Move]:
+    """A global FIFO frontier made polite, and the fetchers' crashed fetches requeued (the
+    run lost some)."""
+    out = []
     if design.frontier.structure == "global_fifo":
-        switch(
-            "frontier.structure",
-            "two_stage",
-            "a two-stage frontier: polite to every host, priorities first",
-            "frontier structure",
+        out.append(
+            _switch(
+                "frontier.structure",
+                "two_stage",
+                "a two-stage frontier: polite to every host, priorities first",
+                "frontier structure",
+            )
         )
     if design.fetchers.on_crash == "fail" and lost.get("crash_loss", 0):
-        switch(
-            "fetchers.on_crash",
-            "requeue",
-            "requeue a crashed replica's fetches instead of failing them",
+        out.append(
+            _switch(
+                "fetchers.on_crash",
+                "requeue",
+                "requeue a crashed replica's fetches instead of failing them",
+            )
         )
+    return out
+
+
+def _retry_moves(design: Design, lost: Mapping[str, int]) -> list[Move]:
+    """Backoff with jitter, where writes or lookups failed at the store or the resolver and
+    the design retries none, or in lockstep."""
     retried = design.retries
     writes = any(lost.get(c, 0) for c in ("store_unavailable", "store_overload"))
     lookups = any(lost.get(c, 0) for c in ("resolver_unavailable", "resolver_overload"))
     lockstep = retried is not None and (retried.jitter == 0 or retried.multiplier == 1)
-    if (writes or lookups) and (retried is None or lockstep):
-        what = "writes and lookups" if writes and lookups else "writes" if writes else "lookups"
-        lesson = (
-            f"retry failed {what} with backoff, a bounded number of times"
-            if retried is None
-            else "retries in lockstep are a storm: space them out (backoff that grows, or jitter)"
-        )
-        out.append(
-            Move("retries: backoff with jitter", lesson, lambda d: _set(d, "retries", RETRIES))
-        )
-    return out
+    if not (writes or lookups) or not (retried is None or lockstep):
+        return []
+    lesson = _retry_lesson(writes, lookups, retried is None)
+    return [_setting("retries: backoff with jitter", lesson, "retries", RETRIES)]
+
+
+def _retry_lesson(writes: bool, lookups: bool, none: bool) -> str:
+    """The retries move's lesson: the failed writes or lookups to retry when the design
+    retries none (``none``), else the storm its retries in lockstep make."""
+    if not none:
+        return "retries in lockstep are a storm: space them out (backoff that grows, or jitter)"
+    what = "writes and lookups" if writes and lookups else "writes" if writes else "lookups"
+    return f"retry failed {what} with backoff, a bounded number of times"
 
 
 def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
-    out = []
+    """The moves that could matter to a graph design's failing run, node by node: a
+    fleet's crashed work requeued, a service's rate raised, a write buffer before a
+    store."""
     data = design.model_dump(mode="json", by_alias=True)
     nodes: dict[str, Any] = data["graph"]["nodes"]
     edges: list[dict[str, Any]] = data["graph"]["edges"]
     m = result.metrics
+    out = []
     for name, node in nodes.items():
         lost_by = m.components[name].failed if name in m.components else {}
-        crashed = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("crash_loss"))
-        if node.get("kind") == "fleet" and node.get("on_crash", "fail") == "fail" and crashed:
-            out.append(
-                Move(
-                    f"{name}.on_crash=requeue",
-                    f"requeue a crashed replica's work at {name} instead of failing it",
-                    partial(_set, path=f"graph.nodes.{name}.on_crash", value="requeue"),
-                )
-            )
-        overloaded = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("overload"))
-        if node.get("kind") == "service" and overloaded:
-            # A service costs no units: the unit search never changes its rate. Enough
-            # for its busiest second at 80% (its demand there, as the run measured it).
-            peak = float(np.nanmax(m.components[name].demand))
-            rate = float(_round_up(peak / 0.8))
-            if rate > float(node.get("rps", 0)):
-                out.append(
-                    Move(
-                        f"{name}.rps={rate:g}",
-                        f"{name} is a service: it costs no units, so its rate is a choice, "
-                        f"not a purchase; its busiest second asked for {peak:,.0f}",
-                        partial(_set, path=f"graph.nodes.{name}.rps", value=rate),
-                    )
-                )
-        if node.get("kind") != "store" or name not in m.components:
-            continue
-        feeding = [e for e in edges if e.get("to") == name]
-        # A cache's misses are reads, which no buffer can hold: only a store that takes
-        # writes alone (no cache before it) gets one.
-        if any(nodes[e["from"]].get("kind") in ("write_buffer", "cache") for e in feeding):
-            continue
-        lost = int(m.components[name].failed_total.sum())
-        if not lost or not feeding:
-            continue
-        buffer = _round_up(lost * 1.25)
-        new = _unique(f"{name}_buffer", nodes)
-
-        def add(
-            d: Design | GraphDesign, store: str = name, size: int = buffer, b: str = new
-        ) -> GraphDesign:
-            g = d.model_dump(mode="json", by_alias=True)
-            g["graph"]["nodes"][b] = {"kind": "write_buffer", "buffer": size}
-            for e in g["graph"]["edges"]:
-                if e.get("to") == store:
-                    e["to"] = b
-            g["graph"]["edges"].append({"from": b, "to": store})
-            return GraphDesign.model_validate(g)
-
-        out.append(
-            Move(
-                f"a write_buffer node before {name} (buffer {buffer:,})",
-                f"a write buffer before {name} holds what it cannot take while down or full",
-                add,
-            )
-        )
+        out += _requeue_moves(name, node, lost_by)
+        out += _rate_moves(name, node, lost_by, m)
+        out += _buffer_moves(name, nodes, edges, m)
     return out
+
+
+def _requeue_moves(name: str, node: dict[str, Any], lost_by: Mapping[str, Any]) -> list[Move]:
+    """``on_crash: requeue`` on a fleet that lost work in a crash."""
+    crashed = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("crash_loss"))
+    if node.get("kind") != "fleet" or node.get("on_crash", "fail") != "fail" or not crashed:
+        return []
+    return [
+        _setting(
+            f"{name}.on_crash=requeue",
+            f"requeue a crashed replica's work at {name} instead of failing it",
+            f"graph.nodes.{name}.on_crash",
+            "requeue",
+        )
+    ]
+
+
+def _rate_moves(
+    name: str, node: dict[str, Any], lost_by: Mapping[str, Any], m: Metrics
+) -> list[Move]:
+    """A service's rate raised to its busiest second's demand at 80%, where it lost work
+    overloaded."""
+    overloaded = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("overload"))
+    if node.get("kind") != "service" or not overloaded:
+        return []
+    # A service costs no units: the unit search never changes its rate. Enough
+    # for its busiest second at 80% (its demand there, as the run measured it).
+    peak = float(np.nanmax(m.components[name].demand))
+    rate = float(_round_up(peak / 0.8))
+    if rate <= float(node.get("rps", 0)):
+        return []
+    return [
+        _setting(
+            f"{name}.rps={rate:g}",
+            f"{name} is a service: it costs no units, so its rate is a choice, "
+            f"not a purchase; its busiest second asked for {peak:,.0f}",
+            f"graph.nodes.{name}.rps",
+            rate,
+        )
+    ]
+
+
+def _buffer_moves(
+    name: str, nodes: dict[str, Any], edges: list[dict[str, Any]], m: Metrics
+) -> list[Move]:
+    """A write buffer before a store that lost writes, holding at least what it lost (not
+    before a store a cache or a buffer already feeds)."""
+    if nodes[name].get("kind") != "store" or name not in m.components:
+        return []
+    feeding = [e for e in edges if e.get("to") == name]
+    # A cache's misses are reads, which no buffer can hold: only a store that takes
+    # writes alone (no cache before it) gets one.
+    if any(nodes[e["from"]].get("kind") in ("write_buffer", "cache") for e in feeding):
+        return []
+    lost = int(m.components[name].failed_total.sum())
+    if not lost or not feeding:
+        return []
+    buffer = _round_up(lost * 1.25)
+    new = _unique(f"{name}_buffer", nodes)
+    return [
+        Move(
+            f"a write_buffer node before {name} (buffer {buffer:,})",
+            f"a write buffer before {name} holds what it cannot take while down or full",
+            partial(_add_buffer, store=name, size=buffer, b=new),
+        )
+    ]
+
+
+def _add_buffer(d: Design | GraphDesign, store: str, size: int, b: str) -> GraphDesign:
+    """Graph design ``d`` with a write buffer ``b`` of ``size`` before ``store``: the edges
+    into the store go into the buffer, and the buffer feeds the store."""
+    g = d.model_dump(mode="json", by_alias=True)
+    g["graph"]["nodes"][b] = {"kind": "write_buffer", "buffer": size}
+    for e in g["graph"]["edges"]:
+        if e.get("to") == store:
+            e["to"] = b
+    g["graph"]["edges"].append({"from": b, "to": store})
+    return GraphDesign.model_validate(g)
 
 
 def _round_up(x: float) -> int:

@@ -161,92 +161,129 @@ def topology(design: Design, scenario: Scenario) -> Topology:
                      ^                       | (a copy of each fetched page)
                      +---- (0.05 s) --- links
     """
-    polite = politeness(design, scenario)
-    bloom = design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
-    duplicates = scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
-    seen, variant = seen_skipped(design, scenario), variants(design, scenario)
     nodes = [Node("client", "source")]
     if design.discovery is not None:
-        lookup = LookupParams.model_construct(
-            rps=seen_set_capacity_rps(design, scenario),
-            service=design.discovery.service,
-            seen_fraction=seen,
-            link_seen_fraction=scenario.web.links_seen_fraction,
-            shards=design.discovery.shards,
-            hot_key_share=scenario.web.hot_key_share,
-            variant_fraction=variant,
-            false_positive_rate=bloom,
-        )
-        nodes.append(Node("seen_set", "lookup", lookup))
-        seen = variant = bloom = 0.0  # the seen set tests them, not the frontier's door
+        nodes.append(_seen_set_node(design, scenario))
     nodes += [
-        Node(
-            "frontier",
-            "queue",
-            QueueParams.model_construct(
-                drain_rps=polite.limit_rps,
-                buffer=design.frontier.buffer,
-                seen_fraction=seen,
-                false_positive_rate=bloom,
-                variant_fraction=variant,
-            ),
-        ),
+        _frontier_node(design, scenario),
         Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
+        _cache_node(design, scenario),
+        _resolver_node(design, scenario),
+        *_write_nodes(design, scenario),
     ]
-    hit = design.cache.hit_ratio
+    edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
+    if design.discovery is not None:
+        edges = _loop_edges(design, edges)
+        links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)
+        nodes.append(Node("links", "links", links))
+    return Topology(tuple(nodes), edges, causes=causes(design))
+
+
+def _false_positive_rate(design: Design) -> float:
+    """The share of new URLs the design's seen set takes for seen ones: its Bloom filter's
+    false-positive rate (none for an exact set)."""
+    return design.dedup.fp_rate if design.dedup.seen_set == "bloom" else 0.0
+
+
+def _duplicates(design: Design, scenario: Scenario) -> float:
+    """The share of fetched pages whose body is stored already and is finished without a
+    write: the scenario's duplicate bodies when the design hashes content, else none."""
+    return scenario.dedup.duplicate_body_fraction if design.dedup.content_hash else 0.0
+
+
+def _seen_set_node(design: Design, scenario: Scenario) -> Node:
+    """The link-discovery loop's seen set: the seen test, the variants and the Bloom
+    filter's false positives, at its shards' capacity."""
+    assert design.discovery is not None
+    lookup = LookupParams.model_construct(
+        rps=seen_set_capacity_rps(design, scenario),
+        service=design.discovery.service,
+        seen_fraction=seen_skipped(design, scenario),
+        link_seen_fraction=scenario.web.links_seen_fraction,
+        shards=design.discovery.shards,
+        hot_key_share=scenario.web.hot_key_share,
+        variant_fraction=variants(design, scenario),
+        false_positive_rate=_false_positive_rate(design),
+    )
+    return Node("seen_set", "lookup", lookup)
+
+
+def _frontier_node(design: Design, scenario: Scenario) -> Node:
+    """The frontier, handing URLs out at the politeness limit; without the link-discovery
+    loop it also makes the seen test at its door (with the loop, the seen set does)."""
+    door = design.discovery is None
+    params = QueueParams.model_construct(
+        drain_rps=politeness(design, scenario).limit_rps,
+        buffer=design.frontier.buffer,
+        seen_fraction=seen_skipped(design, scenario) if door else 0.0,
+        false_positive_rate=_false_positive_rate(design) if door else 0.0,
+        variant_fraction=variants(design, scenario) if door else 0.0,
+    )
+    return Node("frontier", "queue", params)
+
+
+def _cache_node(design: Design, scenario: Scenario) -> Node:
+    """The cache: the specification's, where a hit is finished and a miss needs DNS and a
+    write; with the link-discovery loop, the DNS cache alone."""
     if design.discovery is None:
         # The specification's cache: a hit is finished there; a miss needs DNS and a write.
         spec = CacheParams.model_construct(
-            hit_ratio=hit,
+            hit_ratio=design.cache.hit_ratio,
             rps=cache_capacity_rps(design, scenario.catalog),
             service=design.cache.service,
         )
-        nodes.append(Node("cache", "cache", spec))
-    else:
-        # With the loop's own seen set the cache is the DNS cache alone: every page is
-        # written, a hit without a resolver lookup; content hashing is done on every page
-        # there (a body found stored is finished without a write).
-        cache = ServiceParams.model_construct(
-            rps=cache_capacity_rps(design, scenario.catalog),
-            service=design.cache.service,
-            finish_share=duplicates,
-        )
-        nodes.append(Node("cache", "service", cache))
-        duplicates = 0.0
-    nodes.append(
-        Node(
-            "resolver",
-            "service",
-            ServiceParams.model_construct(
-                rps=scenario.resolver.rps,
-                service=scenario.resolver.service,
-                finish_share=duplicates,
-            ),
-            retry=design.retries,
-        )
+        return Node("cache", "cache", spec)
+    # With the loop's own seen set the cache is the DNS cache alone: every page is
+    # written, a hit without a resolver lookup; content hashing is done on every page
+    # there (a body found stored is finished without a write).
+    cache = ServiceParams.model_construct(
+        rps=cache_capacity_rps(design, scenario.catalog),
+        service=design.cache.service,
+        finish_share=_duplicates(design, scenario),
     )
+    return Node("cache", "service", cache)
+
+
+def _resolver_node(design: Design, scenario: Scenario) -> Node:
+    """The external resolver, retried as the design retries; without the link-discovery
+    loop content hashing is done here (with it, at the cache)."""
+    params = ServiceParams.model_construct(
+        rps=scenario.resolver.rps,
+        service=scenario.resolver.service,
+        finish_share=_duplicates(design, scenario) if design.discovery is None else 0.0,
+    )
+    return Node("resolver", "service", params, retry=design.retries)
+
+
+def _write_nodes(design: Design, scenario: Scenario) -> list[Node]:
+    """The writes: the async writer if the design has one, then the page store as it
+    runs."""
+    nodes = []
     if design.async_writer is not None:
         nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
     store = page_store_in_effect(design, scenario.catalog)
     # Retries at the store: of the writes it fails (behind the async writer it fails none).
     retry = design.retries if design.async_writer is None else None
     nodes.append(Node("page_store", "store", store, prefix="store", retry=retry))
-    edges = tuple(Edge(a.name, b.name) for a, b in itertools.pairwise(nodes))
-    if design.discovery is not None:
-        # DNS hits go straight to the writes; misses through the resolver.
-        entry = "async_writer" if design.async_writer is not None else "page_store"
-        split = (Edge("cache", "resolver", 1.0 - hit), Edge("cache", entry, hit))
-        edges = tuple(e for e in edges if e.source != "cache") + tuple(
-            e for e in split if e.share > 0
-        )
-        links = LinksParams.model_construct(links_per_page=scenario.web.links_per_page)
-        nodes.append(Node("links", "links", links))
-        edges += (
+    return nodes
+
+
+def _loop_edges(design: Design, edges: tuple[Edge, ...]) -> tuple[Edge, ...]:
+    """The pipeline's ``edges`` with the link-discovery loop's: the DNS cache's hits and
+    misses apart, and the fetched pages' links back to the seen set."""
+    # DNS hits go straight to the writes; misses through the resolver.
+    hit = design.cache.hit_ratio
+    entry = "async_writer" if design.async_writer is not None else "page_store"
+    split = (Edge("cache", "resolver", 1.0 - hit), Edge("cache", entry, hit))
+    return (
+        tuple(e for e in edges if e.source != "cache")
+        + tuple(e for e in split if e.share > 0)
+        + (
             Edge("fetchers", "links", tee=True),
             # a page's links reach the seen set after its fetch (the loop's delay)
             Edge("links", "seen_set", delay_s=LINK_DELAY_S),
         )
-    return Topology(tuple(nodes), edges, causes=causes(design))
+    )
 
 
 #: How long links take from a fetched page to the seen set, on average (parsing the page:
