@@ -94,25 +94,43 @@ def flow_latency_paths(trees: dict[Path, ast.Module]) -> list[str]:
     ]
 
 
-def long_functions(trees: dict[Path, ast.Module]) -> list[tuple[int, str]]:
+def _functions(tree: ast.AST, prefix: str = "") -> list[tuple[str, ast.AST]]:
+    """Every function and method under ``tree``, by its qualified name (``Class.method``,
+    ``outer.inner``)."""
+    found: list[tuple[str, ast.AST]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            name = f"{prefix}{node.name}"
+            if not isinstance(node, ast.ClassDef):
+                found.append((name, node))
+            found += _functions(node, f"{name}.")
+        else:
+            found += _functions(node, prefix)
+    return found
+
+
+def long_functions(trees: dict[Path, ast.Module], root: Path = ROOT) -> list[tuple[int, str, str]]:
+    """(lines, file, qualified name) of each function over ``LONG`` lines, longest first
+    (its ``def`` to its last line; decorators not counted)."""
     rows = []
     for path, tree in trees.items():
-        for node in ast.walk(tree):
-            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-                size = (node.end_lineno or node.lineno) - node.lineno + 1
-                if size > LONG:
-                    rows.append((size, f"{rel(path)}:{node.lineno} {node.name}"))
+        for name, node in _functions(tree):
+            assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+            size = (node.end_lineno or node.lineno) - node.lineno + 1
+            if size > LONG:
+                rows.append((size, str(path.relative_to(root)), name))
     return sorted(rows, reverse=True)
 
 
-def complex_blocks() -> list[str] | None:
-    """Blocks radon rates D, E or F (cyclomatic complexity over 20); None without radon."""
+def complex_blocks() -> list[tuple[str, str, int]] | None:
+    """(file, qualified name, complexity) of the blocks radon rates D, E or F (cyclomatic
+    complexity over 20); None without radon."""
     try:
         from radon.complexity import cc_rank, cc_visit
     except ImportError:
         return None
     return [
-        f"{rel(path)}:{block.lineno} {block.name} {cc_rank(block.complexity)} ({block.complexity})"
+        (rel(path), block.fullname, block.complexity)
         for path in sorted(PACKAGE.rglob("*.py"))
         for block in cc_visit(path.read_text())
         if cc_rank(block.complexity) in "DEF"
@@ -180,9 +198,9 @@ def measure() -> dict[str, Any]:
         "design_type_check_sites": checks,
         "request_paths": record_builders(trees, "gym/sim/request/"),
         "flow_latency_paths": flow_latency_paths(trees),
-        "functions_over_80": [f"{n} {w}" for n, w in long],
-        "functions_over_100": sum(n > 100 for n, _ in long),
-        "blocks_d_to_f": blocks,
+        "functions_over_80": [f"{n} {path} {name}" for n, path, name in long],
+        "functions_over_100": sum(n > 100 for n, _, _ in long),
+        "blocks_d_to_f": None if blocks is None else [f"{p} {n} ({c})" for p, n, c in blocks],
         "kind_files_outside_home": {k: len(v) for k, v in sorted(kinds.items())},
         "kind_files": kinds,
         "class_names_twice": twice_named(trees),
