@@ -38,8 +38,8 @@ CASES = [
 # per URL (commit afa9a22). The four requeue cases' request-engine results, and
 # content-dedup's under recrawl, were recorded again when the plain crawler's own request
 # pipeline gave way to the walk of its graph, which draws in another order (issue 40):
-# benchmarks/equivalence.py shows every figure's mean over many seeds unmoved beyond its
-# noise (benchmarks/README.md).
+# benchmarks/equivalence.py is the check that every figure's mean over many seeds is
+# unmoved beyond its noise (benchmarks/README.md says what it has shown so far).
 EDGE_CASES = [
     (f"edges/{d}", f"edges/{s}", engine)
     for s, d in (
