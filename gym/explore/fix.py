@@ -45,7 +45,7 @@ Deterministic: same design, scenario and seed, same suggestion.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -53,7 +53,7 @@ from gym.core.errors import GymError
 from gym.core.jsontext import JsonText
 from gym.explore import moves as structural
 from gym.explore.changes import Change, Effect, changes, exact, flow, leaves, mapping, put
-from gym.explore.unit_search import Search, clamp, uniform
+from gym.explore.unit_search import Found, Search, clamp, uniform
 from gym.models import Design, Scenario
 from gym.system.graph import GraphDesign
 
@@ -298,94 +298,168 @@ def suggest(
         design, scenario, space, result.seed, result.tick_ms, max_runs, progress=progress
     )
     found, closest = uniform(search, start, limit)
-    # The structural moves, each a unit search of its own from the design it makes: the
-    # cheapest passing change wins (a unit change at equal cost); a structural one at no
-    # more cost than the winner is named beside it.
-    spent, move, alternative = search.runs, None, None
-    singles = structural.moves(result)
-    taken = {t.item for t in result.traps}  # the rubric's traps the design takes
-
-    def candidates() -> Iterator[tuple[structural.Move, int]]:
-        """Each move with its run budget; then each pair (a relational store under a
-        deep crawl needs its layout split and a seen-URL set both; a canonicalized crawl
-        without links, its seen-URL set taken out too), bounded like a move by the
-        cheapest change found so far."""
-        yield from ((mv, MOVE_RUNS) for mv in singles)
-        for a, b in itertools.combinations(singles, 2):
-            yield structural.both(a, b), PAIR_RUNS
-
-    for mv, budget in candidates():
-        try:
-            based = mv.apply(design)
-            sub_space = space_for(scenario, based)
-        except (GymError, ValueError):  # the move makes no design the catalog allows
-            continue
-        sub_start = _own_units(based, sub_space, scenario)
-        # Only a move at no more cost than the best change so far can win or be named
-        # beside it: its search stops there, and one that starts above it is not run.
-        bound = limit if found is None else min(limit, sum(found[0]))
-        if found is None:
-            sub_start = clamp(sub_start, sub_space, limit)
-        elif sum(sub_start) > bound:
-            # Above it (a design over the cost SLO, come down to the fix): from the fix's
-            # units where the move's are higher, the move's search is one near the fix.
-            theirs = dict(zip(space.parts, found[0], strict=True))
-            sub_start = tuple(
-                max(m, min(u, theirs.get(p, u)))
-                for p, u, m in zip(sub_space.parts, sub_start, sub_space.mins, strict=True)
-            )
-            if sum(sub_start) > bound:
-                continue
-        sub = Search(
-            based,
-            scenario,
-            sub_space,
-            result.seed,
-            result.tick_ms,
-            budget,
-            spent=search.spent,
-            progress=progress,
-        )
-        got, _ = uniform(sub, sub_start, bound, strict=found is not None)
-        spent += sub.runs
-        if got is None:
-            continue
-        # A move out of a trap the design takes wins a tie with a change of units: the
-        # lesson is the fix, not its alternative (a relational store's split layout).
-        tie = found is not None and sum(got[0]) == sum(found[0])
-        if (
-            found is None
-            or sum(got[0]) < sum(found[0])
-            or (tie and move is None and mv.trap in taken)
-        ):
-            if (
-                found is not None
-                and move is not None
-                and (alternative is None or sum(found[0]) <= alternative[0])
-            ):
-                alternative = (sum(found[0]), move, found, search)
-            found, search, space, move = got, sub, sub_space, mv
-        elif alternative is None or sum(got[0]) < alternative[0]:
-            alternative = (sum(got[0]), mv, got, sub)
-    if found is None:
+    state = _Suggestion(result, limit, search, found, spent=search.runs)
+    state.try_moves()
+    if state.found is None:
         return NoFix(
-            runs=spent,
+            runs=state.spent,
             limit=limit,
             closest=None if closest is None else closest[2],
             closest_units={}
             if closest is None
             else dict(zip(space.parts, closest[1], strict=True)),
         )
-    units, fixed, r = found
-    before = search.runs
-    search.max_runs = max(search.max_runs, search.runs + max_runs // 3)  # to trim the winner
-    # Coming down from a design over the cost SLO, the first pass can hold more than the
-    # design needs: a unit less of a part, while it passes.
-    over_cost = any(c.name == "cost_units" and not c.passed for c in result.checks)
-    lower = over_cost
+    return state.fix(max_runs, tuple(user_sets))
+
+
+@dataclass
+class _Suggestion:
+    """A suggestion's search: the cheapest passing change so far, the search that found it
+    and its move, the cheapest other move that passes (cost, move, change, search), and
+    the runs spent."""
+
+    result: Result
+    limit: int
+    search: Search
+    found: Found | None
+    move: structural.Move | None = None
+    alternative: tuple[int, structural.Move, Found, Search] | None = None
+    spent: int = 0
+
+    def try_moves(self) -> None:
+        """Each structural move's unit search, from the design it makes; then each pair's (a
+        relational store under a deep crawl needs its layout split and a seen-URL set both;
+        a canonicalized crawl without links, its seen-URL set taken out too). The cheapest
+        passing change wins (:meth:`offer`)."""
+        singles = structural.moves(self.result)
+        taken = {t.item for t in self.result.traps}  # the rubric's traps the design takes
+        pairs = itertools.combinations(singles, 2)
+        for mv, budget in itertools.chain(
+            ((mv, MOVE_RUNS) for mv in singles),
+            ((structural.both(a, b), PAIR_RUNS) for a, b in pairs),
+        ):
+            ran = self.move_search(mv, budget)
+            if ran is None:
+                continue
+            sub, got = ran
+            self.spent += sub.runs
+            if got is not None:
+                self.offer(mv, got, sub, taken)
+
+    def move_search(self, mv: structural.Move, budget: int) -> tuple[Search, Found | None] | None:
+        """``mv``'s unit search of ``budget`` runs, and what passed in it; None if not run."""
+        from gym.explore.unit_space import space_for
+
+        result, found, limit = self.result, self.found, self.limit
+        try:
+            based = mv.apply(result.design)
+            space = space_for(result.scenario, based)
+        except (GymError, ValueError):  # the move makes no design the catalog allows
+            return None
+        start = _own_units(based, space, result.scenario)
+        # Only a move at no more cost than the best change so far can win or be named
+        # beside it: its search stops there, and one that starts above it is not run.
+        bound = limit if found is None else min(limit, sum(found[0]))
+        if found is None:
+            start = clamp(start, space, limit)
+        elif sum(start) > bound:
+            # Above it (a design over the cost SLO, come down to the fix): from the fix's
+            # units where the move's are higher, the move's search is one near the fix.
+            theirs = dict(zip(self.search.space.parts, found[0], strict=True))
+            start = tuple(
+                max(m, min(u, theirs.get(p, u)))
+                for p, u, m in zip(space.parts, start, space.mins, strict=True)
+            )
+            if sum(start) > bound:
+                return None
+        sub = Search(based, result.scenario, space, result.seed, result.tick_ms, budget)
+        sub.spent, sub.progress = self.search.spent, self.search.progress
+        return sub, uniform(sub, start, bound, strict=found is not None)[0]
+
+    def offer(self, mv: structural.Move, got: Found, sub: Search, taken: set[str]) -> None:
+        """``mv``'s passing change: the best if cheaper (the best it beats, if a move's, the
+        alternative), else the alternative if cheaper than that."""
+        found, cost = self.found, sum(got[0])
+        # A move out of a trap the design takes wins a tie with a change of units: the
+        # lesson is the fix, not its alternative (a relational store's split layout).
+        tie = found is not None and cost == sum(found[0])
+        if (
+            found is None
+            or cost < sum(found[0])
+            or (tie and self.move is None and mv.trap in taken)
+        ):
+            if (
+                found is not None
+                and self.move is not None
+                and (self.alternative is None or sum(found[0]) <= self.alternative[0])
+            ):
+                self.alternative = (sum(found[0]), self.move, found, self.search)
+            self.found, self.search, self.move = got, sub, mv
+        elif self.alternative is None or cost < self.alternative[0]:
+            self.alternative = (cost, mv, got, sub)
+
+    def fix(self, max_runs: int, user_sets: tuple[str, ...]) -> Fix | NoFix:
+        """The best change trimmed, its alternative, each change's effect alone."""
+        result, search, move = self.result, self.search, self.move
+        assert self.found is not None
+        units, fixed, r = self.found
+        before = search.runs
+        search.max_runs = max(search.max_runs, search.runs + max_runs // 3)  # to trim it
+        if any(c.name == "cost_units" and not c.passed for c in result.checks):
+            units, fixed, r = _lower(search, units, fixed, r)
+        fixed, r = _smallest(search, fixed, r, result.design)
+        made = changes(result.design, fixed)
+        if move is not None and not _makes(move, result.design, made):
+            move = None  # its own fields went back too: a change of units after all
+        runs = self.spent + search.runs - before
+        if not made:  # the flow engine passes what the request engine failed
+            return NoFix(
+                runs=runs,
+                limit=self.limit,
+                reason=f"the flow engine passes this design as it is (seed {result.seed}), "
+                f"so there is no change to suggest; the {result.engine} engine's run fails it",
+            )
+        other, alt_runs = self.other(made, sum(units), max_runs, user_sets)
+        effects = _effects(search, result, made, fixed)
+        return Fix(
+            changes=made,
+            design=fixed,
+            result=r,
+            units={p: n for p, n in zip(search.space.parts, units, strict=True) if n},
+            runs=runs + alt_runs + len(effects),
+            user_sets=user_sets,
+            lesson=None if move is None else move.lesson,
+            alternative=other,
+            effects=effects,
+        )
+
+    def other(
+        self, made: list[Change], cost: int, max_runs: int, user_sets: tuple[str, ...]
+    ) -> tuple[Fix | None, int]:
+        """The alternative, trimmed, and the runs its search spent: None if over ``cost``,
+        holding the fix's changes (``made``) and more, or no structural change."""
+        if self.alternative is None or self.alternative[0] > cost:
+            return None, 0
+        base = self.result.design
+        _, alt_move, (units, design, r), alt = self.alternative
+        alt.max_runs = alt.runs + max_runs // 3
+        design, r = _smallest(alt, design, r, base)
+        mine = {c.path for c in made}
+        alt_made = changes(base, design)
+        if mine <= {c.path for c in alt_made} or not _makes(alt_move, base, alt_made):
+            return None, alt.runs
+        held = {p: n for p, n in zip(alt.space.parts, units, strict=True) if n}
+        alt_fix = Fix(alt_made, design, r, held, 0, user_sets, lesson=alt_move.lesson)
+        return alt_fix, alt.runs
+
+
+def _lower(search: Search, units: tuple[int, ...], fixed: Design | GraphDesign, r: Result) -> Found:
+    """A unit less of a part in turn, while the design passes: coming down from a design
+    over the cost SLO, the first pass can hold more than the design needs."""
+    lower = True
     while lower and search.runs < search.max_runs:
         lower = False
-        for i, least in enumerate(space.mins):
+        for i, least in enumerate(search.space.mins):
             down = tuple(u - (j == i) for j, u in enumerate(units))
             if down[i] < least or (candidate := search.build(down)) is None:
                 continue
@@ -393,52 +467,7 @@ def suggest(
             if trial.passed:
                 units, fixed, r, lower = down, candidate, trial, True
                 break
-    fixed, r = _smallest(search, fixed, r, design)
-    made = changes(design, fixed)
-    if move is not None and not _makes(move, design, made):
-        move = None  # its own fields went back too: a change of units after all
-    runs = spent + search.runs - before
-    if not made:  # the flow engine passes what the request engine failed
-        return NoFix(
-            runs=runs,
-            limit=limit,
-            reason=f"the flow engine passes this design as it is (seed {result.seed}), so "
-            f"there is no change to suggest; the {result.engine} engine's run fails it",
-        )
-    other = None
-    if alternative is not None and alternative[0] > sum(units):
-        alternative = None  # an alternative is at no more cost than the fix
-    if alternative is not None:
-        _, alt_move, (alt_units, alt_design, alt_r), alt_search = alternative
-        alt_search.max_runs = alt_search.runs + max_runs // 3
-        alt_design, alt_r = _smallest(alt_search, alt_design, alt_r, design)
-        runs += alt_search.runs
-        mine = {c.path for c in made}
-        alt_made = changes(design, alt_design)
-        if mine <= {c.path for c in alt_made} or not _makes(alt_move, design, alt_made):
-            alternative = None  # the fix and more, or no structural change: none
-    if alternative is not None:
-        other = Fix(
-            changes=alt_made,
-            design=alt_design,
-            result=alt_r,
-            units={p: n for p, n in zip(alt_search.space.parts, alt_units, strict=True) if n},
-            runs=0,
-            user_sets=tuple(user_sets),
-            lesson=alt_move.lesson,
-        )
-    effects = _effects(search, result, made, fixed)
-    return Fix(
-        changes=made,
-        design=fixed,
-        result=r,
-        units={p: n for p, n in zip(space.parts, units, strict=True) if n},
-        runs=runs + len(effects),
-        user_sets=tuple(user_sets),
-        lesson=None if move is None else move.lesson,
-        alternative=other,
-        effects=effects,
-    )
+    return units, fixed, r
 
 
 def _own_units(design: Design | GraphDesign, space: Space, scenario: Scenario) -> tuple[int, ...]:

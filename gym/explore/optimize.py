@@ -341,7 +341,6 @@ def search(
     all its seeds, for the "why nothing cheaper" figures. ``progress`` is called with
     each batch of finished runs, ``plan`` with each change of the runs planned (every
     design's first run at the start, less what is not needed when the search stops)."""
-    executor = executor or Serial()
     space = space_for(scenario, base)
     limit = check(
         scenario,
@@ -351,86 +350,150 @@ def search(
         max_runs=max_runs,
         space=space,
     )
-    opt = Optimum(best=None, runs=runs, confidence=confidence, space=space)
-    most_failed = allowed_failures(runs, confidence)
-    passing: list[Candidate] = []
-    stop_at = limit
-    name = f"cheapest-for-{scenario.name}"
+    climb = _Climb(
+        scenario=scenario,
+        space=space,
+        opt=Optimum(best=None, runs=runs, confidence=confidence, space=space),
+        seed=seed,
+        runs=runs,
+        confidence=confidence,
+        most_failed=allowed_failures(runs, confidence),
+        executor=executor or Serial(),
+        progress=progress,
+        plan=plan,
+    )
+    passing = climb.levels(limit, beyond)
+    opt = climb.opt
+    if opt.best is not None:
+        opt.runner_ups = _runner_ups(opt.best, passing)
+    return opt
 
-    k = len(space.parts)
 
-    def at_cost(cost: int) -> int:
-        """How many unit sets a cost has: its spare units over the parts."""
-        spare = cost - space.min_cost
-        return math.comb(spare + k - 1, k - 1) if spare >= 0 else 0
+@dataclass
+class _Climb:
+    """One search's inputs and its answer so far: runs the designs of each cost in turn,
+    from the cheapest."""
 
-    # Every design's first run is planned at once (the bar moves forward only); the runs
-    # of later stages as they are known, and what is not needed is taken back.
-    screens = {cost: at_cost(cost) for cost in range(space.min_cost, limit + 1)}
-    if plan:
-        plan(sum(screens.values()))
+    scenario: Scenario
+    space: Space
+    opt: Optimum
+    seed: int
+    runs: int
+    confidence: float
+    most_failed: int  # the most failed runs a passing design may have
+    executor: Executor
+    progress: Progress | None
+    plan: Progress | None
 
-    def run(designs: list[Design | GraphDesign], seeds: range) -> list[list[dict[str, Any]]]:
-        """Each design's results for ``seeds`` (offsets from ``seed``)."""
-        if plan and seeds.start > 0:
-            plan(len(designs) * len(seeds))
-        picked = range(seed + seeds.start, seed + seeds.stop)
-        tasks = [t for d in designs for t in tasks_for(d, scenario, picked)]
-        results = run_tasks(tasks, executor, progress)
-        opt.simulations += len(tasks)
+    def levels(self, limit: int, beyond: int) -> list[Candidate]:
+        """Each cost from the least up to ``limit``, stopping ``beyond`` units past the
+        first where a design passes: every passing design."""
+        space, plan, opt = self.space, self.plan, self.opt
+        # Every design's first run is planned at once (the bar moves forward only); the
+        # runs of later stages as they are known, and what is not needed is taken back.
+        screens = {cost: _at_cost(space, cost) for cost in range(space.min_cost, limit + 1)}
+        if plan:
+            plan(sum(screens.values()))
+        passing: list[Candidate] = []
+        stop_at = limit
+        for cost in range(space.min_cost, limit + 1):
+            if cost > stop_at:
+                if plan:  # the levels left: not run
+                    plan(-sum(n for c, n in screens.items() if c >= cost))
+                break
+            good = self.level(cost, screens[cost])
+            passing += good
+            if good and opt.best is None:
+                opt.best = max(good, key=lambda c: c.margin())
+                stop_at = min(limit, cost + beyond)
+        return passing
+
+    def level(self, cost: int, planned: int) -> list[Candidate]:
+        """The designs of one cost (``planned`` first runs planned for them), each run in
+        stages while it may pass: those that pass. When none does and none has yet, the
+        best try of the cost goes in :attr:`Optimum.cheaper`."""
+        sets, designs = self.designs(cost, planned)
+        if not designs:
+            return []
+        done: list[list[dict[str, Any]]] = [[] for _ in designs]
+        alive = list(range(len(designs)))
+        for stage in _stages(self.runs):
+            if not alive:
+                break
+            for i, got in zip(alive, self.run([designs[i] for i in alive], stage), strict=True):
+                done[i] += got
+            alive = [i for i in alive if _failures(done[i]) <= self.most_failed]
+        self.opt.evaluated += len(designs)
+        level = [
+            Candidate(sets[i], designs[i], MonteCarloResult(done[i], self.confidence))
+            for i in alive
+        ]
+        good = [c for c in level if c.passed]
+        if not good and self.opt.best is None:
+            self.best_try(sets, designs, done)
+        return good
+
+    def designs(
+        self, cost: int, planned: int
+    ) -> tuple[list[dict[str, int]], list[Design | GraphDesign]]:
+        """The unit sets of ``cost`` and their designs, but for those no design file can
+        say (counted as skipped, and taken back from the runs planned)."""
+        name = f"cheapest-for-{self.scenario.name}"
+        sets, designs = [], []
+        for u in unit_sets(cost, self.space):
+            try:
+                designs.append(self.space.build(u, self.scenario, name))
+            except GymError:
+                self.opt.skipped += 1
+                continue
+            sets.append(u)
+        if self.plan and len(designs) < planned:  # unit sets no design file can say
+            self.plan(len(designs) - planned)
+        return sets, designs
+
+    def best_try(
+        self,
+        sets: list[dict[str, int]],
+        designs: list[Design | GraphDesign],
+        done: list[list[dict[str, Any]]],
+    ) -> None:
+        """The best try of a cost where no design passes, by its first run (every design
+        made it): passed, then the fewest SLOs failed, then the least short of them; it
+        runs every seed, for :attr:`Optimum.cheaper`."""
+        i = max(range(len(designs)), key=lambda i: _first_run_rank(done[i][0]))
+        rest = range(len(done[i]), self.runs)
+        if len(rest):
+            done[i] += self.run([designs[i]], rest)[0]
+        self.opt.cheaper.append(
+            Candidate(sets[i], designs[i], MonteCarloResult(done[i], self.confidence))
+        )
+
+    def run(self, designs: list[Design | GraphDesign], seeds: range) -> list[list[dict[str, Any]]]:
+        """Each design's results for ``seeds`` (offsets from the search's seed)."""
+        if self.plan and seeds.start > 0:
+            self.plan(len(designs) * len(seeds))
+        picked = range(self.seed + seeds.start, self.seed + seeds.stop)
+        tasks = [t for d in designs for t in tasks_for(d, self.scenario, picked)]
+        results = run_tasks(tasks, self.executor, self.progress)
+        self.opt.simulations += len(tasks)
         k = len(seeds)
         return [results[i * k : (i + 1) * k] for i in range(len(designs))]
 
-    for cost in range(space.min_cost, limit + 1):
-        if cost > stop_at:
-            if plan:  # the levels left: not run
-                plan(-sum(n for c, n in screens.items() if c >= cost))
-            break
-        sets, designs = [], []
-        for u in unit_sets(cost, space):
-            try:
-                designs.append(space.build(u, scenario, name))
-            except GymError:
-                opt.skipped += 1
-                continue
-            sets.append(u)
-        if plan and len(designs) < screens[cost]:  # unit sets no design file can say
-            plan(len(designs) - screens[cost])
-        if not designs:
+
+def _at_cost(space: Space, cost: int) -> int:
+    """How many unit sets a cost has: its spare units over the parts."""
+    k = len(space.parts)
+    spare = cost - space.min_cost
+    return math.comb(spare + k - 1, k - 1) if spare >= 0 else 0
+
+
+def _runner_ups(best: Candidate, passing: list[Candidate]) -> list[Candidate]:
+    """The passing designs above the best, cheapest first, each with more margin than the
+    best and every runner-up before it."""
+    frontier: list[Candidate] = []
+    for c in sorted(passing, key=lambda c: (c.cost, -c.margin())):
+        if c is best:
             continue
-        done: list[list[dict[str, Any]]] = [[] for _ in designs]
-        alive = list(range(len(designs)))
-        for stage in _stages(runs):
-            if not alive:
-                break
-            for i, got in zip(alive, run([designs[i] for i in alive], stage), strict=True):
-                done[i] += got
-            alive = [i for i in alive if _failures(done[i]) <= most_failed]
-        opt.evaluated += len(designs)
-        level = [
-            Candidate(sets[i], designs[i], MonteCarloResult(done[i], confidence)) for i in alive
-        ]
-        good = [c for c in level if c.passed]
-        if not good and opt.best is None:
-            # The best try of this cost, by its first run (every design made it): passed,
-            # then the fewest SLOs failed, then the least short of them; it runs every seed.
-            i = max(range(len(designs)), key=lambda i: _first_run_rank(done[i][0]))
-            rest = range(len(done[i]), runs)
-            if len(rest):
-                done[i] += run([designs[i]], rest)[0]
-            opt.cheaper.append(
-                Candidate(sets[i], designs[i], MonteCarloResult(done[i], confidence))
-            )
-        passing += good
-        if good and opt.best is None:
-            opt.best = max(good, key=lambda c: c.margin())
-            stop_at = min(limit, cost + beyond)
-    if opt.best is not None:
-        frontier: list[Candidate] = []
-        for c in sorted(passing, key=lambda c: (c.cost, -c.margin())):
-            if c is opt.best:
-                continue
-            if all(c.margin() > f.margin() for f in [opt.best, *frontier]):
-                frontier.append(c)
-        opt.runner_ups = frontier
-    return opt
+        if all(c.margin() > f.margin() for f in [best, *frontier]):
+            frontier.append(c)
+    return frontier

@@ -22,7 +22,7 @@ from gym.analysis import rounding
 from gym.api import url_budget
 from gym.core.errors import GymError
 from gym.core.limits import DEFAULT_CONFIDENCE, DEFAULT_MAX_RUNS, DEFAULT_MAX_URLS
-from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
+from gym.explore.montecarlo import MonteCarloResult, Task, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Interrupted, Progress
 from gym.inputs.loading import load_design, parse_override, whole_number
 from gym.inputs.strict_yaml import read_yaml
@@ -165,28 +165,50 @@ def grid(base: Path, varies: list[str], fixed: list[str] | None = None) -> list[
     axes = plan(varies, fixed)
     # read once: up to 100,000 values and points, each a load of the base with its values
     contents = read_yaml(base)
-    # What is wrong with the base (or a --set) whatever the varied values: said as it is,
-    # by file and field, not as a fault of each --vary value.
-    varied = [path for path, _ in axes]
+    _check_base(base, fixed or [], contents, [path for path, _ in axes])
+    _check_values(base, varies, fixed or [], contents, axes)
+    return _points(base, fixed or [], contents, axes)
+
+
+def _check_base(base: Path, fixed: list[str], contents: Any, varied: list[str]) -> None:
+    """Refuse what is wrong with the base (or a --set) whatever the varied values: said as
+    it is, by file and field, not as a fault of each --vary value."""
     try:
-        load_design(base, fixed or [], contents=contents)
+        load_design(base, fixed, contents=contents)
     except GymError as err:
         own = [p for p in err.problems if not _about(p.field, varied)]
         if own:
             raise GymError(own) from None
-    # The ends of every axis first, then whole axes from the shortest: a bad value is
-    # usually found in milliseconds, not after loading 100,000 good ones.
+
+
+def _check_values(
+    base: Path,
+    varies: list[str],
+    fixed: list[str],
+    contents: Any,
+    axes: list[tuple[str, Sequence[Any]]],
+) -> None:
+    """Refuse a value the design file would refuse, each tried alone: the ends of every
+    axis first, then whole axes from the shortest (a bad value is usually found in
+    milliseconds, not after loading 100,000 good ones)."""
     ends = [(path, v) for path, values in axes for v in dict.fromkeys([values[0], values[-1]])]
     whole = [(path, v) for path, values in sorted(axes, key=lambda a: len(a[1])) for v in values]
     for path, value in itertools.chain(ends, whole):
         try:
-            load_design(base, [*(fixed or []), f"{path}={_yaml_scalar(value)}"], contents=contents)
+            load_design(base, [*fixed, f"{path}={_yaml_scalar(value)}"], contents=contents)
         except GymError as err:
             raise _point_error(path, value, varies, axes, err) from None
+
+
+def _points(
+    base: Path, fixed: list[str], contents: Any, axes: list[tuple[str, Sequence[Any]]]
+) -> list[Point]:
+    """Each combination of the axes' values, as a point with the design it gives; a
+    combination the design model refuses is an input error."""
     points = []
     for combo in itertools.product(*(vals for _, vals in axes)):
         chosen = {path: value for (path, _), value in zip(axes, combo, strict=True)}
-        sets = [*(fixed or []), *(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())]
+        sets = [*fixed, *(f"{p}={_yaml_scalar(v)}" for p, v in chosen.items())]
         try:
             points.append(Point(chosen, load_design(base, sets, contents=contents), None))
         except GymError as err:
@@ -270,14 +292,48 @@ def run(
     than ``max_urls`` simulated URLs in all. Ctrl-C raises :class:`SweepInterrupted` with
     the rows finished so far.
     """
-    from gym.api import validate
     from gym.explore.montecarlo import too_few_runs
-    from gym.system.costing import units_of
 
     if (few := too_few_runs(runs, confidence)) is not None:
         raise GymError.single(None, "--confidence" if confidence >= 1 else "--runs", few)
-    tasks = []
-    owners = []
+    tasks, owners, errors = _tasks(points, scenario, range(seed, seed + runs), engine, max_urls)
+    _check_size(tasks, points, scenario, engine, max_runs, max_urls)
+    interrupted: Interrupted | None = None
+    try:
+        results = run_tasks(tasks, executor, progress)
+    except Interrupted as stop:
+        results, interrupted = stop.done, stop
+    by_point: dict[int, list[dict[str, Any]]] = {}
+    for owner, res in zip(owners, results, strict=False):
+        by_point.setdefault(owner, []).append(res)
+    grid_notes = rounding.scenario_warnings(scenario, 10)  # the same for every point
+    rows = []
+    for i, p in enumerate(points):
+        row: dict[str, Any] = dict(p.values)
+        if i in errors:
+            row.update(status="invalid", error=errors[i])
+        elif len(by_point.get(i, [])) < runs:
+            row.update(
+                status="not run", error="interrupted (Ctrl-C or SIGTERM) before this point ran"
+            )
+        else:
+            assert p.design is not None
+            row.update(_figures(p.design, scenario, by_point[i], confidence, engine, grid_notes))
+        rows.append(row)
+    if interrupted is not None:
+        raise SweepInterrupted(rows)
+    return rows
+
+
+def _tasks(
+    points: list[Point], scenario: Scenario, seeds: range, engine: str, max_urls: int | None
+) -> tuple[list[Task], list[int], dict[int, str]]:
+    """The runs of every point the scenario allows, each run's point, and why each point
+    it does not allow is invalid."""
+    from gym.api import validate
+
+    tasks: list[Task] = []
+    owners: list[int] = []
     errors: dict[int, str] = {}
     for i, p in enumerate(points):
         if p.design is None:
@@ -290,11 +346,24 @@ def run(
         tasks += tasks_for(
             p.design,
             scenario,
-            range(seed, seed + runs),
+            seeds,
             engine,
             max_urls=max_urls if max_urls is not None else DEFAULT_MAX_URLS,
         )
-        owners += [i] * runs
+        owners += [i] * len(seeds)
+    return tasks, owners, errors
+
+
+def _check_size(
+    tasks: list[Task],
+    points: list[Point],
+    scenario: Scenario,
+    engine: str,
+    max_runs: int,
+    max_urls: int | None,
+) -> None:
+    """Refuse, before anything runs, more than ``max_runs`` simulations, and with the
+    request engine more than ``max_urls`` simulated URLs in all."""
     if len(tasks) > max_runs:
         raise GymError.single(
             None,
@@ -311,51 +380,39 @@ def run(
         )
         if over is not None:
             raise GymError([over])
-    interrupted: Interrupted | None = None
-    try:
-        results = run_tasks(tasks, executor, progress)
-    except Interrupted as stop:
-        results, interrupted = stop.done, stop
-    by_point: dict[int, list[dict[str, Any]]] = {}
-    for owner, res in zip(owners, results, strict=False):
-        by_point.setdefault(owner, []).append(res)
-    grid_notes = rounding.scenario_warnings(scenario, 10)  # the same for every point
-    rows = []
-    for i, p in enumerate(points):
-        row: dict[str, Any] = dict(p.values)
-        if i in errors:
-            row.update(status="invalid", error=errors[i])
-            rows.append(row)
-            continue
-        if len(by_point.get(i, [])) < runs:
-            row.update(
-                status="not run", error="interrupted (Ctrl-C or SIGTERM) before this point ran"
-            )
-            rows.append(row)
-            continue
-        assert p.design is not None
-        mc = MonteCarloResult(by_point[i], confidence)
-        row["status"] = "ok"
-        row["cost_units"] = sum(units_of(p.design, scenario.catalog).values())
-        warned = rounding.design_warnings(p.design, scenario, engine=engine, tick_ms=10)
-        warned += grid_notes
-        if warned:  # the engine's grid changed one of this point's figures by over 1%
-            row["warnings"] = " | ".join(warned)
-        for s in mc.slos:
-            row[f"{s.name}_mean"] = s.mean
-            row[f"{s.name}_pass_rate"] = s.pass_rate
-        low, high = mc.ci
-        row.update(
-            runs=mc.n,
-            pass_probability=mc.pass_probability,
-            pass_ci_low=low,
-            pass_ci_high=high,
-            verdict=mc.verdict,
-        )
-        rows.append(row)
-    if interrupted is not None:
-        raise SweepInterrupted(rows)
-    return rows
+
+
+def _figures(
+    design: Design | GraphDesign,
+    scenario: Scenario,
+    results: list[dict[str, Any]],
+    confidence: float,
+    engine: str,
+    grid_notes: list[str],
+) -> dict[str, Any]:
+    """A point's figures over its runs: its cost, warnings, each SLO's mean and pass rate,
+    and its pass probability."""
+    from gym.system.costing import units_of
+
+    mc = MonteCarloResult(results, confidence)
+    row: dict[str, Any] = {"status": "ok"}
+    row["cost_units"] = sum(units_of(design, scenario.catalog).values())
+    warned = rounding.design_warnings(design, scenario, engine=engine, tick_ms=10)
+    warned += grid_notes
+    if warned:  # the engine's grid changed one of this point's figures by over 1%
+        row["warnings"] = " | ".join(warned)
+    for s in mc.slos:
+        row[f"{s.name}_mean"] = s.mean
+        row[f"{s.name}_pass_rate"] = s.pass_rate
+    low, high = mc.ci
+    row.update(
+        runs=mc.n,
+        pass_probability=mc.pass_probability,
+        pass_ci_low=low,
+        pass_ci_high=high,
+        verdict=mc.verdict,
+    )
+    return row
 
 
 class SweepInterrupted(KeyboardInterrupt):

@@ -18,7 +18,6 @@ from gym.sim.flow.base import (
     RatedComponent,
     per_row,
     running_max,
-    steps,
 )
 from gym.sim.flow.hold import SURE, StationHold
 from gym.sim.flow.loss_rows import StationRows
@@ -264,6 +263,12 @@ class LossStation(StationRows, StationHold, RatedComponent):
     def _take(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take the arrivals of ticks [t0, t1) but those Erlang loss turns away, and record
         it: one run's (:meth:`_take_run`), or every run's of a batch (:meth:`_take_rows`)."""
+        if self.gated:
+            # Behind a write buffer: it takes all the buffer sends, a stream as it was.
+            assert self.upstream is not None
+            self.pass_on_stream(t0, t1, self.upstream)
+            sent: IntArray = super()._take(arriving, t0, t1)
+            return sent
         if self.rows is None:
             return self._take_run(arriving, t0, t1)
         return self._take_rows(arriving, t0, t1)
@@ -271,93 +276,41 @@ class LossStation(StationRows, StationHold, RatedComponent):
     def _take_run(self, arriving: IntArray, t0: int, t1: int) -> IntArray:
         """Take one run's arrivals of ticks [t0, t1) but those Erlang loss turns away, and
         record it."""
-        if self.gated:
-            # Behind a write buffer: it takes all the buffer sends, a stream as it was.
-            assert self.upstream is not None
-            self.pass_on_stream(t0, t1, self.upstream)
-            sent: IntArray = super()._take(arriving, t0, t1)
-            return sent
-        overload, unavailable = self.causes[:2]
         upstream = self.upstream
         assert upstream is not None
-        self.arrived[t0:t1] = arriving
-        rates = self.rates[t0:t1]
-        stalled = not rates.all()  # a tick of rate 0 among them
+        self._pass_on(upstream, arriving, t0, t1)
         lo = max(0, t0 - self._memory)
         factors = self.factors[lo:t1]
-        self.dispersion[t0:t1] = upstream.dispersion[t0:t1]
-        if self._spread:
-            own = self._spread * self.factors[t0:t1]
-            self.jitter[t0:t1] = np.hypot(upstream.jitter[t0:t1], own)
-        else:  # hypot(x, 0) is |x|
-            np.abs(upstream.jitter[t0:t1], out=self.jitter[t0:t1])
-        if self.fixed_time:
-            self.pace[t0:t1] = upstream.pace[t0:t1]
-            self.depth[t0:t1] = upstream.depth[t0:t1]
-            self.periodic[t0:t1] = upstream.periodic[t0:t1]
         never = self._never_full(upstream.pace[lo:t1], upstream.depth[lo:t1], factors)
         never = never[t0 - lo :] | self._capped(upstream, lo, t0, t1)
         self._bound(upstream, lo, t0, t1)
-        roomy = bool(never.all())
-        if not roomy:
+        if not never.all():
             up = self.rates[lo:t1] > 0
             mean = np.where(up, upstream.expected[lo:t1], 0.0)  # no service starts in a stall
-            roomy = self._roomy(np.maximum(mean, np.where(up, self.arrived[lo:t1], 0)), factors)
-        if roomy and not stalled:  # takes every arrival
-            taken: IntArray = arriving.copy()
-            self.expected[t0:t1] = upstream.expected[t0:t1]
-            self._admitted[t0:t1] = upstream.expected[t0:t1]
-            self.processed[t0:t1] = arriving
-            self.failed[unavailable][t0:t1] = 0
-            self.loss_share[t0:t1] = 0.0
-            self.failed[overload][t0:t1] = 0
-            self.loss_expected[t0:t1] = 0.0
-            if self.walk is not None:
-                self.walk.book(taken, self.factors[t0:t1], t0)
-            return taken
-        down = rates == 0
-        if roomy:
-            taken = np.where(down, 0, arriving)
-            self.loss_expected[t0:t1] = np.where(down, 1.0, 0.0)
-            if self.walk is not None:
-                self.walk.book(taken, self.factors[t0:t1], t0)
-            self.expected[t0:t1] = np.where(down, 0.0, upstream.expected[t0:t1])
-            self._admitted[t0:t1] = self.expected[t0:t1]
-            self.processed[t0:t1] = taken
-            self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
-            self.loss_share[t0:t1] = np.where(down, 1.0, 0.0)
-            self.failed[overload][t0:t1] = 0
-            return taken
-        load = erlang.offered_load(mean, factors, self._kernels)
-        # The stream's dispersion, weighted as the load is, and the occupancy's peakedness.
-        irregular = erlang.offered_load(mean * upstream.dispersion[lo:t1], factors, self._kernels)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            dispersion = np.where(load > 0, irregular / load, 1.0)[t0 - lo :]
-        # A paced stream scattered by random times on the way looks more Poisson over the
-        # window a slot is held.
-        window = self.service.mean_ms / 1000.0 * self.factors[t0:t1]
-        dispersion += (1.0 - dispersion) * erlang.jittered(window, upstream.jitter[t0:t1])
-        peakedness = 1.0 + (dispersion - 1.0) * self.kappa
-        loss = np.zeros(t1 - t0)
-        # Every tick with traffic expected, not only those with arrivals: the expected
-        # admissions below must carry the loss on an empty tick too.
-        ask = ((arriving > 0) | (upstream.expected[t0:t1] > 0)) & ~down & ~never
-        regular = np.full(t1 - t0, np.nan)
-        periodic = upstream.periodic[lo:t1]
-        if periodic[t0 - lo :].any():
-            # A periodic stream's load from its period, smooth where counts of 0, 1 and 2
-            # per tick scatter it (the same memory of the services begun before).
-            per_tick = upstream.pace[lo:t1] * self.ledger.tick_ms / 1000.0
-            steady = np.where(up & periodic, per_tick, mean)
-            smooth = erlang.offered_load(steady, factors, self._kernels)[t0 - lo :]
-            regular = np.where(periodic[t0 - lo :], smooth, np.nan)
-        loss[ask] = erlang.erlang_b_peaked(
-            self.slots, load[t0 - lo :][ask], peakedness[ask], regular[ask]
-        )
+            offered = np.maximum(mean, np.where(up, self.arrived[lo:t1], 0))
+            if not self._roomy(offered, factors):
+                return self._erlang_run(arriving, never, mean, t0, t1, lo)
+        # Every arrival taken, but in a stall's ticks.
+        rates = self.rates[t0:t1]
+        down = None if rates.all() else rates == 0
+        taken = self._take_all(..., arriving, upstream.expected[t0:t1], down, t0, t1)
+        if self.walk is not None:
+            self.walk.book(taken, self.factors[t0:t1], t0)
+        return taken
+
+    def _erlang_run(
+        self, arriving: IntArray, never: np.ndarray, mean: np.ndarray, t0: int, t1: int, lo: int
+    ) -> IntArray:
+        """The Erlang part of :meth:`_take_run`, where the slots may turn arrivals away
+        (``mean``: the expected arrivals from tick ``lo``, none in a stall; ``never``: the
+        ticks a paced stream cannot fill)."""
+        upstream = self.upstream
+        assert upstream is not None
+        down = self.rates[t0:t1] == 0
+        peakedness, loss = self._erlang_loss(..., mean, arriving, never, down, t0, t1, lo)
         admitted = np.where(down, 0.0, upstream.expected[t0:t1] * (1.0 - loss))
         share = self._within_slots(admitted, t0, t1, lo)
-        self._admitted[t0:t1] = admitted * share
-        self.loss_expected[t0:t1] = np.where(down, 1.0, 1.0 - (1.0 - loss) * share)
+        self._admit(..., admitted, share, loss, down, t0, t1)
         if self.walk is not None:
             # A stream smoother than Poisson (periodic, or paced and thinned) does not come
             # in a random order: it takes its own figure (D/D/c, Hayward's).
@@ -365,20 +318,6 @@ class LossStation(StationRows, StationHold, RatedComponent):
             lost = self.walk.step(arriving, down, never, smooth, loss, self.factors, t0)
             taken = np.where(down, 0, arriving - lost)
         else:
-            expected = arriving * loss
-            cum = np.floor(self._lost_carry + np.cumsum(expected) + 1e-9)
-            lost = steps(cum)
-            if len(cum):
-                carry = self._lost_carry + float(expected.sum()) - float(cum[-1])
-                self._lost_carry = min(max(carry, 0.0), 1.0 - 1e-12)
-            taken = np.where(down, 0, arriving - lost)
-            taken, lost = self._hold(taken, lost, share < 1.0, t0, t1, lo)
-        self.expected[t0:t1] = self._admitted[t0:t1]
-        self.processed[t0:t1] = taken
-        self.failed[unavailable][t0:t1] = np.where(down, arriving, 0)
-        self.failed[overload][t0:t1] = np.where(down, 0, lost)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            self.loss_share[t0:t1] = np.where(
-                down, 1.0, np.where(arriving > 0, lost / np.maximum(arriving, 1), loss)
-            )
+            taken, lost = self._lose(arriving, loss, down, share < 1.0, t0, t1, lo)
+        self._record(..., arriving, taken, lost, loss, down, t0, t1)
         return taken

@@ -278,17 +278,57 @@ def step_rows(
                 t0,
             )
             return lost
-    slots = walks[0].slots
+    return _walk_rows(walks, ends, rows, arriving, down, never, smooth, shares, spans, t0)
+
+
+def _walk_rows(
+    walks: Sequence[SlotWalk],
+    ends: np.ndarray,
+    rows: list[int],
+    arriving: IntArray,
+    down: np.ndarray,
+    never: np.ndarray,
+    smooth: np.ndarray,
+    shares: np.ndarray,
+    spans: list[tuple[int, float]],
+    t0: int,
+) -> IntArray:
+    """:func:`step_rows`'s walk, tick by tick, of runs whose takes end a whole number of
+    ticks later (``spans``: each tick's whole ticks and fraction)."""
+    count = arriving.shape[1]
     reach = max(whole for whole, _ in spans) + 2
     top = min(ends.shape[1], t0 + count + reach)
     index = np.asarray(rows)
     # Tick by tick, each tick's figures of every run side by side (rows of these).
     ended = ends[index, t0:top].T.copy()
-    came, paced, even_at, share_at = arriving.T, never.T, smooth.T, shares.T
     busy = np.array([w.busy for w in walks], dtype=np.int64)
     carry = np.array([w.carry for w in walks], dtype=np.float64)
-    lost = np.zeros((count, len(walks)), dtype=np.int64)
-    any_even = bool(smooth.any())
+    even_at = smooth.T if smooth.any() else None
+    lost = _walk_ticks(
+        walks, spans, down, ended, busy, carry, arriving.T, never.T, even_at, shares.T
+    )
+    ends[index, t0:top] = ended.T
+    for w, b, c in zip(walks, busy.tolist(), carry.tolist(), strict=True):
+        w.busy, w.carry = b, c
+    lost = lost.T
+    return lost
+
+
+def _walk_ticks(
+    walks: Sequence[SlotWalk],
+    spans: list[tuple[int, float]],
+    down: np.ndarray,
+    ended: np.ndarray,
+    busy: np.ndarray,
+    carry: np.ndarray,
+    came: np.ndarray,
+    paced: np.ndarray,
+    even_at: np.ndarray | None,
+    share_at: np.ndarray,
+) -> IntArray:
+    """:func:`_walk_rows`' ticks, a row each of every run's figures (``ended``, ``busy``
+    and ``carry`` walked in place): the URLs each tick turns away, a row per tick."""
+    slots, lost = walks[0].slots, np.zeros((len(spans), len(walks)), dtype=np.int64)
     for i, (off, (whole, _)) in enumerate(zip(down.tolist(), spans, strict=True)):
         r = ended[i]
         if off:
@@ -297,15 +337,14 @@ def step_rows(
         k = came[i]
         cutting = (k > 0) & ~paced[i]
         free = slots - busy
-        even = cutting & even_at[i] if any_even else None
+        even = cutting & even_at[i] if even_at is not None else None
         over = cutting & (k > free)
         if even is not None:
             over &= ~even
         cuts = even is not None and bool(even.any())
         if cuts or over.any():
             take = k.copy()
-            if cuts:
-                assert even is not None
+            if cuts and even is not None:
                 # _even_cut for every run, kept where the run's stream is smooth.
                 c = carry + k * share_at[i]
                 least = k - r - np.maximum(free, 0)
@@ -324,10 +363,6 @@ def step_rows(
         busy += take - r
         if i + whole < len(ended):
             ended[i + whole] += take
-    ends[index, t0:top] = ended.T
-    for w, b, c in zip(walks, busy.tolist(), carry.tolist(), strict=True):
-        w.busy, w.carry = b, c
-    lost = lost.T
     return lost
 
 
