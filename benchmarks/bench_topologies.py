@@ -8,7 +8,7 @@ Rows: every shipped crawler design (``designs/*.yaml``, ``designs/levers/*.yaml`
 ``--deep`` adds the discovery crawler ``designs/levers/seen-set-4.yaml`` under
 ``scenarios/levers/deep-crawl.yaml``, whose pages yield links (about 4 million lookups a
 run). The engine walks every design's topology (a crawler's is its built-in graph,
-:func:`gym.system.crawler.system_topology`) and the baseline walks the same graph. Each
+:func:`gym.system.compiled.system_topology`) and the baseline walks the same graph. Each
 round runs the engine (``gym.simulate``, engine + scoring) and the baseline one after the
 other, in this process, timed as CPU time; the ratio is of the medians over the rounds, as
 ``bench_ratios`` does. CPU time per URL counts every URL offered (a crawler's links
@@ -28,7 +28,7 @@ from typing import Any
 
 import gym
 from benchmarks.report import write_results
-from gym.system import crawler
+from gym.system import compiled
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -65,7 +65,7 @@ def main() -> None:
             continue
         design = gym.load_design(ROOT / d)
         scenario = gym.load_scenario(ROOT / s)
-        graph = crawler.system_topology(design, scenario)
+        graph = compiled.system_topology(design, scenario)
         ours: list[float] = []
         base: list[float] = []
         urls: list[int] = []

@@ -7,6 +7,11 @@ Read with Python's ``ast`` (and radon's cyclomatic complexity, a test extra), ne
 running the code:
 
 - **design-type checks**: ``isinstance`` calls that name ``Design`` or ``GraphDesign``;
+- **design-type questions**: the calls, outside ``gym/system/compiled.py``, that ask it
+  which type a design is: ``addons`` (the crawler's add-ons, to show a crawler-only
+  figure) and ``graph_design`` (to take a graph's own path where the crawler has a twin:
+  its moves, its search space, its rounding warnings). The isinstance figure counts the
+  checks; this one the places that still depend on the answer;
 - **request-engine paths**: the places in ``gym/sim/request`` that build a run's record
   (``RunRecord(...)``): one per way a design can be run;
 - **flow latency paths**: the functions in ``gym/sim`` that estimate a flow run's latency
@@ -61,6 +66,21 @@ def design_checks(trees: dict[Path, ast.Module]) -> list[str]:
                 and {"Design", "GraphDesign"} & _names(node.args[1])
             ):
                 found.append(f"{rel(path)}:{node.lineno}")
+    return found
+
+
+def design_questions(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
+    """Per question (``addons``, ``graph_design``), each call outside the compile step, as
+    ``file:line``."""
+    found: dict[str, list[str]] = {"addons": [], "graph_design": []}
+    for path, tree in trees.items():
+        if rel(path) == "gym/system/compiled.py":
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute):
+                name = node.func.id if isinstance(node.func, ast.Name) else node.func.attr
+                if name in found:
+                    found[name].append(f"{rel(path)}:{node.lineno}")
     return found
 
 
@@ -196,6 +216,7 @@ def measure() -> dict[str, Any]:
         "design_type_checks": len(checks),
         "design_type_check_files": len({c.split(":")[0] for c in checks}),
         "design_type_check_sites": checks,
+        "design_type_questions": design_questions(trees),
         "request_paths": record_builders(trees, "gym/sim/request/"),
         "flow_latency_paths": flow_latency_paths(trees),
         "functions_over_80": [f"{n} {path} {name}" for n, path, name in long],
@@ -228,6 +249,10 @@ def table(m: dict[str, Any]) -> str:
             lines.append(f"| {label} | (radon missing) | <= {goal} | ? |")
             continue
         lines.append(f"| {label} | {now} | <= {goal} | {'yes' if now <= goal else 'no'} |")
+    asked = m["design_type_questions"]
+    for question, sites in asked.items():
+        files = len({s.split(":")[0] for s in sites})
+        lines.append(f"| calls of compiled.{question} | {len(sites)} in {files} files | - | - |")
     counts = Counter(m["kind_files_outside_home"])
     named = ", ".join(f"{k} {n}" for k, n in sorted(counts.items()))
     lines.append(f"| files naming a kind outside its home | {named} | one registry line | - |")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,15 +14,11 @@ from gym.core.limits import DEFAULT_MAX_URLS, ENGINE_MODULES, ENGINES
 from gym.inputs.loading import design_parts, load_design, load_scenario
 from gym.models import Design, Scenario
 from gym.sim.timeline import MAX_TICKS, VALID_TICKS_MS, Timeline
-from gym.system import costing, crawler, kinds
-from gym.system.graph import GraphDesign
-from gym.system.kinds.cache import CacheNode
-from gym.system.kinds.fleet import FleetNode
-from gym.system.units import cache_units
+from gym.system import compiled, costing, crawler, kinds
+from gym.system.graph import GraphDesign, graph_scenario, node_problems
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
-    from gym.models import Catalog
     from gym.sim.record import RunRecord
 
 Engine = Callable[..., "RunRecord"]
@@ -59,8 +55,8 @@ def url_budget(
     ``designs``: the designs run (a crawler's link-discovery loop adds its links; the
     largest counts for every run)."""
     expected = max(
-        (crawler.expected_urls(scenario, d) for d in designs),
-        default=crawler.expected_urls(scenario),
+        (compiled.expected_urls(scenario, d) for d in designs),
+        default=compiled.expected_urls(scenario),
     )
     total = expected * runs
     if total <= max_urls:
@@ -85,15 +81,8 @@ def validate(
     """Problems that stop ``design`` from running under ``scenario`` (empty when it can);
     models or paths, as :func:`simulate` takes them (a file that does not load raises
     :class:`gym.GymError`)."""
-    if not isinstance(design, Design | GraphDesign):
-        design = load_design(design)
-    if not isinstance(scenario, Scenario):
-        scenario = load_scenario(default_scenario() if scenario is None else scenario)
-    if isinstance(design, GraphDesign):
-        problems = graph_check(design, scenario)
-    else:
-        problems = costing.check(design, scenario.catalog, design._source)
-        problems += _crawler_fits(scenario, design.name, discovery=design.discovery is not None)
+    design, scenario = _loaded(design, scenario)
+    problems = compiled.problems_under(design, scenario)
     if tick_ms not in VALID_TICKS_MS:
         problems.append(
             Problem(None, "tick_ms", f"{tick_ms} must be a whole number of ms dividing 1000")
@@ -109,33 +98,6 @@ def validate(
                     f"limit is {MAX_TICKS:,} (use a longer tick)",
                 )
             )
-    return problems
-
-
-def _crawler_fits(scenario: Scenario, name: str | None, *, discovery: bool) -> list[Problem]:
-    """What stops a crawler design (named ``name``, with a link-discovery loop or not)
-    from running under ``scenario``: a fault on the seen set it lacks, a graph scenario."""
-    problems = []
-    if not discovery:
-        problems += [
-            Problem(
-                scenario._source,
-                f"faults[{i}].target",
-                f"'seen_set' is the link-discovery loop's seen set, and "
-                f"{name or 'this design'} has no discovery section",
-            )
-            for i, fault in enumerate(scenario.faults)
-            if fault.target == "seen_set"
-        ]
-    if scenario.system != "crawler":
-        problems.append(
-            Problem(
-                scenario._source,
-                "system",
-                f"the scenario is for graph designs (system: {scenario.system}) and "
-                f"{name or 'this design'} is a crawler design",
-            )
-        )
     return problems
 
 
@@ -189,93 +151,11 @@ def section_checks(
     if parts is None:
         return []
     if parts.graph:  # the system, and the catalog's limits on each node valid alone
-        return _graph_system(scenario, parts.name) + _node_checks(
+        return graph_scenario(scenario, parts.name) + node_problems(
             str(path), parts.valid, scenario.catalog
         )
     problems = costing.check_sections(parts.valid, scenario.catalog, str(path))
-    return problems + _crawler_fits(scenario, parts.name, discovery="discovery" in parts.given)
-
-
-def _graph_system(scenario: Scenario, name: str | None) -> list[Problem]:
-    """A graph design (named ``name``) needs a graph scenario."""
-    if scenario.system == "graph":
-        return []
-    return [
-        Problem(
-            scenario._source,
-            "system",
-            f"{name or 'the design'} is a graph design; its scenario needs "
-            "system: graph (faults then name its nodes)",
-        )
-    ]
-
-
-def _node_checks(file: str | None, nodes: Mapping[str, Any], catalog: Catalog) -> list[Problem]:
-    """What the catalog allows each node of a graph (given by name): a fleet's rate per
-    replica, a cache's hit ratio."""
-    problems: list[Problem] = []
-    for name, spec in nodes.items():
-        if (
-            isinstance(spec, FleetNode)
-            and spec.rps_per_replica > catalog.fetchers.max_rps_per_replica
-        ):
-            problems.append(
-                Problem(
-                    file,
-                    f"graph.nodes.{name}.rps_per_replica",
-                    f"{spec.rps_per_replica:g} is more than one replica can give (the catalog "
-                    f"allows at most {catalog.fetchers.max_rps_per_replica:g}/s); add replicas",
-                )
-            )
-        if isinstance(spec, CacheNode) and cache_units(spec.hit_ratio, catalog) is None:
-            problems.append(
-                Problem(
-                    file,
-                    f"graph.nodes.{name}.hit_ratio",
-                    f"{spec.hit_ratio:g} cannot be reached: the first cache unit reaches "
-                    f"{catalog.cache.base_hit_ratio:g} and each further unit halves the misses",
-                )
-            )
-    return problems
-
-
-def graph_check(design: GraphDesign, scenario: Scenario) -> list[Problem]:
-    """What stops a graph design from running under ``scenario``: the scenario must be
-    for graph designs, its faults must hit nodes that can suffer them, and the catalog must
-    allow what each node asks."""
-    problems = _graph_system(scenario, design.name)
-    problems += _node_checks(design._source, design.graph.nodes, scenario.catalog)
-    nodes = design.graph.nodes
-    faults = scenario.faults if scenario.system == "graph" else []  # else: the line above
-    for i, fault in enumerate(faults):
-        spec = nodes.get(fault.target)
-
-        def suffers(node: object, fault_kind: str = fault.kind) -> bool:
-            return fault_kind in kinds.kind(getattr(node, "kind")).faults  # noqa: B009
-
-        unnamed = "target" not in fault.model_fields_set
-        if unnamed or spec is None or not suffers(spec):
-            can = [n for n, s in nodes.items() if suffers(s)]
-            what = {"crash": "crash", "stall": "stall", "slowdown": "slow down"}[fault.kind]
-            if unnamed:
-                problems.append(
-                    Problem(
-                        scenario._source,
-                        f"faults[{i}].target",
-                        f"is required in a graph scenario: the node that should {what} "
-                        + (f"({', '.join(can)})" if can else "(the design has none)"),
-                    )
-                )
-                continue
-            problems.append(
-                Problem(
-                    scenario._source,
-                    f"faults[{i}].target",
-                    f"{fault.target!r} is not a node of {design.name or 'the design'} that can "
-                    f"{what}; " + (f"choose {', '.join(can)}" if can else "it has none"),
-                )
-            )
-    return problems
+    return problems + crawler.fits(scenario, parts.name, discovery="discovery" in parts.given)
 
 
 def simulate(
@@ -336,7 +216,7 @@ def simulate_many(
         return []
     timeline = Timeline(scenario, tick_ms)
     # The design's topology, built once: the engine runs it, the metrics read it.
-    topology = crawler.system_topology(design, scenario)
+    topology = compiled.system_topology(design, scenario)
     timeline.affected_by = kinds.affected_by(topology)  # whose faults explain what
     # The engines, and what scores their record, load on first use: validating and the
     # commands that only read files do not pay for numpy and SimPy.

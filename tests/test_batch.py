@@ -146,13 +146,13 @@ def test_which_nodes_a_batch_shares(design: str, scenario: str, own: set[str]) -
     from gym.sim.flow import engine
     from gym.sim.flow.base import RowView
     from gym.sim.timeline import Timeline
-    from gym.system import crawler
+    from gym.system import compiled
 
     d = gym.load_design(ROOT / design)
     s = gym.load_scenario(ROOT / scenario)
     built: list[dict[str, Any]] = [{}, {}, {}]
     records = engine.run_graph(
-        crawler.system_topology(d, s), s, [4, 5, 6], Timeline(s, 10), built=built
+        compiled.system_topology(d, s), s, [4, 5, 6], Timeline(s, 10), built=built
     )
     assert {n for n, c in built[0].items() if not isinstance(c, RowView)} == own
     for k, record in enumerate(records):

@@ -360,7 +360,7 @@ def _flow_arrays(
     """Every per-tick array of every flow component after one run, by component."""
     from gym.sim.flow import engine as flow
     from gym.sim.timeline import Timeline
-    from gym.system import crawler
+    from gym.system import compiled
 
     arrays = {}
     collect = flow.RunRecord.collect
@@ -377,7 +377,12 @@ def _flow_arrays(
 
     monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
     flow.run(
-        d, sc, seed=3, timeline=Timeline(sc, 10), topology=crawler.system_topology(d, sc), step=step
+        d,
+        sc,
+        seed=3,
+        timeline=Timeline(sc, 10),
+        topology=compiled.system_topology(d, sc),
+        step=step,
     )
     monkeypatch.undo()
     return arrays

@@ -14,7 +14,7 @@ import gym
 from gym.cli import app
 from gym.explore import optimize
 from gym.explore.fix import Change, Fix, NoFix, changes, suggest
-from gym.system.costing import units_of
+from gym.system.compiled import units_of
 from tests.conftest import CHAOS, REFERENCE, ROOT, STARTER
 
 runner = CliRunner()

@@ -24,7 +24,7 @@ from gym.models import Scenario
 from gym.sim import waiting
 from gym.sim.flow import engine, fluid
 from gym.sim.timeline import Timeline
-from gym.system import crawler
+from gym.system import compiled
 from gym.system.graph import GraphDesign
 from tests.conftest import ROOT
 from tests.test_theory import erlang_c_wq, mdc_wq
@@ -158,7 +158,7 @@ def test_the_fluid_network_takes_a_loop_at_its_rate() -> None:
     handed out, and round a loop read 205/s here): 160/s x 1.25 = 200/s once the loop
     has filled, and SCV 1 (Poisson, M/M/c departures)."""
     design, sc = _loop(0.2, 0.1), _steady(160, 30)
-    topology = crawler.system_topology(design, sc)
+    topology = compiled.system_topology(design, sc)
     built: dict[str, Any] = {}
     record = engine.run_graph(topology, sc, [0], Timeline(sc), built=[built])[0]
     net = fluid.network(topology, record, fluid.captured(topology, built))

@@ -26,6 +26,13 @@ LONG_FUNCTIONS: dict[str, int] = {}
 #: The blocks radon still rates D to F (cyclomatic complexity over 20), with the
 #: complexity none of them may pass; the goal is at most 5.
 COMPLEX_BLOCKS: dict[str, int] = {}
+#: Where a design's type may be checked (``isinstance`` naming ``Design`` or
+#: ``GraphDesign``): the compile step, and the API's test of whether it was given a design
+#: or a path.
+TYPE_CHECK_FILES = {"gym/system/compiled.py": 2, "gym/api.py": 1}
+#: The most places that ask the compile step which type a design is (issue 40: only
+#: fewer). ``graph_design`` still picks a graph's own path where the crawler has a twin.
+MAX_QUESTIONS = {"addons": 24, "graph_design": 4}
 
 
 def _module_name(path: Path, root: Path) -> str:
@@ -155,6 +162,36 @@ def test_few_complex_blocks() -> None:
     grown = {k: n for k, n in got.items() if n > COMPLEX_BLOCKS.get(k, 20)}
     assert grown == {}, "blocks over complexity 20 (or more complex than listed)"
     assert got == COMPLEX_BLOCKS, "simpler now: update COMPLEX_BLOCKS"
+
+
+def test_design_types_told_apart_in_the_compile_step() -> None:
+    """A design's type is checked only in gym/system/compiled.py (and the API's one test of
+    a design or a path); everything else asks it (``addons``, ``graph_design``), at no more
+    places than listed."""
+    from benchmarks.structure import design_checks, design_questions, modules
+
+    trees = modules()
+    files: dict[str, int] = {}
+    for site in design_checks(trees):
+        name = site.split(":")[0]
+        files[name] = files.get(name, 0) + 1
+    assert files == TYPE_CHECK_FILES
+    asked = {q: len(sites) for q, sites in design_questions(trees).items()}
+    assert all(asked[q] <= n for q, n in MAX_QUESTIONS.items()), asked
+
+
+def test_the_type_check_count_can_fail(tmp_path: Path) -> None:
+    """An isinstance naming a design type is found, in a union too; one naming another
+    class is not; a call of ``addons`` is counted as a question."""
+    from benchmarks.structure import design_checks, design_questions
+
+    src = (
+        "isinstance(d, Design)\nisinstance(d, Design | GraphDesign)\nisinstance(d, Scenario)\n"
+        "addons(d)\ncompiled.graph_design(d)\n"
+    )
+    trees = {ROOT / "gym" / "m.py": ast.parse(src)}
+    assert design_checks(trees) == ["gym/m.py:1", "gym/m.py:2"]
+    assert design_questions(trees) == {"addons": ["gym/m.py:4"], "graph_design": ["gym/m.py:5"]}
 
 
 def test_the_length_check_can_fail(tmp_path: Path) -> None:

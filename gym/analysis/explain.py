@@ -17,7 +17,8 @@ from gym.analysis.scoring import SLOCheck, per_second
 from gym.core.text import Unit
 from gym.models import Design, Scenario
 from gym.sim.record import RunRecord
-from gym.system.crawler import CAUSES, Politeness, politeness
+from gym.system.compiled import addons
+from gym.system.crawler import CAUSES, Politeness
 from gym.system.graph import GraphDesign
 
 #: Which component records each cause, and how a person says it.
@@ -62,18 +63,15 @@ def explain(
     metrics: Metrics, checks: list[SLOCheck], design: Design | GraphDesign, scenario: Scenario
 ) -> list[Explanation]:
     """Explanations for every failed SLO, then every failure cause, then every outage."""
-    crawler = design if isinstance(design, Design) else None
-    polite = politeness(crawler, scenario) if crawler is not None else None
+    crawler = addons(design)
+    polite = crawler.politeness(scenario) if crawler is not None else None
     # Links the scenario's pages carry that the design does not follow (no discovery).
-    unfollowed = (
-        crawler is not None
-        and crawler.discovery is None
-        and bool(scenario.web.links_per_page or any(s.links_per_page for s in scenario.load))
-    )
+    unfollowed = crawler is not None and crawler.unfollowed_links(scenario)
     unit = design.unit
     out = [_slo(metrics, chk, polite, unit, unfollowed) for chk in checks if not chk.passed]
     causes = sorted(((n, c) for c, n in metrics.failed_by_cause.items() if n > 0), reverse=True)
-    out += [_cause(metrics, cause, crawler, polite, unit) for _, cause in causes]
+    own = crawler.design if crawler is not None else None
+    out += [_cause(metrics, cause, own, polite, unit) for _, cause in causes]
     if crawler is None and any(not c.passed for c in checks):  # what a graph's loops amplify
         out += [
             Explanation("note", f"{line[0].upper()}{line[1:]}.")

@@ -25,7 +25,7 @@ import numpy as np
 
 from gym.models import Design, Scenario
 from gym.sim.record import RunRecord, Tally
-from gym.system import costing, kinds
+from gym.system import compiled, kinds
 from gym.system.graph import GraphDesign
 from gym.system.kinds.base import Kind
 from gym.system.topology import Node, Topology
@@ -224,9 +224,7 @@ def compute(record: RunRecord, design: Design | GraphDesign, scenario: Scenario)
         window_s=win.starts * tl.tick_s,
         offered_w=offered_w,
         components=ordered,
-        units=costing.units(design, scenario.catalog)
-        if isinstance(design, Design)
-        else kinds.graph_units(graph, scenario.catalog),
+        units=compiled.units_of(design, scenario.catalog),
         offered=int(record.offered.sum()),
         served=record.served_total,
         failed=sum(failed_by_cause.values()),

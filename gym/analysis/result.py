@@ -18,6 +18,7 @@ from gym.analysis.scoring import SLOCheck
 from gym.core.jsontext import JsonText
 from gym.models import Design, Scenario
 from gym.sim.latency import LatencyStats
+from gym.system.compiled import addons
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
@@ -103,9 +104,10 @@ class Result(JsonText):
         (the crawler's; None for a graph design)."""
         import math
 
-        if not isinstance(self.design, Design):
+        crawler = addons(self.design)
+        if crawler is None:
             return None
-        d, w = self.design.dedup, self.scenario.dedup
+        d, w = crawler.design.dedup, self.scenario.dedup
         rec = self.metrics.record
         if d.seen_set == "bloom":
             bits = -math.log(d.fp_rate) / math.log(2) ** 2
@@ -152,6 +154,7 @@ class Result(JsonText):
     def to_dict(self) -> dict[str, Any]:
         """The object ``gym run --json`` prints (docs/specification.md section 7)."""
         m = self.metrics
+        crawler = addons(self.design)
         peak, peak_component, peak_at = m.peak
         components: dict[str, Any] = {}
         for name, cw in m.components.items():
@@ -197,9 +200,7 @@ class Result(JsonText):
             "skipped_by_cause": dict(m.skipped_by_cause),
             "dedup": self.dedup(),
             "in_flight_end_by_component": dict(m.record.in_flight_end),
-            "fetchers_on_crash": (
-                self.design.fetchers.on_crash if isinstance(self.design, Design) else None
-            ),
+            "fetchers_on_crash": crawler.on_crash if crawler is not None else None,
             "components": components,
             "outages": [{"component": c, "from_s": a, "to_s": b} for c, a, b in m.outages],
             "latency_ms": {name: s.to_dict() for name, s in self.latency.items()},

@@ -25,6 +25,7 @@ from gym.core.text import Unit
 from gym.models import Design, RetryPolicy, Scenario, ServiceTime
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
+from gym.system.compiled import addons, graph_design
 from gym.system.crawler import (
     busiest_shard_share,
     cache_capacity_rps,
@@ -54,8 +55,14 @@ def design_warnings(
 ) -> list[str]:
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
-    if isinstance(design, GraphDesign):
-        return _graph_warnings(design, engine, tick_ms)
+    graph, crawler = graph_design(design), addons(design)
+    if graph is not None:
+        return _graph_warnings(graph, engine, tick_ms)
+    return [] if crawler is None else _crawler_warnings(crawler.design, scenario, engine, tick_ms)
+
+
+def _crawler_warnings(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:
+    """The roundings of a crawler design's own figures."""
     lines = []
     if engine == "flow":
         mean = design.fetchers.service.mean_ms

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from gym.models import CrashFault, Design, SlowdownFault, StallFault
+from gym.system.compiled import addons
 
 if TYPE_CHECKING:
     from gym.analysis.result import Result
@@ -138,17 +139,19 @@ def high_priority_served(record: RunRecord, design: Design, scenario: Scenario) 
 
 def grade(result: Result) -> list[Grade]:
     """Every rubric item for a crawler design's run (see the module docstring)."""
-    design = result.design
-    assert isinstance(design, Design), "the rubric grades crawler designs"
+    crawler = addons(result.design)
+    if crawler is None:
+        raise ValueError("the rubric grades crawler designs")
+    design = crawler.design
     m = result.metrics
     record, scenario = m.record, result.scenario
     return [
         _frontier(record, design, scenario),
         _dedup(record, design, scenario),
-        _decoupled_writes(result),
+        _decoupled_writes(result, design),
         _spare_fetcher(result),
-        _dns_caching(result),
-        _storage(result),
+        _dns_caching(result, design),
+        _storage(result, design),
         _recrawl(record, design, scenario),
     ]
 
@@ -384,9 +387,7 @@ def _recrawl(record: RunRecord, design: Design, scenario: Scenario) -> Grade:
     )
 
 
-def _decoupled_writes(result: Result) -> Grade:
-    design = result.design
-    assert isinstance(design, Design)
+def _decoupled_writes(result: Result, design: Design) -> Grade:
     record = result.metrics.record
     windows = _fault_windows(result, (StallFault, SlowdownFault), "page_store")
     store = record.components["page_store"]
@@ -448,9 +449,7 @@ def _spare_fetcher(result: Result) -> Grade:
     return Grade("N+1 fetchers", credit, measured)
 
 
-def _storage(result: Result) -> Grade:
-    design = result.design
-    assert isinstance(design, Design)
+def _storage(result: Result, design: Design) -> Grade:
     from gym.system.costing import page_store_units
     from gym.system.crawler import page_store_in_effect
 
@@ -483,9 +482,7 @@ def _storage(result: Result) -> Grade:
     )
 
 
-def _dns_caching(result: Result) -> Grade:
-    design = result.design
-    assert isinstance(design, Design)
+def _dns_caching(result: Result, design: Design) -> Grade:
     m = result.metrics
     lost = m.failed_by_cause.get("resolver_overload", 0)
     peak = np.nanmax(m.components["resolver"].saturation, initial=0.0)
@@ -505,14 +502,15 @@ def traps(result: Result) -> list[Grade]:
     global FIFO frontier (its politeness violations), recrawling everything (the
     bandwidth wasted), page bodies in a relational table, and dedup layers missing where
     the scenario tests them; each with what the run measured. Graph designs: none."""
-    if not isinstance(result.design, Design):
+    crawler = addons(result.design)
+    if crawler is None:
         return []
-    design = result.design
+    design = crawler.design
     record, scenario = result.metrics.record, result.scenario
     items = [
         _frontier(record, design, scenario),
         _recrawl(record, design, scenario),
-        _storage(result),
+        _storage(result, design),
     ]  # the items with a trap; the others cost a run nothing
     out = [g for g in items if g.trap is not None]
     # Dedup layers: only those the scenario tests (its variants, duplicate bodies), each

@@ -58,7 +58,7 @@ def estimate_cmd(
     """Back-of-the-envelope figures: pages/day, bandwidth, storage, Bloom filter, DNS, hosts."""
     from gym.analysis.estimate import Inputs, estimate
     from gym.api import load_inputs
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     if sets and design is None:
         raise GymError.single(None, "--set", "needs a DESIGN to change")
@@ -70,13 +70,14 @@ def estimate_cmd(
         raise GymError.single(
             s._source, "system", "estimate works out a crawler's figures (a crawler scenario)"
         )
-    if d is not None and not isinstance(d, Design):
+    crawler = None if d is None else addons(d)
+    if d is not None and crawler is None:
         raise GymError.single(
             str(design), None, "estimate reads crawler designs only (this is a graph)"
         )
     inputs = Inputs.of(
         s,
-        d,
+        None if crawler is None else crawler.design,
         pages_per_s=pages_per_s,
         page_kb=page_kb,
         compression=compression,
@@ -141,7 +142,7 @@ def validate_cmd(
     ] = False,
 ) -> None:
     """Check DESIGN (and the scenario, whose catalog prices it) without running it."""
-    from gym.system import costing
+    from gym.system import compiled
 
     try:
         d, s = checked(design, scenario, sets)
@@ -152,7 +153,7 @@ def validate_cmd(
             ]
             print_json({"valid": False, "problems": problems})
         raise
-    units = costing.units_of(d, s.catalog)
+    units = compiled.units_of(d, s.catalog)
     parts = ", ".join(f"{name} {n}" for name, n in units.items() if n)
     if as_json:
         print_json(

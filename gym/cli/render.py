@@ -78,7 +78,7 @@ def _print_slos(r: Result, console: Console) -> None:
 def _print_outcomes(r: Result, console: Console) -> None:
     """What the run counts (offered = served + failed + ...), the retries, the links found
     and what a crashed replica does with its fetches."""
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     m = r.metrics
     skipped = f" + {m.skipped:,} skipped (dedup)" if m.skipped else ""
@@ -97,11 +97,9 @@ def _print_outcomes(r: Result, console: Console) -> None:
             "pages (each looked up in the seen set)",
             soft_wrap=True,
         )
-    if isinstance(r.design, Design):
+    if (crawler := addons(r.design)) is not None:
         policy = (
-            "fail (cause crash_loss)"
-            if r.design.fetchers.on_crash == "fail"
-            else "go back to the frontier"
+            "fail (cause crash_loss)" if crawler.on_crash == "fail" else "go back to the frontier"
         )
         console.print(f"Fetches in flight on a crashed replica: {policy}")
 
@@ -316,7 +314,7 @@ def _print_alerts(r: Result, console: Console) -> None:
 def _print_latency(r: Result, console: Console) -> None:
     from rich.table import Table
 
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     unit = r.unit
     how = f"measured per {unit.one}" if r.engine == "request" else "estimated by the flow engine"
@@ -335,7 +333,7 @@ def _print_latency(r: Result, console: Console) -> None:
         )
     console.print(f"\nLatency, {how}{warm}:")
     console.print(table)
-    if r.engine == "flow" and isinstance(r.design, Design) and r.design.retries is not None:
+    if r.engine == "flow" and (crawler := addons(r.design)) is not None and crawler.retries:
         console.print(
             "(the flow engine's estimate leaves out the waits between retries; the request "
             "engine measures them)",

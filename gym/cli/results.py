@@ -71,11 +71,11 @@ def grade_cmd(
     on bad input."""
     from gym.analysis import rubric
     from gym.api import load_inputs
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     urls = url_limit(max_urls, engine)
     (loaded,), _ = load_inputs([design], scenario, sets)
-    if not isinstance(loaded, Design):
+    if addons(loaded) is None:
         raise GymError.single(
             str(design), None, "the rubric grades crawler designs (this is a graph design)"
         )

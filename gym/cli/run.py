@@ -216,7 +216,7 @@ def _simulate(job: _Job, warmup: float) -> Result:
     request engine)."""
     from gym.api import simulate
     from gym.cli.progress import PROGRESS_ABOVE_URLS, run_progress
-    from gym.system.crawler import expected_urls
+    from gym.system.compiled import expected_urls
 
     d, s = design_and_scenario(job.design, job.scenario, job.sets)
     long_run = job.engine == "request" and expected_urls(s, d) > PROGRESS_ABOVE_URLS

@@ -264,7 +264,7 @@ def print_estimate(s: Scenario, d: Design | GraphDesign | None, figures: list[Fi
     """``gym estimate``: each figure, its value and unit, and its formula."""
     from rich.table import Table
 
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     console = wide_console()
     table = Table(show_edge=False, pad_edge=False)
@@ -278,7 +278,7 @@ def print_estimate(s: Scenario, d: Design | GraphDesign | None, figures: list[Fi
         f"from scenario {one_line(s.name)}" + (f" and design {one_line(d.name)}" if d else "")
     )
     console.print(table)
-    if isinstance(d, Design) and d.discovery is not None:
+    if d is not None and (crawler := addons(d)) is not None and crawler.follows_links:
         console.print(
             "note: the design follows links (discovery); these figures are for the seeds "
             "alone, and the link-discovery loop multiplies the pages fetched "

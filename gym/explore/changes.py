@@ -133,6 +133,21 @@ def put(data: dict[str, Any], path: str, value: Any, *, make: bool = False) -> N
     data[last] = value
 
 
+def read(data: dict[str, Any], path: str) -> Any:
+    """The field at the dotted ``path`` (None where a section on the way is missing)."""
+    value: Any = data
+    for key in path.split("."):
+        value = value.get(key) if isinstance(value, dict) else None
+    return value
+
+
+def with_field(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
+    """``design`` with the field at ``path`` (dotted) set to ``value``, validated."""
+    data = mapping(design)
+    put(data, path, value, make=True)
+    return type(design).model_validate(data)
+
+
 def flow(value: Any) -> str:
     """A section as one line of YAML, as ``--set`` reads it back."""
     import yaml

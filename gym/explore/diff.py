@@ -32,6 +32,7 @@ from gym.explore.compare import fields, shown
 from gym.explore.montecarlo import MonteCarloResult, run_tasks, tasks_for
 from gym.explore.parallel import Executor, Progress
 from gym.models import Design, Scenario
+from gym.system.compiled import addons
 from gym.system.graph import GraphDesign
 
 #: The figures whose worsening fails the gate (cost is shown, and gated by its SLO's verdict).
@@ -237,8 +238,8 @@ def check(
         raise GymError.single(None, "--confidence" if confidence >= 1 else "--runs", few)
     if runs > MAX_RUNS:
         raise GymError.single(None, "--runs", f"{runs:,} is more than the limit of {MAX_RUNS:,}")
-    if isinstance(base, GraphDesign) != isinstance(head, GraphDesign):
-        kinds = "a graph" if isinstance(head, GraphDesign) else "a crawler design"
+    if (addons(base) is None) != (addons(head) is None):
+        kinds = "a crawler design" if addons(head) is not None else "a graph"
         raise GymError.single(
             head._source,
             None,

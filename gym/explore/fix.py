@@ -472,7 +472,7 @@ def _lower(search: Search, units: tuple[int, ...], fixed: Design | GraphDesign, 
 
 def _own_units(design: Design | GraphDesign, space: Space, scenario: Scenario) -> tuple[int, ...]:
     """The units ``design`` has of each part of ``space``, at least each part's least."""
-    from gym.system.costing import units_of
+    from gym.system.compiled import units_of
 
     have = units_of(design, scenario.catalog)
     return tuple(max(have.get(p, 0), m) for p, m in zip(space.parts, space.mins, strict=True))
@@ -485,7 +485,7 @@ def _effects(
     single change needs none: it fixes what failed, at its own cost). A change that
     makes no design alone (a graph's new node, without its edges) says what it costs in
     the fixed design (a write buffer's unit)."""
-    from gym.system.costing import units_of
+    from gym.system.compiled import units_of
 
     design, scenario = failing.design, failing.scenario
     failed = [c.name for c in failing.checks if not c.passed]
@@ -528,7 +528,7 @@ def _smallest(
     (one run each, in the order the design file lists them); again, while a pass gives
     one back (a field may go back only once another has: a frontier's back queues once
     its structure is the user's again)."""
-    from gym.system.costing import units_of
+    from gym.system.compiled import units_of
 
     catalog = search.scenario.catalog
     cost = sum(units_of(fixed, catalog).values())

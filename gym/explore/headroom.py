@@ -25,7 +25,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from gym.core.jsontext import JsonText
+from gym.explore.changes import mapping, read, with_field
 from gym.models import CrashFault, Design, Scenario
+from gym.system.compiled import addons, parameter_paths
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
@@ -142,10 +144,10 @@ STEP_WEIGHT = 50
 def weighted_ticks(result: Result) -> int:
     """The run's ticks as the budget counts them: times :data:`STEP_WEIGHT` when its
     topology has a delayed edge (a loop back) or a retry policy."""
-    from gym.system import crawler
+    from gym.system import compiled
 
     ticks = int(result.metrics.record.timeline.n_ticks)
-    graph = crawler.system_topology(result.design, result.scenario)
+    graph = compiled.system_topology(result.design, result.scenario)
     stepped = any(e.delay_s > 0 for e in graph.edges) or any(
         n.retry is not None for n in graph.nodes
     )
@@ -175,11 +177,10 @@ def headroom(result: Result, max_ticks: int | None = None) -> Headroom | None:
     crash = _crash(runs)
     if crash is not None:
         out.margins.append(crash)
-    if isinstance(result.design, Design):
-        out.margins.append(_hit_ratio(runs, None))
-    else:
-        caches = [n for n, node in result.design.graph.nodes.items() if node.kind == "cache"]
-        out.margins += [_hit_ratio(runs, name) for name in caches]
+    # each node's hit ratio (a crawler's cache is the design's one: not named)
+    named = addons(result.design) is None
+    for node, path in parameter_paths(result.design, "hit_ratio").items():
+        out.margins.append(_hit_ratio(runs, path, node if named else None))
     out.cost = runs.count
     return out
 
@@ -216,7 +217,7 @@ def _crash(runs: _Runs) -> Margin | None:
         return None
     # The crash that takes the most replicas (the first of those): the one to vary.
     i, crash = max(crashes, key=lambda c: (c[1].replicas, -c[0]))
-    fleet = _fleet(design, crash.target)
+    fleet = _fleet(runs.result, crash.target)
     if fleet is None:
         return None
     at = crash.at_s if len(crashes) > 1 else None  # named when there is more than one
@@ -242,32 +243,24 @@ def _crash(runs: _Runs) -> Margin | None:
     return Margin("crash", low, high, failed, fleet, at)
 
 
-def _fleet(design: Design | GraphDesign, target: str) -> int | None:
-    """The replicas of the fleet a crash hits."""
-    if isinstance(design, Design):
-        return design.fetchers.replicas
-    node = design.graph.nodes.get(target)
-    replicas = getattr(node, "replicas", None)
+def _fleet(result: Result, target: str) -> int | None:
+    """The replicas of the fleet a crash hits, as the run had them."""
+    topology = result.metrics.record.topology
+    if topology is None or target not in topology.names:
+        return None
+    replicas = getattr(topology.node(target).params, "replicas", None)
     return replicas if isinstance(replicas, int) else None
 
 
-def _hit_ratio(runs: _Runs, node: str | None) -> Margin:
-    """The crawler's cache (``node`` None), or a graph's cache node."""
+def _hit_ratio(runs: _Runs, path: str, node: str | None) -> Margin:
+    """The hit ratio at ``path`` in the design file (of the cache ``node``, None for the
+    crawler's own)."""
     design, scenario = runs.result.design, runs.result.scenario
 
     def at(hit: float) -> Design | GraphDesign:
-        if isinstance(design, Design):
-            cache = design.cache.model_copy(update={"hit_ratio": hit})
-            return design.model_copy(update={"cache": cache})
-        assert node is not None
-        nodes = dict(design.graph.nodes)
-        nodes[node] = nodes[node].model_copy(update={"hit_ratio": hit})
-        return design.model_copy(update={"graph": design.graph.model_copy(update={"nodes": nodes})})
+        return with_field(design, path, hit)
 
-    if isinstance(design, Design):
-        high = design.cache.hit_ratio
-    else:
-        high = float(getattr(design.graph.nodes[str(node)], "hit_ratio", 0.0))
+    high = float(read(mapping(design), path))
     failed = runs.fails(at(0.0), scenario)
     if failed is None:
         return Margin("hit_ratio", 0.0, None, node=node)

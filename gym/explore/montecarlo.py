@@ -231,13 +231,13 @@ def run_bytes(t: Task) -> int:
     holds whatever the ticks (:data:`NODE_RUN_BYTES`). A design that does not load counts
     as one node (its batch fails at once anyway)."""
     from gym.core.errors import GymError
-    from gym.system import crawler
+    from gym.system import compiled
 
     ticks = math.ceil(float(t.scenario.get("duration_s", 0)) * 1000.0 / t.tick_ms)
     try:
         design = (GraphDesign if "graph" in t.design else Design).model_validate(t.design)
         scenario = Scenario.model_validate(t.scenario)
-        graph = crawler.system_topology(design, scenario)
+        graph = compiled.system_topology(design, scenario)
         per_tick = sum(
             NODE_TICK_BYTES.get(n.kind, NODE_TICK_BYTES_DEFAULT)
             + (RETRY_TICK_BYTES if n.retry is not None else 0)

@@ -37,8 +37,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gym.explore.changes import mapping, put
+from gym.explore.changes import with_field
 from gym.models import Design, Scenario
+from gym.system.compiled import addons, graph_design
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
@@ -63,10 +64,11 @@ class Move:
 
 def moves(result: Result) -> list[Move]:
     """The moves that could matter to ``result``'s failing run."""
-    design = result.design
-    if isinstance(design, GraphDesign):
-        return _graph_moves(result, design)
-    return _crawler_moves(result, design)
+    graph = graph_design(result.design)
+    if graph is not None:
+        return _graph_moves(result, graph)
+    crawler = addons(result.design)
+    return _crawler_moves(result, crawler.design) if crawler is not None else []
 
 
 def both(a: Move, b: Move) -> Move:
@@ -78,16 +80,9 @@ def both(a: Move, b: Move) -> Move:
     return Move(f"{a.name} and {b.name}", f"{a.lesson}; and {b.lesson}", apply)
 
 
-def _set(design: Design | GraphDesign, path: str, value: Any) -> Design | GraphDesign:
-    """``design`` with the field at ``path`` (dotted) set to ``value``."""
-    data = mapping(design)
-    put(data, path, value, make=True)
-    return type(design).model_validate(data)
-
-
 def _setting(name: str, lesson: str, path: str, value: Any, trap: str | None = None) -> Move:
     """A move that sets the field at ``path`` (dotted) to ``value``."""
-    return Move(name, lesson, partial(_set, path=path, value=value), trap)
+    return Move(name, lesson, partial(with_field, path=path, value=value), trap)
 
 
 def _switch(path: str, value: Any, lesson: str, trap: str | None = None) -> Move:

@@ -27,6 +27,7 @@ from gym.explore.parallel import Executor, Interrupted, Progress
 from gym.inputs.loading import load_design, parse_override, whole_number
 from gym.inputs.strict_yaml import read_yaml
 from gym.models import Design, Scenario
+from gym.system.compiled import graph_design
 from gym.system.graph import GraphDesign
 
 MAX_POINTS = 100_000
@@ -238,15 +239,16 @@ def check_system(points: list[Point], scenario: Scenario) -> None:
     design = next((p.design for p in points if p.design is not None), None)
     if design is None:
         return
-    if isinstance(design, GraphDesign) == (scenario.system == "graph"):
+    graph = graph_design(design)
+    if (graph is not None) == (scenario.system == "graph"):
         # What is wrong with the scenario for these designs (a fault naming a node they
         # do not have) is wrong at every point: say it once, before anything runs.
         own = [p for p in validate(design, scenario) if p.file == scenario._source]
         if own:
             raise GymError(own)
         return
-    if isinstance(design, GraphDesign):
-        why = f"{design.name or 'the design'} is a graph design; its scenario needs system: graph"
+    if graph is not None:
+        why = f"{graph.name or 'the design'} is a graph design; its scenario needs system: graph"
     else:
         why = "is for graph designs; a crawler design runs under a crawler scenario"
     raise GymError.single(scenario._source, "system", f"{scenario.system}: {why}")
@@ -392,7 +394,7 @@ def _figures(
 ) -> dict[str, Any]:
     """A point's figures over its runs: its cost, warnings, each SLO's mean and pass rate,
     and its pass probability."""
-    from gym.system.costing import units_of
+    from gym.system.compiled import units_of
 
     mc = MonteCarloResult(results, confidence)
     row: dict[str, Any] = {"status": "ok"}

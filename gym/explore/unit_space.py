@@ -18,9 +18,9 @@ from pydantic import ValidationError
 
 from gym.core.errors import GymError
 from gym.models import Design, Scenario
+from gym.system.compiled import addons, graph_design, units_of
 from gym.system.costing import check as check_units
 from gym.system.costing import units as costing_units
-from gym.system.costing import units_of
 from gym.system.graph import GraphDesign
 from gym.system.units import cache_hit_ratio, cache_units
 
@@ -241,23 +241,25 @@ def unit_graph(
 
 def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
     """What to search for ``scenario``: a graph scenario needs the graph to size."""
+    graph = graph_design(base)
     if scenario.system == "graph":
-        if not isinstance(base, GraphDesign):
+        if graph is None:
             raise GymError.single(
                 scenario._source,
                 "system",
                 "graph: give the graph design to size (gym optimize DESIGN --scenario ...); "
                 "the search keeps its nodes and edges and buys each node's units",
             )
-        return graph_space(base, scenario)
-    if isinstance(base, GraphDesign):
+        return graph_space(graph, scenario)
+    if graph is not None:
         raise GymError.single(
             scenario._source,
             "system",
-            f"{scenario.system}: {base.name or 'the design'} is a graph design; its scenario "
+            f"{scenario.system}: {graph.name or 'the design'} is a graph design; its scenario "
             "needs system: graph",
         )
-    return crawler_space(base)
+    crawler = None if base is None else addons(base)
+    return crawler_space(None if crawler is None else crawler.design)
 
 
 def unit_sets(cost: int, space: Space | None = None) -> list[dict[str, int]]:

@@ -131,9 +131,9 @@ class NodeAdder:
 
     def show(self, session: Session) -> None:
         """The graph's edges to choose from, and a free name (hidden for a crawler)."""
-        from gym.system.graph import GraphDesign
+        from gym.system.compiled import addons
 
-        graph = session.data.get("graph") if isinstance(session.design, GraphDesign) else None
+        graph = session.data.get("graph") if addons(session.design) is None else None
         self.box.visible = graph is not None
         if graph is None:
             return

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from gym.core.errors import GymError, Problem
 from gym.core.limits import DEFAULT_MAX_URLS
 from gym.models import Design, Scenario
+from gym.system.compiled import addons
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
@@ -284,7 +285,7 @@ class Session:
 
     def sections(self) -> dict[str, bool]:
         """The design's optional sections, and whether it has each (none for a graph)."""
-        if isinstance(self.design, GraphDesign):
+        if addons(self.design) is None:
             return {}
         return {name: self.data.get(name) is not None for name in OPTIONAL_SECTIONS}
 
@@ -363,7 +364,7 @@ class Session:
         from gym.system import kinds
         from gym.system.graph import NODE_NAME_PATTERN
 
-        if not isinstance(self.design, GraphDesign):
+        if addons(self.design) is not None:
             raise GymError.single(self.design_file, "graph", "nodes are added to graph designs")
         edges = self.data["graph"]["edges"]
         if kind not in node_kinds():

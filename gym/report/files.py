@@ -27,7 +27,7 @@ def resolved_yaml(model: object, scenario: Scenario | None = None) -> str:
     under ``scenario``'s catalog)."""
     from pydantic import BaseModel
 
-    from gym.models import Design
+    from gym.system.compiled import addons
 
     assert isinstance(model, BaseModel)
     header = (
@@ -35,10 +35,9 @@ def resolved_yaml(model: object, scenario: Scenario | None = None) -> str:
         "# (null: a section or field not in use).\n"
     )
     data = model.model_dump(mode="json", by_alias=True)
-    if isinstance(model, Design) and scenario is not None:
-        from gym.system.crawler import politeness
-
-        data["frontier"]["back_queues"] = politeness(model, scenario).back_queues
+    crawler = addons(model)
+    if crawler is not None and scenario is not None:
+        data["frontier"]["back_queues"] = crawler.politeness(scenario).back_queues
     if data.get("system") == "graph":  # a graph scenario has no crawler world
         for key in ("resolver", "web", "dedup"):
             data.pop(key, None)

@@ -15,8 +15,8 @@ from gym.analysis.budget import format_fraction
 from gym.analysis.explain import Explanation
 from gym.analysis.result import Result
 from gym.analysis.scoring import format_measured
-from gym.models import Design
 from gym.report import plots
+from gym.system.compiled import addons
 
 if TYPE_CHECKING:
     from gym.explore.fix import Fix, NoFix
@@ -183,9 +183,10 @@ def slo_table(r: Result) -> str:
 
 def _totals(r: Result) -> str:
     m = r.metrics
+    crawler = addons(r.design)
     crash = (
-        f" Fetches in flight on a crashed replica: {escape(r.design.fetchers.on_crash)}."
-        if isinstance(r.design, Design)
+        f" Fetches in flight on a crashed replica: {escape(crawler.on_crash)}."
+        if crawler is not None
         else ""
     )
     return (

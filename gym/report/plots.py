@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from gym.models import Design
+from gym.system.compiled import addons
 from gym.system.crawler import CAUSES
 
 if TYPE_CHECKING:
@@ -120,7 +120,8 @@ def context(result: Result) -> PlotContext:
     slo = result.scenario.slos.peak_saturation
     verdict = result.verdict.upper()
     m = result.metrics
-    if isinstance(result.design, Design) and "seen_set" in m.components:
+    crawler = addons(result.design)
+    if crawler is not None and crawler.follows_links:
         # The link-discovery loop: the new URLs, seeds and links, that reached the frontier
         # or were lost at the seen set (the seen ones are skipped, and not drawn).
         seen_set = m.components["seen_set"]
@@ -132,10 +133,13 @@ def context(result: Result) -> PlotContext:
             for x in m.components["frontier"].arrived + lost
         )
         label = "new URLs"
-    elif isinstance(result.design, Design):
+    elif crawler is not None:
         offered, label = None, "offered"
     else:
         offered, label = tuple(float(x) for x in m.offered_w), "offered"
+    # the crawler's frontier (after the seen set, with the link-discovery loop), or a
+    # graph's first node
+    entry = "frontier" if crawler is not None else next(iter(m.components))
     return PlotContext(
         title=f"{literal(result.design.name)} under {literal(result.scenario.name)} "
         f"({result.engine} engine, "
@@ -143,25 +147,21 @@ def context(result: Result) -> PlotContext:
         shades=shades,
         duration_s=tl.duration_s,
         ceiling=slo.max if slo else None,
-        frontier_buffer=_entry_buffer(result),
+        frontier_buffer=_buffer(result, entry),
         unit=result.unit,
-        # the crawler's frontier (after the seen set, with the link-discovery loop)
-        entry="frontier"
-        if isinstance(result.design, Design)
-        else next(iter(result.metrics.components)),
+        entry=entry,
         causes=result.metrics.record.causes,
         offered=offered,
         offered_label=label,
     )
 
 
-def _entry_buffer(result: Result) -> int | None:
-    """The buffer of the queue the load enters: the crawler's frontier, or a graph's first
-    node if it is a queue."""
-    if isinstance(result.design, Design):
-        return result.design.frontier.buffer
-    first = next(iter(result.metrics.components))
-    buffer = getattr(result.design.graph.nodes[first], "buffer", None)
+def _buffer(result: Result, entry: str) -> int | None:
+    """The buffer of the node the load enters (the crawler's frontier, a graph's first
+    node), as the run had it; None if it has none (not a queue)."""
+    topology = result.metrics.record.topology
+    params = topology.node(entry).params if topology is not None else None
+    buffer = getattr(params, "buffer", None)
     return buffer if isinstance(buffer, int) else None
 
 

@@ -6,8 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gym.core.errors import Problem
-from gym.models import CacheConfig, Catalog, Design, FetchersConfig
-from gym.system.graph import GraphDesign
+from gym.models import Catalog, Design
 from gym.system.units import MAX_CACHE_UNITS, cache_units, units_for
 
 #: Component names, in pipeline order, as they appear in results.
@@ -36,16 +35,6 @@ def units(design: Design, catalog: Catalog) -> dict[str, int]:
     if design.discovery is not None:
         per["seen_set"] = design.discovery.shards  # a unit per shard
     return {name: per[name] for name in COMPONENTS if name in per}
-
-
-def units_of(design: Design | GraphDesign, catalog: Catalog) -> dict[str, int]:
-    """Provisioned units per component of a crawler design, or per node of a graph."""
-    if isinstance(design, Design):
-        return units(design, catalog)
-    from gym.system.graph import topology
-    from gym.system.kinds import graph_units
-
-    return graph_units(topology(design), catalog)
 
 
 def frontier_units(design: Design, catalog: Catalog) -> int:
@@ -87,36 +76,21 @@ def check_sections(
     ]
 
 
-def _fetchers_check(fetchers: FetchersConfig, catalog: Catalog, file: str | None) -> list[Problem]:
-    limit = catalog.fetchers.max_rps_per_replica
-    if fetchers.rps_per_replica <= limit:
-        return []
-    return [
-        Problem(
-            file,
-            "fetchers.rps_per_replica",
-            f"{fetchers.rps_per_replica:g} is more than one replica can give "
-            f"(the catalog allows at most {limit:g}/s per replica); add replicas instead",
-        )
-    ]
+def _kind_check(kind: str, section: str) -> Callable[[Any, Catalog, str | None], list[Problem]]:
+    """The catalog's check of a crawler section by the rule of the kind it runs as
+    (:attr:`gym.system.kinds.base.Kind.allowed`), its fields named in the section."""
 
+    def check(part: Any, catalog: Catalog, file: str | None) -> list[Problem]:
+        from gym.system.kinds import kind as kind_of
 
-def _cache_check(cache: CacheConfig, catalog: Catalog, file: str | None) -> list[Problem]:
-    if cache_units(cache.hit_ratio, catalog) is not None:
-        return []
-    return [
-        Problem(
-            file,
-            "cache.hit_ratio",
-            f"{cache.hit_ratio:g} cannot be reached: the first cache unit reaches "
-            f"{catalog.cache.base_hit_ratio:g} and each further unit halves the miss ratio, "
-            "which never reaches 0",
-        )
-    ]
+        rule = kind_of(kind).allowed
+        return [Problem(file, f"{section}.{field}", why) for field, why in rule(part, catalog)]
+
+    return check
 
 
 #: The catalog's checks of a crawler design, by the one section each reads.
 SECTION_CHECKS: dict[str, Callable[[Any, Catalog, str | None], list[Problem]]] = {
-    "fetchers": _fetchers_check,
-    "cache": _cache_check,
+    "fetchers": _kind_check("fleet", "fetchers"),
+    "cache": _kind_check("cache", "cache"),
 }

@@ -17,16 +17,62 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from gym.core.errors import Problem
 from gym.models import Catalog, Design, FetchersConfig, PageStoreConfig, Scenario
 from gym.system.costing import frontier_units, units
-from gym.system.graph import GraphDesign
-from gym.system.graph import topology as graph_topology
 from gym.system.kinds.cache import CacheParams
 from gym.system.kinds.links import LinksParams
 from gym.system.kinds.lookup import LookupParams
 from gym.system.kinds.queue import QueueParams
 from gym.system.kinds.service import ServiceParams
 from gym.system.topology import Edge, Node, Topology
+
+
+@dataclass(frozen=True)
+class CrawlerAddOns:
+    """What a crawler design has beside its graph of kinds: the add-ons no kind carries
+    (dedup, politeness, link discovery, the fetchers' crash policy, retries), asked for
+    by the layers that report on them through :func:`gym.system.compiled.addons` (a
+    graph design has none).
+    The add-ons' rules live in this module; ``design`` is the crawler design they read."""
+
+    design: Design
+
+    @property
+    def follows_links(self) -> bool:
+        """True when the design runs the link-discovery loop."""
+        return self.design.discovery is not None
+
+    @property
+    def on_crash(self) -> str:
+        """What a crash does to the fetches in flight: ``fail`` or ``requeue``."""
+        return self.design.fetchers.on_crash
+
+    @property
+    def retries(self) -> bool:
+        """True when the design retries a failed lookup or write."""
+        return self.design.retries is not None
+
+    def politeness(self, scenario: Scenario) -> Politeness:
+        """The frontier's hand-out limit under ``scenario`` (:func:`politeness`)."""
+        return politeness(self.design, scenario)
+
+    def unfollowed_links(self, scenario: Scenario) -> bool:
+        """True when ``scenario``'s pages carry links the design does not follow."""
+        carried = scenario.web.links_per_page or any(s.links_per_page for s in scenario.load)
+        return not self.follows_links and bool(carried)
+
+
+#: The section of a crawler design file each of its nodes is written in.
+SECTIONS = {
+    "seen_set": "discovery",
+    "frontier": "frontier",
+    "fetchers": "fetchers",
+    "cache": "cache",
+    "async_writer": "async_writer",
+    "page_store": "page_store",
+}
+
 
 # The crawler's parameters in effect under a scenario (what its nodes run at).
 
@@ -292,7 +338,7 @@ def _loop_edges(design: Design, edges: tuple[Edge, ...]) -> tuple[Edge, ...]:
 LINK_DELAY_S = 0.05
 
 
-def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None) -> float:
+def expected_urls(scenario: Scenario, design: Design | None = None) -> float:
     """How many URLs a scenario offers on average (what the request engine will simulate);
     with a crawler design's link-discovery loop, also the links its fetched pages yield: at
     most links per page x pages fetched, the pages fetched being what the seeds and the new
@@ -303,9 +349,9 @@ def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None
     links = scenario.web.links_per_page
     fleet = math.inf
     kept = new = 1.0
-    follows = isinstance(design, Design) and design.discovery is not None
+    follows = design is not None and design.discovery is not None
     if follows:
-        assert isinstance(design, Design)
+        assert design is not None
         fleet = design.fetchers.replicas * fetchers_in_effect(design, scenario).rps_per_replica
         kept = (1.0 - seen_skipped(design, scenario)) * (1.0 - variants(design, scenario))
         new = new_links(design, scenario)
@@ -322,10 +368,28 @@ def expected_urls(scenario: Scenario, design: Design | GraphDesign | None = None
     return total
 
 
-def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topology:
-    """The topology a design runs under a scenario, built once when a run starts: the
-    crawler's built-in graph (its nodes' parameters in effect under the scenario), or a
-    graph design's own."""
-    if isinstance(design, Design):
-        return topology(design, scenario)
-    return graph_topology(design)
+def fits(scenario: Scenario, name: str | None, *, discovery: bool) -> list[Problem]:
+    """What stops a crawler design (named ``name``, with a link-discovery loop or not)
+    from running under ``scenario``: a fault on the seen set it lacks, a graph scenario."""
+    problems = []
+    if not discovery:
+        problems += [
+            Problem(
+                scenario._source,
+                f"faults[{i}].target",
+                f"'seen_set' is the link-discovery loop's seen set, and "
+                f"{name or 'this design'} has no discovery section",
+            )
+            for i, fault in enumerate(scenario.faults)
+            if fault.target == "seen_set"
+        ]
+    if scenario.system != "crawler":
+        problems.append(
+            Problem(
+                scenario._source,
+                "system",
+                f"the scenario is for graph designs (system: {scenario.system}) and "
+                f"{name or 'this design'} is a crawler design",
+            )
+        )
+    return problems

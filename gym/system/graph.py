@@ -3,14 +3,17 @@ between them (designs/*.yaml with a ``graph`` key instead of the crawler's secti
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Union
 
 from pydantic import Field, PrivateAttr, ValidationInfo, model_validator
 
+from gym.core.errors import Problem
 from gym.core.text import REQUESTS, Unit
 from gym.models.common import FieldError, InputModel
 
 if TYPE_CHECKING:
+    from gym.models import Catalog, Scenario
     from gym.system.topology import Topology
 
 #: The most nodes and edges one graph may have (a design is read and checked in full).
@@ -143,3 +146,71 @@ def topology(design: GraphDesign) -> Topology:
         nodes.append(Node(name, kind, None if kind == "source" else spec))
     edges = tuple(Edge(e.source, e.target, e.share, e.delay_s) for e in design.graph.edges)
     return Topology(tuple(nodes), edges)
+
+
+def graph_scenario(scenario: Scenario, name: str | None) -> list[Problem]:
+    """A graph design (named ``name``) needs a graph scenario."""
+    if scenario.system == "graph":
+        return []
+    return [
+        Problem(
+            scenario._source,
+            "system",
+            f"{name or 'the design'} is a graph design; its scenario needs "
+            "system: graph (faults then name its nodes)",
+        )
+    ]
+
+
+def node_problems(file: str | None, nodes: Mapping[str, Any], catalog: Catalog) -> list[Problem]:
+    """What the catalog allows each node of a graph (given by name): each kind's rule
+    (:attr:`gym.system.kinds.base.Kind.allowed`: a fleet's rate per replica, a cache's
+    hit ratio)."""
+    from gym.system import kinds
+
+    return [
+        Problem(file, f"graph.nodes.{name}.{field}", message)
+        for name, spec in nodes.items()
+        for field, message in kinds.kind(spec.kind).allowed(spec, catalog)
+    ]
+
+
+def problems_under(design: GraphDesign, scenario: Scenario) -> list[Problem]:
+    """What stops a graph design from running under ``scenario``: the scenario must be
+    for graph designs, its faults must hit nodes that can suffer them, and the catalog must
+    allow what each node asks."""
+    from gym.system import kinds
+
+    problems = graph_scenario(scenario, design.name)
+    problems += node_problems(design._source, design.graph.nodes, scenario.catalog)
+    nodes = design.graph.nodes
+    faults = scenario.faults if scenario.system == "graph" else []  # else: the line above
+    for i, fault in enumerate(faults):
+        spec = nodes.get(fault.target)
+
+        def suffers(node: object, fault_kind: str = fault.kind) -> bool:
+            return fault_kind in kinds.kind(getattr(node, "kind")).faults  # noqa: B009
+
+        unnamed = "target" not in fault.model_fields_set
+        if unnamed or spec is None or not suffers(spec):
+            can = [n for n, s in nodes.items() if suffers(s)]
+            what = {"crash": "crash", "stall": "stall", "slowdown": "slow down"}[fault.kind]
+            if unnamed:
+                problems.append(
+                    Problem(
+                        scenario._source,
+                        f"faults[{i}].target",
+                        f"is required in a graph scenario: the node that should {what} "
+                        + (f"({', '.join(can)})" if can else "(the design has none)"),
+                    )
+                )
+                continue
+            problems.append(
+                Problem(
+                    scenario._source,
+                    f"faults[{i}].target",
+                    f"{fault.target!r} is not a node of {design.name or 'the design'} that can "
+                    f"{what}; " + (f"choose {', '.join(can)}" if can else "it has none"),
+                )
+            )
+    return problems

@@ -33,6 +33,7 @@ from gym.sim.flow.source import Source
 from gym.sim.record import RunRecord
 from gym.sim.timeline import Timeline
 from gym.system import kinds
+from gym.system.compiled import addons
 from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
@@ -79,14 +80,15 @@ def run_many(
     """The runs of ``design`` under ``scenario`` for each of ``seeds``, advanced together
     (a batch): record k is the one :func:`run` gives for ``seeds[k]``, to the last digit."""
     built: list[dict[str, Component]] = [{} for _ in seeds]
+    crawler = addons(design)
     records = run_graph(topology, scenario, seeds, timeline, step, built=built)
     for record, seed, got in zip(records, seeds, built, strict=True):
         # Through a weak reference: the record holds the estimate, which must not hold the
         # record (a cycle would keep every unread run of a sweep until the cyclic GC ran).
         of = weakref.ref(record)
-        if isinstance(design, Design):
+        if crawler is not None:  # the crawler's own estimate (gym.sim.latency)
             record.latency = latency.Deferred(
-                partial(_crawler_latency, of, design, scenario, warmup_s)
+                partial(_crawler_latency, of, crawler.design, scenario, warmup_s)
             )
         else:
             captured = fluid.captured(topology, got)
@@ -360,7 +362,7 @@ def _fault_process(
     target: Component, fault: CrashFault | StallFault | SlowdownFault, start: int, end: int | None
 ) -> Generator[simpy.Event, None, None]:
     """The process of ``fault`` on ``target``: the node's kind suffers it
-    (gym.api.graph_check), so its component has the process for it."""
+    (gym.system.graph.problems_under), so its component has the process for it."""
     if isinstance(fault, CrashFault):
         assert isinstance(target, Crashable)
         return target.crash(fault, start, end)

@@ -129,7 +129,7 @@ class Engine:
             rule.start()
         for fault in self.scenario.faults:
             start, end = tl.fault_ticks(fault)
-            # The node's kind suffers this fault (gym.api.graph_check).
+            # The node's kind suffers this fault (gym.system.graph.problems_under).
             target = self.rules[fault.target]
             if isinstance(fault, CrashFault):
                 target.crash(fault, start, end)

@@ -59,3 +59,6 @@ class Kind:
     faults: tuple[str, ...] = ()
     #: Its rules on what may feed it and what it may feed: (field, message) per problem.
     check: Callable[[Node, Topology], list[tuple[str, str]]] = lambda _node, _graph: []
+    #: What a scenario's catalog allows its parameters (a replica's rate, a hit ratio a
+    #: cache can reach): (field, message) per problem.
+    allowed: Callable[[Any, Catalog], list[tuple[str, str]]] = lambda _params, _catalog: []

@@ -39,6 +39,22 @@ def _units(p: Any, c: Catalog) -> int:
     return int(max(cache_units(p.hit_ratio, c) or 60, units_for(p.rps, c.cache.lookups_rps)))
 
 
+def _allowed(p: Any, c: Catalog) -> list[tuple[str, str]]:
+    """A hit ratio the catalog's cache units can reach."""
+    from gym.system.units import cache_units
+
+    if cache_units(p.hit_ratio, c) is not None:
+        return []
+    return [
+        (
+            "hit_ratio",
+            f"{p.hit_ratio:g} cannot be reached: the first cache unit reaches "
+            f"{c.cache.base_hit_ratio:g} and each further unit halves the miss ratio, which "
+            "never reaches 0",
+        )
+    ]
+
+
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` cache units give: the hit ratio they reach and their lookups."""
     from gym.system.units import cache_hit_ratio, cache_units
@@ -58,4 +74,5 @@ KIND = Kind(
     causes=("overload", "unavailable"),
     passes=lambda p: 1.0 - p.hit_ratio,
     faults=("stall", "slowdown"),
+    allowed=_allowed,
 )

@@ -66,6 +66,20 @@ def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
     return []
 
 
+def _allowed(p: Any, c: Catalog) -> list[tuple[str, str]]:
+    """A rate per replica the catalog's fetcher units can give."""
+    most = c.fetchers.max_rps_per_replica
+    if p.rps_per_replica <= most:
+        return []
+    return [
+        (
+            "rps_per_replica",
+            f"{p.rps_per_replica:g} is more than one replica can give (the catalog allows "
+            f"at most {most:g}/s per replica); add replicas instead",
+        )
+    ]
+
+
 def _scale(units: int, c: Catalog) -> dict[str, Any]:
     """What ``units`` fleet units give: one replica each, at the catalog's fastest."""
     return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
@@ -81,4 +95,5 @@ KIND = Kind(
     holds_work=True,
     faults=("crash",),
     check=_check,
+    allowed=_allowed,
 )
