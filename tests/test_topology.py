@@ -16,7 +16,7 @@ from gym.core.errors import GymError
 from gym.inputs.loading import load_design, parse
 from gym.inputs.strict_yaml import dump_yaml
 from gym.models import Scenario
-from gym.system import crawler
+from gym.system import compiled, crawler
 from gym.system.graph import GraphDesign
 from gym.system.topology import Edge, Node, Topology, problems
 from tests.conftest import CHAOS, ROOT
@@ -1311,3 +1311,33 @@ def test_a_failing_graph_names_what_its_loops_amplify() -> None:
         g = min(back / float(record.components[edge.target].arrived.sum()), 0.999)
         assert f"{g:.0%} of what reached {edge.target} came back" in note
         assert f"{1 / (1 - g):.2f}x what enters from outside" in note
+
+
+def _fleet_of_fixed_times(paced: bool) -> GraphDesign:
+    q = {"kind": "queue", "drain_rps": 10_000, "buffer": 10**6}
+    f = {"kind": "fleet", "replicas": 2, "rps_per_replica": 100, "paced": paced}
+    f["service"] = {"mean_ms": 100, "dist": "deterministic"}
+    return GraphDesign.model_validate(
+        graph({"src": {"kind": "source"}, "q": q, "f": f}, [("src", "q"), ("q", "f")])
+    )
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+def test_pacing_is_a_parameter_of_the_fleet(engine: str) -> None:
+    """One fleet (issue 40): pacing is declared on the node, not told from the design's
+    type. 2 replicas x 100/s of fixed 100 ms are 20 slots starting at most 200/s = 2 a
+    10 ms tick; fed 300/s, a backlog forms at once and the fleet starts 200/s x 5 s =
+    1,000 either way. Unpaced (c parallel servers), its slots free in step and start in
+    step: some tick starts more than 3. Declared paced, a bucket at 200/s, 5% of a tick's
+    starts deep (at least one token), meters them: no tick starts more than 2 x 1.05 + 1,
+    i.e. 3. The crawler's compile step declares its fetchers paced."""
+    sc = _poisson(duration=5, rps=300)
+    starts = {}
+    for paced in (False, True):
+        r = gym.simulate(_fleet_of_fixed_times(paced), sc, seed=1, engine=engine)
+        starts[paced] = r.metrics.record.components["f"].processed
+        assert int(starts[paced].sum()) == 1_000
+    assert int(starts[True].max()) <= 3 < int(starts[False].max())
+    reference = gym.load_design(ROOT / "designs" / "reference.yaml")
+    fetchers = compiled.system_topology(reference, gym.load_scenario(CHAOS)).node("fetchers")
+    assert fetchers.params.paced

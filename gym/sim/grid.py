@@ -10,21 +10,20 @@ from typing import Any
 
 import numpy as np
 
-from gym.system.kinds.fleet import FleetNode
+from gym.system.kinds.fleet import FleetParams
 
 #: Fetch times less variable than this (coefficient of variation) have their starts paced
 #: in the request engine: nearly fixed times stay in step and would start in bursts.
 PACED_BELOW_CV = 0.5
 
 
-def paced_starts(fleet: Any) -> bool:
-    """Whether the request engine paces a fleet's starts through a bucket at live replicas
-    x rps_per_replica: the crawler's fetchers (a ``FetchersConfig``, in a crawler design)
-    with fixed or nearly fixed fetch times (cv below PACED_BELOW_CV), as the flow engine's
-    per-tick fetcher quota paces them. A graph design's fleet (a ``FleetNode``) never: its
-    slots are c parallel servers (an M/D/c queue with fixed times), a free slot starting
-    the next waiting job at once."""
-    return not isinstance(fleet, FleetNode) and fleet.service.cv_value < PACED_BELOW_CV
+def paced_starts(fleet: FleetParams) -> bool:
+    """Whether the engines pace a fleet's starts through a bucket at live replicas x
+    rps_per_replica: a fleet declared ``paced`` (the crawler's fetchers are) with fixed or
+    nearly fixed service times (cv below PACED_BELOW_CV), as the flow engine's per-tick
+    quota paces them. Otherwise its slots are c parallel servers (an M/D/c queue with fixed
+    times), a free slot starting the next waiting job at once."""
+    return fleet.paced and fleet.service.cv_value < PACED_BELOW_CV
 
 
 #: The request engine's fetch-start bucket (paced fetch starts), as a share of one

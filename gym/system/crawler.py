@@ -21,6 +21,7 @@ from gym.core.errors import Problem
 from gym.models import Catalog, Design, FetchersConfig, PageStoreConfig, Scenario
 from gym.system.costing import frontier_units, units
 from gym.system.kinds.cache import CacheParams
+from gym.system.kinds.fleet import FleetParams
 from gym.system.kinds.links import LinksParams
 from gym.system.kinds.lookup import LookupParams
 from gym.system.kinds.queue import QueueParams
@@ -212,7 +213,7 @@ def topology(design: Design, scenario: Scenario) -> Topology:
         nodes.append(_seen_set_node(design, scenario))
     nodes += [
         _frontier_node(design, scenario),
-        Node("fetchers", "fleet", fetchers_in_effect(design, scenario), prefix=""),
+        _fetchers_node(design, scenario),
         _cache_node(design, scenario),
         _resolver_node(design, scenario),
         *_write_nodes(design, scenario),
@@ -266,6 +267,13 @@ def _frontier_node(design: Design, scenario: Scenario) -> Node:
         variant_fraction=variants(design, scenario) if door else 0.0,
     )
     return Node("frontier", "queue", params)
+
+
+def _fetchers_node(design: Design, scenario: Scenario) -> Node:
+    """The fetchers as they run under the scenario: a fleet whose starts are paced."""
+    fetchers = fetchers_in_effect(design, scenario)
+    own = {name: getattr(fetchers, name) for name in type(fetchers).model_fields}
+    return Node("fetchers", "fleet", FleetParams.model_construct(**own, paced=True), prefix="")
 
 
 def _cache_node(design: Design, scenario: Scenario) -> Node:

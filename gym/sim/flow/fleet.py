@@ -8,10 +8,10 @@ Starts are spread evenly over the live replicas; when c of the n live replicas c
 c/n of the fetches in flight (rounded down) are on them and fail (``crash_loss``), or
 go back to the head of the frontier if the design says ``on_crash: requeue``.
 
-A graph design's fleet of fixed times of a tick or more (:attr:`Fleet.slotted`) starts
-no more than its slots have free instead: live replicas x round(rps_per_replica x
-service) slots, each held for the service time (c parallel servers, as in the request
-engine).
+A fleet not declared ``paced`` (a graph design's, by default) of fixed times of a tick or
+more (:attr:`Fleet.slotted`) starts no more than its slots have free instead: live
+replicas x round(rps_per_replica x service) slots, each held for the service time (c
+parallel servers, as in the request engine).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import numpy as np
 import simpy
 
 from gym.core.streams import stream, substream
-from gym.models import CrashFault, FetchersConfig
+from gym.models import CrashFault
 from gym.sim.flow.base import (
     Build,
     Component,
@@ -36,6 +36,7 @@ from gym.sim.flow.base import (
 from gym.sim.grid import paced_starts, ramp_openings, start_depth, station_slots
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
+from gym.system.kinds.fleet import FleetParams
 from gym.system.topology import Node
 
 
@@ -51,7 +52,7 @@ class Fleet(Component):
         env: simpy.Environment,
         rng: np.random.Generator | PerRow,
         ledger: Ledger,
-        config: FetchersConfig,
+        config: FleetParams,
         rows: int | None = None,
     ) -> None:
         super().__init__(env, rng, ledger, rows=rows)
@@ -67,12 +68,13 @@ class Fleet(Component):
         # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
-        # The request engine paces the crawler's fixed-time fetchers' starts through a
-        # bucket; a graph's fleet is c parallel servers, unpaced.
+        # A fleet declared paced (the crawler's fetchers) with fixed or nearly fixed times
+        # has its starts metered through a bucket in both engines; else it is c parallel
+        # servers.
         self.paced = paced_starts(config)
         self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
         self._carry = 0.0
-        # A graph's fleet of fixed times is c parallel servers, as in the request engine:
+        # An unpaced fleet of fixed times is c parallel servers, as in the request engine:
         # what it starts in a tick is what its slots have free (its queue's
         # :meth:`~gym.sim.flow.queue.Queue._to_slots`), not a rate's quota, so where URLs
         # wait its starts repeat its ends one service time later, the pattern the backlog
@@ -171,7 +173,7 @@ class Fleet(Component):
             self.dispersion[..., first:t1] = up.dispersion[..., began_at]
             self.jitter[..., first:t1] = self.spread
             if self.fixed_time and not self.paced:
-                # A graph's fleet, c parallel servers: where URLs waited for its slots, each
+                # An unpaced fleet, c parallel servers: where URLs waited for its slots, each
                 # slot took the next as it freed, so its starts repeat its ends one service
                 # time before, a pattern frozen since the backlog formed, as irregular as
                 # its stream was then (taken as Poisson), not evenly spaced.

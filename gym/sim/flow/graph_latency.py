@@ -194,7 +194,7 @@ class QueueLatency(Model):
             fp = est.topology.node(fleet).params
             cs2 = fp.service.cv_value**2
             terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
-            if paced_starts(fp):  # a crawler's fetchers: their starts are paced by a bucket
+            if paced_starts(fp):  # a paced fleet (the crawler's fetchers): a bucket meters starts
                 f_rate = est.record.components[fleet].rate
                 assert f_rate is not None
                 depth = start_depth(f_rate, est.tick_ms)

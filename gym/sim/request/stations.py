@@ -130,15 +130,15 @@ class WaitingRoom:
     room full (``buffer``) is turned away. The replicas are c slots each, and a free slot
     starts the next waiting URL at once: an M/G/c station, M/D/c with fixed times.
 
-    The crawler's fetchers alone (:func:`~gym.sim.grid.paced_starts`) with deterministic
-    or nearly fixed fetch times (cv below PACED_BELOW_CV) have their starts also paced at
+    A fleet declared ``paced`` (the crawler's fetchers; :func:`~gym.sim.grid.paced_starts`)
+    with deterministic or nearly fixed times (cv below PACED_BELOW_CV) has its starts paced at
     live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts deep), as
     the flow engine's fetcher quota paces them: there, when a backlog forms, every free
     slot would start at once, finish at once one fetch time later, and repeat the burst
     every fetch time, and the crawler's stations downstream lose more than the flow engine
     says (0.7-1.0 availability points on three of tests/test_engines_agree.py's designs).
     The price: its queue waits as one server at the fleet's rate (M/D/1 at c mu), not
-    M/D/c. A graph's fleet is not paced; with fixed times, a replica back from a crash
+    M/D/c. An unpaced fleet (a graph's, by default) with fixed times: a replica back from a crash
     opens its slots one by one over slots / ``rps_per_replica``
     (:func:`~gym.sim.grid.ramp_openings`; else, behind a backlog, they would start and
     end together every service time).
@@ -197,7 +197,7 @@ class WaitingRoom:
             self.fetch: Callable[[], float] = Sampler(f.service, fetch_rng)
             self.on_crash = f.on_crash
             self.paced = paced_starts(f)
-            # An unpaced fleet of fixed or nearly fixed times (a graph's): a replica back
+            # An unpaced fleet of fixed or nearly fixed times: a replica back
             # from a crash opens its slots at rps_per_replica, not all at once.
             self.ramp = not self.paced and f.service.cv_value < PACED_BELOW_CV
             slots = station_slots(f.rps_per_replica, f.service.mean_ms)

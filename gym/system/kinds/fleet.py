@@ -17,10 +17,9 @@ if TYPE_CHECKING:
     from gym.system.topology import Node, Topology
 
 
-class FleetNode(FetchersConfig):
-    """A fleet node in a graph design (the crawler's fetchers, in general words)."""
+class FleetParams(FetchersConfig):
+    """A fleet's parameters (the crawler's fetchers, in general words)."""
 
-    kind: Literal["fleet"] = Field(description="Node kind.")
     replicas: int = Field(description="Number of replicas (workers).", gt=0, le=100_000)
     rps_per_replica: Rate = Field(description="Requests per second one replica can start.")
     service: ServiceTime = Field(
@@ -37,6 +36,22 @@ class FleetNode(FetchersConfig):
             "(cause <node>_crash_loss) or go back to the head of the queue feeding it."
         ),
     )
+    paced: bool = Field(
+        False,
+        description=(
+            "Meter the starts through a token bucket at live replicas x rps_per_replica, "
+            "a twentieth of a tick's starts deep (true: as the crawler's fetchers run), "
+            "rather than start a waiting job the moment a slot frees (false: c parallel "
+            "servers). It applies to service times of cv below 0.5, fixed or nearly fixed, "
+            "whose starts would otherwise stay in step; more variable ones are never paced."
+        ),
+    )
+
+
+class FleetNode(FleetParams):
+    """A fleet node in a graph design."""
+
+    kind: Literal["fleet"] = Field(description="Node kind.")
 
 
 def _check(node: Node, graph: Topology) -> list[tuple[str, str]]:
