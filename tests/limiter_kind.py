@@ -3,8 +3,9 @@ limiter that lets through at most ``rps`` per second and turns the rest away.
 
 Its node model, its cost, its causes, its flow rule (per-tick counts) and its request
 rule (what one URL meets there) are all here; registering it is one line in
-``gym.system.kinds.REGISTRY``, its flow rule one in ``gym.sim.flow.rules.RULES`` and its
-request rule one ``gym.sim.request.register("limiter", LimiterRule)``.
+``gym.system.kinds.REGISTRY``, its flow rule one ``gym.sim.flow.rules.register("limiter",
+FLOW)`` and its request rule one ``gym.sim.request.register("limiter", LimiterRule)`` (a
+shipped kind is its name in ``gym.system.kinds.SHIPPED``: the engines find its modules).
 ``tests/test_topology.py`` registers it for one test and runs a graph through both
 engines.
 """

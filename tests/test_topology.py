@@ -1341,3 +1341,21 @@ def test_pacing_is_a_parameter_of_the_fleet(engine: str) -> None:
     reference = gym.load_design(ROOT / "designs" / "reference.yaml")
     fetchers = compiled.system_topology(reference, gym.load_scenario(CHAOS)).node("fetchers")
     assert fetchers.params.paced
+
+
+def test_one_registry_names_every_shipped_kind() -> None:
+    """A shipped kind is its name in gym.system.kinds.SHIPPED: its declaration and both
+    engines' rules are found from it, by module name; a kind nobody registered is refused
+    by each engine with the function that registers one."""
+    from gym.sim import request
+    from gym.sim.flow.rules import rule_for
+    from gym.system import kinds
+
+    assert set(kinds.REGISTRY) >= set(kinds.SHIPPED)
+    for name in kinds.SHIPPED:
+        assert kinds.kind(name).name == name
+        assert callable(rule_for(name).build)
+        assert callable(request.rule_for(name))
+    for find in (rule_for, request.rule_for):
+        with pytest.raises(KeyError, match="register"):
+            find("nosuchkind")

@@ -28,7 +28,7 @@ from gym.sim.flow import fluid, graph_latency
 from gym.sim.flow.base import Build, Component, Ledger, RowView, Stacked
 from gym.sim.flow.junction import Delay, Junction, Splitter
 from gym.sim.flow.loss import LossStation
-from gym.sim.flow.rules import RULES
+from gym.sim.flow.rules import rule_for
 from gym.sim.flow.source import Source
 from gym.sim.record import RunRecord
 from gym.sim.timeline import Timeline
@@ -212,7 +212,7 @@ class _Batch:
         for name in self.order:
             node = self.graph.node(name)
             k = kinds.kind(node.kind)
-            rule = RULES[node.kind]
+            rule = rule_for(node.kind)
             batched = rule.batch(builds, node) if rule.batch and len(builds) > 1 else None
             parts = [rule.build(b, node) for b in builds] if batched is None else [batched]
             for component in parts:
@@ -289,7 +289,7 @@ class _Batch:
             ]
             self.junctions[name] = Each(list(joins))
             inputs = [list(joins)]
-        connect = RULES[self.graph.node(name).kind].connect
+        connect = rule_for(self.graph.node(name).kind).connect
         built, targets = self.built, [e.target for e in self.graph.outputs(name)]
         node_of = self.nodes[name]
         if isinstance(node_of, Each):

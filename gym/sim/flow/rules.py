@@ -1,26 +1,18 @@
 """Each kind's rule in the flow engine, found by the kind's name: how a node of that kind
 is built (its component, from the run and the node) and connected to the components
-feeding it and fed by it. The modules are named after the kinds (:mod:`gym.system.kinds`).
+feeding it and fed by it: the module of this package named after the kind
+(:data:`gym.system.kinds.SHIPPED`), read on first use.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
-from gym.sim.flow import (
-    cache,
-    fleet,
-    links,
-    lookup,
-    queue,
-    service,
-    source,
-    store,
-    write_buffer,
-)
 from gym.sim.flow.base import Build, Component, connect_upstream
+from gym.system.kinds import SHIPPED
 from gym.system.topology import Node
 
 
@@ -41,19 +33,19 @@ def _rule(module: Any) -> FlowRule:
     return FlowRule(module.build, module.connect, getattr(module, "batch", None))
 
 
-#: The flow rule of every kind, by the kind's name (a kind registered from outside adds
-#: its own line here, as ``tests/limiter_kind.py`` shows).
-RULES: dict[str, FlowRule] = {
-    "source": _rule(source),
-    "queue": _rule(queue),
-    "fleet": _rule(fleet),
-    "cache": _rule(cache),
-    "service": _rule(service),
-    "write_buffer": _rule(write_buffer),
-    "store": _rule(store),
-    "lookup": _rule(lookup),
-    "links": _rule(links),
-}
+#: The flow rules in use, by kind name: a shipped kind's is read from its module on first
+#: use (:func:`rule_for`); a kind registered from outside adds its own
+#: (``tests/limiter_kind.py`` shows one).
+RULES: dict[str, FlowRule] = {}
+
+
+def rule_for(kind: str) -> FlowRule:
+    """The flow rule of ``kind``: a shipped kind's from ``gym.sim.flow.<kind>``."""
+    if kind not in RULES:
+        if kind not in SHIPPED:
+            raise KeyError(f"no flow-engine rule for the kind {kind!r}: register() one")
+        RULES[kind] = _rule(import_module(f"gym.sim.flow.{kind}"))
+    return RULES[kind]
 
 
 def register(kind: str, rule: FlowRule) -> None:

@@ -2,10 +2,9 @@
 loop ordered as SimPy orders its events.
 
 Each node's behaviour is its kind's *rule*, found here by the kind's name (as a queueing
-library maps a node's type to its behaviour): a module per shipped kind
-(``source``, ``queue``, ``fleet``, ``cache``, ``service``, ``store``, ``write_buffer``,
-``lookup``, ``links``), imported on first use; a kind of your own registers its rule with
-:func:`register`. A rule is a :class:`~gym.sim.request.base.Rule` (or, for a source,
+library maps a node's type to its behaviour): the module named after each shipped kind
+(:data:`gym.system.kinds.SHIPPED`), imported on first use; a kind of your own registers
+its rule with :func:`register`. A rule is a :class:`~gym.sim.request.base.Rule` (or, for a source,
 :class:`~gym.sim.request.source.SourceRule`) built from the run, the node and its cause
 names. :mod:`gym.sim.request.engine` walks every topology, the crawler's built-in graph
 included.
@@ -17,22 +16,7 @@ from collections.abc import Callable
 from importlib import import_module
 from typing import Any
 
-#: The shipped kinds' rules, by kind: the module of :mod:`gym.sim.request` holding each
-#: (its ``RULE``).
-SHIPPED = {
-    name: name
-    for name in (
-        "source",
-        "queue",
-        "fleet",
-        "cache",
-        "service",
-        "store",
-        "write_buffer",
-        "lookup",
-        "links",
-    )
-}
+from gym.system.kinds import SHIPPED
 
 #: Rules by kind name: ``rule(run, node, causes)`` builds a node's rule.
 RULES: dict[str, Callable[..., Any]] = {}
@@ -48,5 +32,5 @@ def rule_for(kind: str) -> Callable[..., Any]:
     if kind not in RULES:
         if kind not in SHIPPED:
             raise KeyError(f"no request-engine rule for the kind {kind!r}: register() one")
-        RULES[kind] = import_module(f"gym.sim.request.{SHIPPED[kind]}").RULE
+        RULES[kind] = import_module(f"gym.sim.request.{kind}").RULE
     return RULES[kind]

@@ -4,13 +4,14 @@ A kind declares the parameters of its nodes (a pydantic model), what they cost, 
 causes they record, the faults they suffer and the rules on what may feed them
 (:class:`~gym.system.kinds.base.Kind`). Its behaviour belongs to each engine, in a module
 of the same name: :mod:`gym.sim.flow` (counts per tick) and :mod:`gym.sim.request` (one
-URL at a time). A new kind is a module here, one in each engine, and a line in each
-registry (:data:`REGISTRY` below, ``gym.sim.flow.rules.RULES`` and the request engine's).
+URL at a time), which each engine finds by the kind's name. A new kind is a module here,
+one in each engine, and its name in the one registry, :data:`SHIPPED` below.
 Declarations import no numpy or SimPy, so reading a design or its schema loads neither.
 """
 
 from __future__ import annotations
 
+from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 from gym.system.kinds.base import Kind
@@ -20,24 +21,28 @@ if TYPE_CHECKING:
     from gym.system.topology import Topology
 
 
+#: The shipped kinds, by name, in the order the docs list them: each is
+#: ``gym.system.kinds.<name>`` (its declaration, ``KIND``), ``gym.sim.flow.<name>`` and
+#: ``gym.sim.request.<name>`` (each engine's rule, found by this name).
+SHIPPED: tuple[str, ...] = (
+    "source",
+    "queue",
+    "fleet",
+    "cache",
+    "service",
+    "write_buffer",
+    "store",
+    "lookup",
+    "links",
+)
+
+
 def _registry() -> dict[str, Kind]:
-    from gym.system.kinds import (
-        cache,
-        fleet,
-        links,
-        lookup,
-        queue,
-        service,
-        source,
-        store,
-        write_buffer,
-    )
-
-    kinds: tuple[Kind, ...] = (source.KIND, queue.KIND, fleet.KIND, cache.KIND, service.KIND)
-    kinds += (write_buffer.KIND, store.KIND, lookup.KIND, links.KIND)
-    return {k.name: k for k in kinds}
+    return {name: import_module(f"gym.system.kinds.{name}").KIND for name in SHIPPED}
 
 
+#: Every kind's declaration by name: the shipped ones, and any registered from outside
+#: (``tests/limiter_kind.py``).
 REGISTRY: dict[str, Kind] = _registry()
 
 
