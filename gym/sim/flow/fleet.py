@@ -17,12 +17,14 @@ parallel servers, as in the request engine).
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
 
 from gym.core.streams import stream, substream
-from gym.models import CrashFault
+from gym.models import CrashFault, ServiceTime
+from gym.sim import waiting
 from gym.sim.flow.base import (
     Build,
     Component,
@@ -33,11 +35,17 @@ from gym.sim.flow.base import (
     tick_quota,
     view_of,
 )
+from gym.sim.flow.fluid import Network
+from gym.sim.flow.graph_latency import Estimate, Model, Rows, share, spread
 from gym.sim.grid import paced_starts, ramp_openings, start_depth, station_slots
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
 from gym.system.kinds.fleet import FleetParams
 from gym.system.topology import Node
+
+if TYPE_CHECKING:
+    from gym.sim.record import RunRecord
+    from gym.system.topology import Topology
 
 
 class Fleet(Component):
@@ -308,3 +316,76 @@ def batch(builds: Sequence[Build], node: Node) -> Fleet | None:
 
 
 connect = connect_upstream
+
+
+def fluid(
+    node: Node,
+    topology: Topology,
+    record: RunRecord,
+    net: Network,
+    rate: np.ndarray,
+    scv: np.ndarray,
+    tick_s: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What a fleet sends on in the fluid network (:mod:`gym.sim.flow.fluid`): what it
+    started, one service time (whole ticks) later, less what its counts lost to a crash;
+    its departures' SCV by Whitt's linking equation over its slots (one server at the
+    fleet's rate when its starts are paced)."""
+    name, p, n = node.name, node.params, len(rate)
+    tally = record.components[name]
+    net.rate[name], net.scv[name] = rate, scv
+    live = tally.extra.get("live", np.full(n, p.replicas)).astype(np.float64)
+    paced = paced_starts(p)
+    slots = live * station_slots(p.rps_per_replica, p.service.mean_ms)
+    net.slots[name] = slots
+    mu = 1000.0 / p.service.mean_ms
+    servers = np.ones(n) if paced else np.maximum(slots, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rho = np.clip(np.where(slots > 0, rate / tick_s / (slots * mu), 1.0), 0.0, 1.0)
+    cs2 = p.service.cv_value**2
+    departed = 1.0 + (1.0 - rho**2) * (scv - 1.0) + rho**2 * (cs2 - 1.0) / np.sqrt(servers)
+    lag = fetch_ticks(p.service.mean_ms, record.timeline.tick_ms)
+    done = np.zeros(n)
+    done[: max(0, n - lag)] = (tally.out + tally.served)[lag:]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        survived = np.where(tally.processed > 0, done / tally.processed, 1.0)
+    if p.on_crash == "requeue":
+        survived = np.ones(n)  # what a crash takes goes back to the queue
+    sent = np.concatenate((np.zeros(min(lag, n)), rate[: max(0, n - lag)]))
+    sent *= np.concatenate((np.ones(min(lag, n)), np.clip(survived, 0, 1)[: max(0, n - lag)]))
+    shifted = np.concatenate((np.ones(min(lag, n)), departed[: max(0, n - lag)]))
+    return sent, np.maximum(shifted, 0.0)
+
+
+class FleetLatency(Model):
+    """Its service time; a start in tick k finishes in tick k + L (the flow engine's whole
+    ticks), so what did not finish then was lost to a crash (or put back in its queue)."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        p = self.node.params
+        self.service: ServiceTime = p.service
+        lag = fetch_ticks(p.service.mean_ms, est.tick_ms)
+        t = self.tally
+        done = np.zeros(est.n, dtype=np.int64)
+        done[: max(0, est.n - lag)] = (t.out + t.served)[lag:]
+        self.done = done
+        finished = share(done, t.processed, 1.0)
+        self.requeue = p.on_crash == "requeue"
+        # A requeued job goes back to its queue: it is not lost, it comes back (the walk).
+        self.kept = np.ones(est.n) if self.requeue else finished
+        self.back = 1.0 - finished if self.requeue else np.zeros(est.n)
+        self.finishes = np.zeros(est.n)
+        self.queue = est.topology.inputs(name)[0].source
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        return waiting.service_ms(self.service, u)
+
+    def rows(self, start: int) -> Rows:
+        return spread(start, self.done, *waiting.service_grid(self.service))
+
+
+#: Its latency in the flow engine's estimate (:mod:`gym.sim.flow.graph_latency`).
+LATENCY = FleetLatency
+#: What it sends on in the fluid network (:mod:`gym.sim.flow.fluid`).
+FLUID = fluid

@@ -30,8 +30,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gym.sim.flow.base import Component
-from gym.sim.grid import paced_starts, station_slots
-from gym.sim.timeline import fetch_ticks
+from gym.sim.flow.rules import rule_for
 from gym.system import kinds
 from gym.system.topology import Topology
 
@@ -87,7 +86,7 @@ def network(topology: Topology, record: RunRecord, got: Mapping[str, np.ndarray]
                 rate, scv = got[f"{name}/expected"], got[f"{name}/dispersion"]
             else:
                 rate, scv = _joined(topology, name, out_rate, out_scv, tl.tick_ms, n)
-                rate, scv = _through(node.kind, name, topology, record, got, net, rate, scv, tick_s)
+                rate, scv = _through(name, topology, record, got, net, rate, scv, tick_s)
             moved = max(moved, float(np.max(np.abs(rate - out_rate[name]), initial=0.0)))
             out_rate[name], out_scv[name] = rate, scv
         if moved <= 1e-9 * scale:
@@ -124,7 +123,6 @@ def _joined(
 
 
 def _through(
-    kind: str,
     name: str,
     topology: Topology,
     record: RunRecord,
@@ -134,70 +132,35 @@ def _through(
     scv: np.ndarray,
     tick_s: float,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """The stream ``name`` (of ``kind``) sends on, given what reaches it; records what
-    reaches it in ``net``."""
+    """The stream ``name`` sends on, given what reaches it; records what reaches it in
+    ``net``. A kind with a fluid rule of its own (a queue, a fleet: ``FLUID`` in its flow
+    module) applies it; any other passes on what it did not turn away nor finish."""
     node = topology.node(name)
-    tally = record.components[name]
-    n = len(rate)
-    if kind == "queue":
-        p = node.params
-        kept = (1 - p.seen_fraction) * (1 - p.variant_fraction) * (1 - p.false_positive_rate)
-        rate, scv = rate * kept, kept * scv + (1.0 - kept)
-        drain = tally.rate if tally.rate is not None else np.full(n, float(p.drain_rps))
-        hand_out = drain
-        for e in topology.outputs(name):
-            if topology.node(e.target).kind == "fleet":
-                fleet = record.components[e.target]
-                if fleet.rate is not None:
-                    hand_out = np.minimum(drain, fleet.rate)
-        held, sent = fluid_queue(rate, hand_out * tick_s, float(p.buffer))
-        net.rate[name], net.scv[name], net.held[name] = rate, scv, held
-        return sent, scv
+    own = rule_for(node.kind).fluid
+    if own is not None:
+        sent, sent_scv = own(node, topology, record, net, rate, scv, tick_s)
+        return sent, sent_scv
     net.rate[name], net.scv[name] = rate, scv
-    if kind == "fleet":
-        p = node.params
-        live = tally.extra.get("live", np.full(n, p.replicas)).astype(np.float64)
-        paced = paced_starts(p)
-        slots = live * station_slots(p.rps_per_replica, p.service.mean_ms)
-        net.slots[name] = slots
-        mu = 1000.0 / p.service.mean_ms
-        servers = np.ones(n) if paced else np.maximum(slots, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rho = np.clip(np.where(slots > 0, rate / tick_s / (slots * mu), 1.0), 0.0, 1.0)
-        cs2 = p.service.cv_value**2
-        departed = 1.0 + (1.0 - rho**2) * (scv - 1.0) + rho**2 * (cs2 - 1.0) / np.sqrt(servers)
-        lag = fetch_ticks(p.service.mean_ms, record.timeline.tick_ms)
-        done = np.zeros(n)
-        done[: max(0, n - lag)] = (tally.out + tally.served)[lag:]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            survived = np.where(tally.processed > 0, done / tally.processed, 1.0)
-        if p.on_crash == "requeue":
-            survived = np.ones(n)  # what a crash takes goes back to the queue
-        sent = np.concatenate((np.zeros(min(lag, n)), rate[: max(0, n - lag)]))
-        sent *= np.concatenate((np.ones(min(lag, n)), np.clip(survived, 0, 1)[: max(0, n - lag)]))
-        shifted = np.concatenate((np.ones(min(lag, n)), departed[: max(0, n - lag)]))
-        return sent, np.maximum(shifted, 0.0)
-    keep = np.ones(n)
+    tally = record.components[name]
+    keep = np.ones(len(rate))
     if f"{name}/loss_share" in got:  # a loss station: its Erlang share turned away
         keep = keep * (1.0 - got[f"{name}/loss_share"])
-    elif kind != "write_buffer":  # a kind of its own: the share its counts let through
+    elif not kinds.kind(node.kind).holds_work:  # a kind of its own: what its counts let through
         arrived = float(tally.arrived.sum())
         keep = keep * (float(tally.processed.sum()) / arrived if arrived > 0 else 1.0)
-    finish = _finish_share(kind, node.params, tally)
+    finish = _finish_share(node.kind, node.params, tally)
     if topology.outputs(name):
         keep = keep * (1.0 - finish)
     return rate * keep, keep * scv + (1.0 - keep)
 
 
 def _finish_share(kind: str, params: Any, tally: Tally) -> float:
-    """The share of what it takes that a node finishes (a cache's hits, a service's
-    finish_share; for a kind of its own, its counts' share over the run)."""
-    if kind == "cache":
-        return float(params.hit_ratio)
-    if kind == "service":
-        return float(params.finish_share)
-    if kind in ("store", "write_buffer"):
-        return 0.0
+    """The share of what it takes that a node finishes: what its kind's declaration does
+    not pass on (a cache's hits, a service's finish_share, none of a store's); for a kind
+    of its own, or one that passes on as counted, its counts' share over the run."""
+    declared = kinds.kind(kind)
+    if kind in kinds.SHIPPED and not declared.passes_as_counted:
+        return 1.0 - float(declared.passes(params))
     served = float(tally.served.sum())
     processed = float(tally.processed.sum())
     return served / processed if processed > 0 else 0.0

@@ -3,7 +3,9 @@ per-tick counts, its fluid network (:mod:`gym.sim.flow.fluid`: each queue's arri
 and SCV, its fluid backlog) and each node's service-time distribution (docs/model.md,
 *Latency of graph designs*).
 
-Per node, by kind (a kind without a model here adds no time and has no row):
+Per node, by kind: each kind's model is its flow module's ``LATENCY`` (its
+:class:`~gym.sim.flow.rules.FlowRule`'s ``latency``; a kind without one adds no time and
+has no row); the loss stations' shared one, :class:`LossLatency`, is here:
 
 - **queue**: where its *fluid* backlog (the expected arrivals against the rate it hands
   out at: its drain, never more than its fleet starts) is above 0, the URLs wait what its
@@ -35,9 +37,8 @@ from gym.core.streams import stream
 from gym.models import ServiceTime
 from gym.sim import waiting
 from gym.sim.flow import fluid
-from gym.sim.grid import paced_starts, start_depth
+from gym.sim.flow.rules import rule_for
 from gym.sim.latency import Samples, fifo_segments
-from gym.sim.timeline import fetch_ticks
 from gym.system import kinds
 from gym.system.topology import Topology
 
@@ -50,7 +51,7 @@ WALKERS = 1 << 18
 Rows = tuple[np.ndarray, np.ndarray, np.ndarray]  # ticks, ms, weights
 
 
-def _share(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
+def share(num: np.ndarray, den: np.ndarray, default: float) -> np.ndarray:
     """num / den each tick; where den is 0, the last tick's share before it (``default``
     before any)."""
     num = np.asarray(num, dtype=np.float64)
@@ -106,9 +107,14 @@ class Model:
         self.node = est.topology.node(name)
         self.tally: Tally = est.record.components[name]
         t = self.tally
-        self.kept = _share(t.processed, t.arrived, 1.0)
-        self.finishes = _share(t.served, t.processed, 0.0)
+        self.kept = share(t.processed, t.arrived, 1.0)
+        self.finishes = share(t.served, t.processed, 0.0)
         self.est = est
+        #: Whether a share of what it takes goes back to its queue (``back``, by tick, to
+        #: ``queue``) to wait again, mid-job: a fleet's crashed work, ``on_crash: requeue``.
+        self.requeue = False
+        self.back = np.zeros(0)
+        self.queue = ""
 
     def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
         """Latency (ms) of a URL reaching it in tick k, at quantile u (NaN: still inside at
@@ -135,164 +141,10 @@ class LossLatency(Model):
         return stretched
 
     def rows(self, start: int) -> Rows:
-        return _spread(
-            start, self.tally.processed, *waiting.service_grid(self.service), self.factor
-        )
+        return spread(start, self.tally.processed, *waiting.service_grid(self.service), self.factor)
 
 
-class FleetLatency(Model):
-    """Its service time; a start in tick k finishes in tick k + L (the flow engine's whole
-    ticks), so what did not finish then was lost to a crash (or put back in its queue)."""
-
-    def __init__(self, est: Estimate, name: str) -> None:
-        super().__init__(est, name)
-        p = self.node.params
-        self.service: ServiceTime = p.service
-        lag = fetch_ticks(p.service.mean_ms, est.tick_ms)
-        t = self.tally
-        done = np.zeros(est.n, dtype=np.int64)
-        done[: max(0, est.n - lag)] = (t.out + t.served)[lag:]
-        self.done = done
-        finished = _share(done, t.processed, 1.0)
-        self.requeue = p.on_crash == "requeue"
-        # A requeued job goes back to its queue: it is not lost, it comes back (the walk).
-        self.kept = np.ones(est.n) if self.requeue else finished
-        self.back = 1.0 - finished if self.requeue else np.zeros(est.n)
-        self.finishes = np.zeros(est.n)
-        self.queue = est.topology.inputs(name)[0].source
-
-    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        return waiting.service_ms(self.service, u)
-
-    def rows(self, start: int) -> Rows:
-        return _spread(start, self.done, *waiting.service_grid(self.service))
-
-
-class QueueLatency(Model):
-    """Waits from its counts where its fluid backlog says it is backed up; the stationary
-    wait of its fleet's slots or its token buckets elsewhere."""
-
-    def __init__(self, est: Estimate, name: str) -> None:
-        super().__init__(est, name)
-        t, n, tick_s = self.tally, est.n, est.tick_ms / 1000.0
-        net = est.net
-        skipped = sum((v for v in t.skipped.values()), np.zeros(n, dtype=np.int64))
-        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
-        self.kept = _share(t.arrived - skipped - failed, t.arrived, 1.0)
-        self.finishes = np.zeros(n)
-        self.entered = t.processed + np.diff(t.backlog, prepend=0)
-        self.counts = Fifo(self.entered, t.processed)
-        drain = t.rate if t.rate is not None else np.full(n, float(self.node.params.drain_rps))
-        lam, ca2 = net.rate[name] / tick_s, net.scv[name]
-        # (chance of waiting, mean wait, variance of the work per second) of each way to
-        # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots (c
-        # parallel servers); a paced fleet's start bucket (a crawler's fetchers).
-        terms = [(*waiting.bucket_wait(lam, drain, np.maximum(1.0, drain * tick_s), ca2), ca2)]
-        fleet = next((e.target for e in est.topology.outputs(name) if e.target in net.slots), None)
-        hand_out = drain
-        if fleet is not None:
-            fp = est.topology.node(fleet).params
-            cs2 = fp.service.cv_value**2
-            terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
-            if paced_starts(fp):  # a paced fleet (the crawler's fetchers): a bucket meters starts
-                f_rate = est.record.components[fleet].rate
-                assert f_rate is not None
-                depth = start_depth(f_rate, est.tick_ms)
-                terms.append((*waiting.bucket_wait(lam, f_rate, depth, ca2), ca2))
-            f_rate = est.record.components[fleet].rate
-            if f_rate is not None:
-                hand_out = np.minimum(drain, f_rate)
-        # No wait is longer than a full buffer's at the rate it hands out at.
-        with np.errstate(divide="ignore"):
-            self.most = np.where(hand_out > 0, self.node.params.buffer / hand_out * 1000.0, np.inf)
-        held = net.held[name]
-        before = np.concatenate(([0.0], held[:-1]))
-        tol = 1e-9 * (1.0 + net.rate[name])
-        self.backed = (held > tol) | (before > tol)
-        # The stationary wait where it is not backed up: the way of the longest mean
-        # wait, capped at what the load has had time to build since it last changed.
-        since = _since_change(est.resets, self.backed, n) * tick_s
-        means = np.array([m for _, m, _ in terms])
-        pick = np.argmax(means, axis=0)
-        cols = np.arange(n)
-        chance = np.array([c for c, _, _ in terms])[pick, cols]
-        scv = np.array([v for _, _, v in terms])[pick, cols]
-        chance, mean = waiting.capped(chance, means[pick, cols], lam, lam * scv, since)
-        mean = np.minimum(mean, self.most)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            self.tail = np.where(chance > 0, mean / chance, 0.0)  # the mean of a wait > 0
-        self.chance = np.where(self.backed, 0.0, chance)
-
-    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.minimum(waiting.wait_ms(self.chance[k], self.tail[k], u), self.most[k])
-        backed = self.backed[k]
-        if backed.any():
-            out[backed] = self.counts.draw(k[backed], u[backed]) * self.est.tick_ms
-        return out
-
-    def rows(self, start: int) -> Rows:
-        """Where backed up, its counts' waits (as the crawler's frontier); elsewhere the
-        URLs that entered, at 0 with chance 1 - P and on the exponential tail else."""
-        t_in, waits, w = self.counts.rows()
-        keep = self.backed[t_in] & (t_in >= start)
-        calm = np.where(self.backed, 0, self.entered)
-        atom = _spread(start, calm * (1.0 - self.chance), np.zeros(1), np.ones(1))
-        tail = _spread(start, calm * self.chance, waiting.EXP_GRID, waiting.GRID_W, self.tail)
-        tail = (tail[0], np.minimum(tail[1], self.most[tail[0]]), tail[2])
-        return (
-            np.concatenate([t_in[keep], atom[0], tail[0]]),
-            np.concatenate([waits[keep] * self.est.tick_ms, atom[1], tail[1]]),
-            np.concatenate([w[keep], atom[2], tail[2]]),
-        )
-
-
-class BufferLatency(Model):
-    """A write buffer: 0 for a write its store took at once; a held one waits what its
-    counts say, first in, first out (as the crawler's writer)."""
-
-    def __init__(self, est: Estimate, name: str) -> None:
-        super().__init__(est, name)
-        t, n = self.tally, est.n
-        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
-        self.kept = _share(t.arrived - failed, t.arrived, 1.0)
-        self.finishes = np.zeros(n)
-        flushed = t.extra["flushed"]
-        self.direct = t.out - flushed
-        self.direct_share = _share(self.direct, t.processed, 1.0)
-        self.held = Fifo(flushed + np.diff(t.backlog, prepend=0), flushed)
-
-    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        d = self.direct_share[k]
-        out = np.zeros(len(k))
-        held = u >= d
-        if held.any():
-            v = (u[held] - d[held]) / np.maximum(1.0 - d[held], 1e-300)
-            out[held] = self.held.draw(k[held], v) * self.est.tick_ms
-        return out
-
-    def rows(self, start: int) -> Rows:
-        t_in, waits, w = self.held.rows()
-        keep = t_in >= start
-        direct = _spread(start, self.direct, np.zeros(1), np.ones(1))
-        return (
-            np.concatenate([direct[0], t_in[keep]]),
-            np.concatenate([direct[1], waits[keep] * self.est.tick_ms]),
-            np.concatenate([direct[2], w[keep]]),
-        )
-
-
-#: The latency model of each kind, by name (a kind without one adds no time).
-MODELS: dict[str, type[Model]] = {
-    "queue": QueueLatency,
-    "fleet": FleetLatency,
-    "cache": LossLatency,
-    "service": LossLatency,
-    "store": LossLatency,
-    "write_buffer": BufferLatency,
-}
-
-
-def _since_change(resets: np.ndarray, backed: np.ndarray, n: int) -> np.ndarray:
+def since_change(resets: np.ndarray, backed: np.ndarray, n: int) -> np.ndarray:
     """Ticks since the load last changed, counting the tick itself: since the last
     scenario event (a load stage, a fault's start or end) or the last backed-up tick."""
     marks = np.zeros(n, dtype=bool)
@@ -307,7 +159,7 @@ def _since_change(resets: np.ndarray, backed: np.ndarray, n: int) -> np.ndarray:
 ROW_POINTS = 1 << 22
 
 
-def _spread(
+def spread(
     start: int,
     counts: np.ndarray,
     values: np.ndarray,
@@ -356,7 +208,8 @@ class Estimate:
             node = topology.node(name)
             if kinds.kind(node.kind).source:
                 continue
-            self.models[name] = MODELS.get(node.kind, Model)(self, name)
+            model = rule_for(node.kind).latency or Model
+            self.models[name] = model(self, name)
 
 
 def estimate(
@@ -423,7 +276,7 @@ def _walk(est: Estimate, record: RunRecord, start: int, rng: np.random.Generator
             ok = (now[here] < end_ms) & (weight[here] > 0)
             at[here[~ok]] = -1
             here, k, ms = here[ok], k[ok], ms[ok]
-            if isinstance(model, FleetLatency) and model.requeue:
+            if model.requeue:
                 again = rng.random(len(here)) < model.back[k]
                 at[here[again]] = index[model.queue]  # back in its queue, mid-job
                 now[here[again]] -= ms[again] / 2.0

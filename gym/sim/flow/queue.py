@@ -5,11 +5,13 @@ crawler's frontier, in front of its fetchers)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
 
 from gym.core.streams import stream
+from gym.sim import waiting
 from gym.sim.flow.base import (
     Build,
     Component,
@@ -23,9 +25,15 @@ from gym.sim.flow.base import (
     view_of,
 )
 from gym.sim.flow.fleet import Fleet
-from gym.sim.grid import start_depth
+from gym.sim.flow.fluid import Network, fluid_queue
+from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, since_change, spread
+from gym.sim.grid import paced_starts, start_depth
 from gym.sim.record import Tally
 from gym.system.topology import Node
+
+if TYPE_CHECKING:
+    from gym.sim.record import RunRecord
+    from gym.system.topology import Topology
 
 
 class Queue(RatedComponent):
@@ -494,3 +502,115 @@ def connect(component: Queue, inputs: Sequence[Component], outputs: Sequence[Com
     fleets = [c for c in outputs if isinstance(one_of(c), Fleet)]
     if fleets:
         component.fleet = fleets[0]
+
+
+def fluid(
+    node: Node,
+    topology: Topology,
+    record: RunRecord,
+    net: Network,
+    rate: np.ndarray,
+    scv: np.ndarray,
+    tick_s: float,
+) -> tuple[np.ndarray, np.ndarray]:
+    """What a queue sends on in the fluid network (:mod:`gym.sim.flow.fluid`): it skips
+    its door's shares, holds what exceeds the rate it hands out at (its drain, never more
+    than its fleet starts) up to its buffer, and records its fluid backlog."""
+    name, p, n = node.name, node.params, len(rate)
+    tally = record.components[name]
+    kept = (1 - p.seen_fraction) * (1 - p.variant_fraction) * (1 - p.false_positive_rate)
+    rate, scv = rate * kept, kept * scv + (1.0 - kept)
+    drain = tally.rate if tally.rate is not None else np.full(n, float(p.drain_rps))
+    hand_out = drain
+    for e in topology.outputs(name):
+        if topology.node(e.target).kind == "fleet":
+            fleet = record.components[e.target]
+            if fleet.rate is not None:
+                hand_out = np.minimum(drain, fleet.rate)
+    held, sent = fluid_queue(rate, hand_out * tick_s, float(p.buffer))
+    net.rate[name], net.scv[name], net.held[name] = rate, scv, held
+    return sent, scv
+
+
+class QueueLatency(Model):
+    """Waits from its counts where its fluid backlog says it is backed up; the stationary
+    wait of its fleet's slots or its token buckets elsewhere."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        t, n, tick_s = self.tally, est.n, est.tick_ms / 1000.0
+        net = est.net
+        skipped = sum((v for v in t.skipped.values()), np.zeros(n, dtype=np.int64))
+        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
+        self.kept = share(t.arrived - skipped - failed, t.arrived, 1.0)
+        self.finishes = np.zeros(n)
+        self.entered = t.processed + np.diff(t.backlog, prepend=0)
+        self.counts = Fifo(self.entered, t.processed)
+        drain = t.rate if t.rate is not None else np.full(n, float(self.node.params.drain_rps))
+        lam, ca2 = net.rate[name] / tick_s, net.scv[name]
+        # (chance of waiting, mean wait, variance of the work per second) of each way to
+        # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots (c
+        # parallel servers); a paced fleet's start bucket (a crawler's fetchers).
+        terms = [(*waiting.bucket_wait(lam, drain, np.maximum(1.0, drain * tick_s), ca2), ca2)]
+        fleet = next((e.target for e in est.topology.outputs(name) if e.target in net.slots), None)
+        hand_out = drain
+        if fleet is not None:
+            fp = est.topology.node(fleet).params
+            cs2 = fp.service.cv_value**2
+            terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
+            if paced_starts(fp):  # a paced fleet (the crawler's fetchers): a bucket meters starts
+                f_rate = est.record.components[fleet].rate
+                assert f_rate is not None
+                depth = start_depth(f_rate, est.tick_ms)
+                terms.append((*waiting.bucket_wait(lam, f_rate, depth, ca2), ca2))
+            f_rate = est.record.components[fleet].rate
+            if f_rate is not None:
+                hand_out = np.minimum(drain, f_rate)
+        # No wait is longer than a full buffer's at the rate it hands out at.
+        with np.errstate(divide="ignore"):
+            self.most = np.where(hand_out > 0, self.node.params.buffer / hand_out * 1000.0, np.inf)
+        held = net.held[name]
+        before = np.concatenate(([0.0], held[:-1]))
+        tol = 1e-9 * (1.0 + net.rate[name])
+        self.backed = (held > tol) | (before > tol)
+        # The stationary wait where it is not backed up: the way of the longest mean
+        # wait, capped at what the load has had time to build since it last changed.
+        since = since_change(est.resets, self.backed, n) * tick_s
+        means = np.array([m for _, m, _ in terms])
+        pick = np.argmax(means, axis=0)
+        cols = np.arange(n)
+        chance = np.array([c for c, _, _ in terms])[pick, cols]
+        scv = np.array([v for _, _, v in terms])[pick, cols]
+        chance, mean = waiting.capped(chance, means[pick, cols], lam, lam * scv, since)
+        mean = np.minimum(mean, self.most)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.tail = np.where(chance > 0, mean / chance, 0.0)  # the mean of a wait > 0
+        self.chance = np.where(self.backed, 0.0, chance)
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        out: np.ndarray = np.minimum(waiting.wait_ms(self.chance[k], self.tail[k], u), self.most[k])
+        backed = self.backed[k]
+        if backed.any():
+            out[backed] = self.counts.draw(k[backed], u[backed]) * self.est.tick_ms
+        return out
+
+    def rows(self, start: int) -> Rows:
+        """Where backed up, its counts' waits (as the crawler's frontier); elsewhere the
+        URLs that entered, at 0 with chance 1 - P and on the exponential tail else."""
+        t_in, waits, w = self.counts.rows()
+        keep = self.backed[t_in] & (t_in >= start)
+        calm = np.where(self.backed, 0, self.entered)
+        atom = spread(start, calm * (1.0 - self.chance), np.zeros(1), np.ones(1))
+        tail = spread(start, calm * self.chance, waiting.EXP_GRID, waiting.GRID_W, self.tail)
+        tail = (tail[0], np.minimum(tail[1], self.most[tail[0]]), tail[2])
+        return (
+            np.concatenate([t_in[keep], atom[0], tail[0]]),
+            np.concatenate([waits[keep] * self.est.tick_ms, atom[1], tail[1]]),
+            np.concatenate([w[keep], atom[2], tail[2]]),
+        )
+
+
+#: Its latency in the flow engine's estimate (:mod:`gym.sim.flow.graph_latency`).
+LATENCY = QueueLatency
+#: What it sends on in the fluid network (:mod:`gym.sim.flow.fluid`).
+FLUID = fluid

@@ -27,10 +27,22 @@ class FlowRule:
     #: One component for the runs of a batch (each build's run a row), or None where the
     #: kind has none, or not for this node: then each run has its own.
     batch: Callable[[Sequence[Build], Node], Component | None] | None = None
+    #: Its latency model in the flow engine's estimate (a ``graph_latency.Model``), or
+    #: None: it adds no time, its counts' losses and finishes still count end to end.
+    latency: Any = None
+    #: What it sends on in the fluid network the estimate reads, or None: what it did not
+    #: turn away nor finish (:func:`gym.sim.flow.fluid._through`).
+    fluid: Callable[..., tuple[Any, Any]] | None = None
 
 
 def _rule(module: Any) -> FlowRule:
-    return FlowRule(module.build, module.connect, getattr(module, "batch", None))
+    return FlowRule(
+        module.build,
+        module.connect,
+        getattr(module, "batch", None),
+        getattr(module, "LATENCY", None),
+        getattr(module, "FLUID", None),
+    )
 
 
 #: The flow rules in use, by kind name: a shipped kind's is read from its module on first

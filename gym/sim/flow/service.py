@@ -11,6 +11,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import ServiceTime
 from gym.sim.flow.base import Build, Ledger, PerRow, connect_upstream, thinned
+from gym.sim.flow.graph_latency import LossLatency
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
 from gym.system.topology import Node
@@ -88,3 +89,8 @@ def batch(builds: Sequence[Build], node: Node) -> Service | None:
         duplicate_bodies=p.finish_share,
         rows=len(builds),
     )
+
+
+#: Its latency in the flow engine's estimate: a loss station's service time, stretched by
+#: a slowdown (:class:`gym.sim.flow.graph_latency.LossLatency`).
+LATENCY = LossLatency

@@ -11,6 +11,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import PageStoreConfig
 from gym.sim.flow.base import Build, Component, Ledger, PerRow, connect_upstream, one_of
+from gym.sim.flow.graph_latency import LossLatency
 from gym.sim.flow.loss import LossStation
 from gym.system.topology import Node
 
@@ -68,3 +69,8 @@ def connect(component: Store, inputs: Sequence[Component], outputs: Sequence[Com
     if inputs and isinstance(one_of(inputs[0]), WriteBuffer):
         component.gated = True
     component.finishes = not outputs
+
+
+#: Its latency in the flow engine's estimate: a loss station's service time, stretched by
+#: a slowdown (:class:`gym.sim.flow.graph_latency.LossLatency`).
+LATENCY = LossLatency

@@ -21,6 +21,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import AsyncWriterConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream
+from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, spread
 from gym.sim.record import Tally
 from gym.system.topology import Node
 
@@ -122,3 +123,42 @@ def connect(
     """Fed by its upstream; flushes into the store it feeds."""
     connect_upstream(component, inputs, outputs)
     component.store = outputs[0]
+
+
+class BufferLatency(Model):
+    """A write buffer: 0 for a write its store took at once; a held one waits what its
+    counts say, first in, first out (as the crawler's writer)."""
+
+    def __init__(self, est: Estimate, name: str) -> None:
+        super().__init__(est, name)
+        t, n = self.tally, est.n
+        failed = sum((v for v in t.failed.values()), np.zeros(n, dtype=np.int64))
+        self.kept = share(t.arrived - failed, t.arrived, 1.0)
+        self.finishes = np.zeros(n)
+        flushed = t.extra["flushed"]
+        self.direct = t.out - flushed
+        self.direct_share = share(self.direct, t.processed, 1.0)
+        self.held = Fifo(flushed + np.diff(t.backlog, prepend=0), flushed)
+
+    def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
+        d = self.direct_share[k]
+        out = np.zeros(len(k))
+        held = u >= d
+        if held.any():
+            v = (u[held] - d[held]) / np.maximum(1.0 - d[held], 1e-300)
+            out[held] = self.held.draw(k[held], v) * self.est.tick_ms
+        return out
+
+    def rows(self, start: int) -> Rows:
+        t_in, waits, w = self.held.rows()
+        keep = t_in >= start
+        direct = spread(start, self.direct, np.zeros(1), np.ones(1))
+        return (
+            np.concatenate([direct[0], t_in[keep]]),
+            np.concatenate([direct[1], waits[keep] * self.est.tick_ms]),
+            np.concatenate([direct[2], w[keep]]),
+        )
+
+
+#: Its latency in the flow engine's estimate (:mod:`gym.sim.flow.graph_latency`).
+LATENCY = BufferLatency
