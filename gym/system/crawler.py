@@ -64,17 +64,6 @@ class CrawlerAddOns:
         return not self.follows_links and bool(carried)
 
 
-#: The section of a crawler design file each of its nodes is written in.
-SECTIONS = {
-    "seen_set": "discovery",
-    "frontier": "frontier",
-    "fetchers": "fetchers",
-    "cache": "cache",
-    "async_writer": "async_writer",
-    "page_store": "page_store",
-}
-
-
 # The crawler's parameters in effect under a scenario (what its nodes run at).
 
 
