@@ -1,0 +1,297 @@
+"""Both engines against queueing theory and against Ciw (issue 41), shape by shape.
+
+Each cell builds a small graph design, runs it over a few seeds in an engine, and compares
+a figure with theory (a closed form: M/M/c/K) or with Ciw running the same network
+(``tests/ciw_oracle.py``) over the same seeds. A figure passes within the issue's
+tolerance: loss shares within 3% relative or 3 standard errors of the difference, whichever
+is larger; mean waits within 10%, 99th percentiles within 15% (the larger of that and 3
+standard errors). A cell one engine cannot meet yet is a strict xfail naming what it
+measured: it fails the day the engine meets it, so the mark comes off.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+import gym
+from gym.models import Scenario
+from gym.system.graph import GraphDesign
+from tests import ciw_oracle
+
+pytest.importorskip("ciw")  # a test extra
+
+SEEDS = range(4)
+WARMUP_S = 10.0
+
+
+def graph(nodes: dict[str, Any], edges: list[tuple[Any, ...]]) -> GraphDesign:
+    listed = [{"from": e[0], "to": e[1], **(e[2] if len(e) > 2 else {})} for e in edges]
+    nodes = {"users": {"kind": "source"}, **nodes}
+    return GraphDesign.model_validate({"name": "cell", "graph": {"nodes": nodes, "edges": listed}})
+
+
+def poisson(rps: float, duration_s: float) -> Scenario:
+    return Scenario.model_validate({"system": "graph", "duration_s": duration_s, "base_rps": rps})
+
+
+def within(got: list[float], want: list[float] | float, rel: float) -> tuple[bool, str]:
+    """Whether the mean of ``got`` (over seeds) is within ``rel`` of ``want`` (a figure
+    of theory, or Ciw's over seeds) or 3 standard errors of their difference."""
+    g = np.asarray(got, dtype=float)
+    w = np.asarray(want if isinstance(want, list) else [want], dtype=float)
+    se = math.sqrt(g.var(ddof=1) / len(g) + (w.var(ddof=1) / len(w) if len(w) > 1 else 0.0))
+    gap = abs(g.mean() - w.mean())
+    ok = gap <= max(rel * abs(w.mean()), 3.0 * se)
+    return (
+        ok,
+        f"{g.mean():.4g} against {w.mean():.4g} (ratio {g.mean() / w.mean():.3f}, se {se:.2g})",
+    )
+
+
+def gym_runs(
+    design: GraphDesign, scenario: Scenario, engine: str, figure: Callable[[Any], float], **kw: Any
+) -> list[float]:
+    return [
+        figure(gym.simulate(design, scenario, seed=s, engine=engine, warmup_s=WARMUP_S, **kw))
+        for s in SEEDS
+    ]
+
+
+def loss_at(*names: str) -> Callable[[Any], float]:
+    """The share of what reached the first of ``names`` that any of them lost."""
+
+    def figure(r: Any) -> float:
+        c = r.metrics.record.components
+        lost = sum(int(v.sum()) for n in names for v in c[n].failed.values())
+        return lost / int(c[names[0]].arrived.sum())
+
+    return figure
+
+
+# -- M/M/c/K: a finite queue before a fleet of exponential servers, against theory ----------
+
+C, MEAN_MS, RHO = 4, 40.0, 0.95
+
+
+def mmck(places: int) -> tuple[float, float]:
+    """Theory's loss share and mean wait (ms) of M/M/c/K, K - c = ``places``, c = 4
+    servers of mean 40 ms at load 0.95: p_K = a^c / c! rho^(K-c) p0, and W_q = L_q /
+    (lambda (1 - p_K)), L_q = p0 a^c rho / (c! (1 - rho)^2) (1 - rho^(K-c+1) - (1 - rho)
+    (K-c+1) rho^(K-c)) (Gross and Harris)."""
+    mu = 1000.0 / MEAN_MS
+    lam, a = RHO * C * mu, RHO * C
+    head = sum(a**n / math.factorial(n) for n in range(C + 1))
+    p0 = 1.0 / (head + a**C / math.factorial(C) * sum(RHO**k for k in range(1, places + 1)))
+    p_k = a**C / math.factorial(C) * RHO**places * p0
+    lq = p0 * a**C * RHO / (math.factorial(C) * (1 - RHO) ** 2)
+    lq *= 1 - RHO ** (places + 1) - (1 - RHO) * (places + 1) * RHO**places
+    return p_k, lq / (lam * (1 - p_k)) * 1000.0
+
+
+def mmck_design(places: int) -> GraphDesign:
+    fleet = {"kind": "fleet", "replicas": C, "rps_per_replica": 1000.0 / MEAN_MS}
+    fleet["service"] = {"mean_ms": MEAN_MS, "dist": "exponential"}
+    q = {"kind": "queue", "drain_rps": 100_000, "buffer": places}
+    return graph({"q": q, "workers": fleet}, [("users", "q"), ("q", "workers")])
+
+
+MMCK_SCENARIO = poisson(RHO * C * 1000.0 / MEAN_MS, 300)
+#: What the flow engine measured on the M/M/c/K cells it cannot meet yet: its loss
+#: share's ratio to theory's (a fleet's fixed quota per tick serves far more smoothly
+#: than c exponential servers, so the queue in front fills too rarely).
+FLOW_MMCK = {1: 0.90, 2: 0.76, 6: 0.55, 20: 0.29, 60: 0.0}
+#: And its mean wait's ratio to theory's (5.9, 35.4 and 169 ms against 2.9, 22.9, 152).
+FLOW_WAIT = {1: "2.0x", 6: "1.55x", 60: "1.12x"}
+
+
+def test_the_oracle_agrees_with_theory() -> None:
+    """Ciw itself, on M/M/4/10 (6 places), within the tolerance of theory's loss share
+    and mean wait: the oracle is built right."""
+    loss, wait = mmck(6)
+    runs = [ciw_oracle.run(mmck_design(6), MMCK_SCENARIO, seed=s, warmup_s=WARMUP_S) for s in SEEDS]
+    ok, said = within([f["q"].loss for f in runs], loss, 0.03)
+    assert ok, said
+    ok, said = within([f["q"].mean_wait_ms for f in runs], wait, 0.10)
+    assert ok, said
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+@pytest.mark.parametrize("places", [1, 2, 6, 20, 60])
+def test_mmck_loss_share(places: int, engine: str, request: pytest.FixtureRequest) -> None:
+    """The share a full queue turns away, against theory's p_K."""
+    if engine == "flow":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason=f"the flow engine's loss share is {FLOW_MMCK[places]:.2f}x theory's "
+                "(its fleet serves a fixed quota a tick: too smooth for c exponential servers)",
+            )
+        )
+    want, _ = mmck(places)
+    ok, said = within(
+        gym_runs(mmck_design(places), MMCK_SCENARIO, engine, loss_at("q")), want, 0.03
+    )
+    assert ok, said
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+@pytest.mark.parametrize("places", [1, 6, 60])
+def test_mmck_mean_wait(places: int, engine: str, request: pytest.FixtureRequest) -> None:
+    """The mean wait in the queue, against theory's W_q."""
+    if engine == "flow":
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason=f"the flow engine's mean wait is {FLOW_WAIT[places]} theory's (its "
+                "fleet too smooth, its queue's wait pinned near a full buffer's)",
+            )
+        )
+    _, want = mmck(places)
+    waits = gym_runs(mmck_design(places), MMCK_SCENARIO, engine, lambda r: r.latency["q"].mean)
+    ok, said = within(waits, want, 0.10)
+    assert ok, said
+
+
+# -- shapes with no closed form, against Ciw -------------------------------------------------
+
+
+def _fixed_fleet_into_loss() -> GraphDesign:
+    """16 fixed 100 ms slots (a capacity of 160/s) behind a roomy queue, then a store of
+    2 fixed 20 ms slots: the fleet's departures are smoother than Poisson."""
+    fleet = {"kind": "fleet", "replicas": 16, "rps_per_replica": 10}
+    fleet["service"] = {"mean_ms": 100, "dist": "deterministic"}
+    db = {"kind": "store", "rps": 100, "service": {"mean_ms": 20, "dist": "deterministic"}}
+    q = {"kind": "queue", "drain_rps": 100_000, "buffer": 100_000}
+    return graph(
+        {"q": q, "workers": fleet, "db": db}, [("users", "q"), ("q", "workers"), ("workers", "db")]
+    )
+
+
+def _tandem(dist: str) -> GraphDesign:
+    """A service of 5 slots (3 Erlangs offered: it turns away about a tenth, so what it
+    passes on is smoother than Poisson) then a store of 4, both of 10 ms ``dist`` times."""
+    a = {"kind": "service", "rps": 500, "service": {"mean_ms": 10, "dist": dist}}
+    b = {"kind": "store", "rps": 400, "service": {"mean_ms": 10, "dist": dist}}
+    return graph({"a": a, "b": b}, [("users", "a"), ("a", "b")])
+
+
+def _feedback() -> GraphDesign:
+    """A queue of 50 places before 4 exponential servers of 40 ms; a fifth of what they
+    serve comes back to the queue half a second later, the rest goes to a roomy store."""
+    fleet = {"kind": "fleet", "replicas": 4, "rps_per_replica": 25}
+    fleet["service"] = {"mean_ms": 40, "dist": "exponential"}
+    db = {"kind": "store", "rps": 1000, "service": {"mean_ms": 5, "dist": "exponential"}}
+    q = {"kind": "queue", "drain_rps": 100_000, "buffer": 50}
+    edges = [
+        ("users", "q"),
+        ("q", "workers"),
+        ("workers", "db", {"share": 0.8}),
+        ("workers", "q", {"share": 0.2, "delay_s": 0.5}),
+    ]
+    return graph({"q": q, "workers": fleet, "db": db}, edges)
+
+
+#: Ciw cells: (design, load per second, the station, the figure, its tolerance, the
+#: engines that cannot meet it yet with what they measured).
+CELLS: dict[str, tuple[Callable[[], GraphDesign], float, str, str, float, dict[str, str]]] = {
+    "fixed fleet into a loss station": (_fixed_fleet_into_loss, 150, "db", "loss", 0.03, {}),
+    "loss station behind a fixed-service one": (
+        lambda: _tandem("deterministic"),
+        300,
+        "b",
+        "loss",
+        0.03,
+        {"flow": "1.30x Ciw's loss share (0.139 against 0.107)"},
+    ),
+    "loss station behind an exponential one": (
+        lambda: _tandem("exponential"),
+        300,
+        "b",
+        "loss",
+        0.03,
+        {"flow": "1.11x Ciw's loss share (0.169 against 0.152)"},
+    ),
+    "feedback loop, mean wait": (_feedback, 70, "q", "mean_wait_ms", 0.10, {}),
+    "feedback loop, p99 wait": (
+        _feedback,
+        70,
+        "q",
+        "p99_wait_ms",
+        0.15,
+        {"flow": "1.27x Ciw's p99 wait (369 ms against 290)"},
+    ),
+}
+
+
+@pytest.fixture(scope="module")
+def ciw_figures() -> dict[str, list[Any]]:
+    """Ciw's runs of each cell's design, over the seeds (run once per module)."""
+    out = {}
+    for name, (build, rps, _, _, _, _) in CELLS.items():
+        sc = poisson(rps, 120)
+        out[name] = [ciw_oracle.run(build(), sc, seed=s, warmup_s=WARMUP_S) for s in SEEDS]
+    return out
+
+
+def _gym_figure(station: str, figure: str) -> Callable[[Any], float]:
+    if figure == "loss":
+        return loss_at(station)
+    if figure == "mean_wait_ms":
+        return lambda r: float(r.latency[station].mean)
+    return lambda r: float(r.latency[station].p99)
+
+
+@pytest.mark.parametrize("engine", ["flow", "request"])
+@pytest.mark.parametrize("cell", list(CELLS))
+def test_against_ciw(
+    cell: str, engine: str, ciw_figures: dict[str, list[Any]], request: pytest.FixtureRequest
+) -> None:
+    """The engine's figure at the cell's station against Ciw's, over the same seeds."""
+    build, rps, station, figure, rel, cannot = CELLS[cell]
+    if engine in cannot:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=cannot[engine]))
+    want = [getattr(f[station], figure) for f in ciw_figures[cell]]
+    got = gym_runs(build(), poisson(rps, 120), engine, _gym_figure(station, figure))
+    ok, said = within(got, want, rel)
+    assert ok, said
+
+
+# -- a write buffer before a store: the same at every tick -----------------------------------
+
+
+def _buffered() -> GraphDesign:
+    buf = {"kind": "write_buffer", "buffer": 200}
+    db = {"kind": "store", "rps": 1000, "service": {"mean_ms": 10, "dist": "exponential"}}
+    return graph({"buf": buf, "db": db}, [("users", "buf"), ("buf", "db")])
+
+
+#: What the flow engine's write buffer lost, by tick, where it is not within the tolerance
+#: of the request engine's 5.1% (which does not move with the tick): it flushes once a
+#: tick. At 5 ms it loses 4.7%, within 3 standard errors.
+FLOW_BUFFER = {1: "0.0%", 10: "4.1%", 50: "1.9%"}
+
+
+@pytest.mark.parametrize("tick_ms", [1, 5, 10, 50])
+def test_a_write_buffer_does_not_depend_on_the_tick(
+    tick_ms: int, request: pytest.FixtureRequest
+) -> None:
+    """The share a write buffer before a store of 10 exponential slots loses at load
+    0.95, in the flow engine at each tick, against the request engine at 10 ms."""
+    if tick_ms in FLOW_BUFFER:
+        request.applymarker(
+            pytest.mark.xfail(
+                strict=True,
+                reason=f"the flow engine's write buffer loses {FLOW_BUFFER[tick_ms]} at a "
+                f"{tick_ms} ms tick against the request engine's 5.1%",
+            )
+        )
+    sc = poisson(950, 120)
+    want = gym_runs(_buffered(), sc, "request", loss_at("buf", "db"))
+    got = gym_runs(_buffered(), sc, "flow", loss_at("buf", "db"), tick_ms=tick_ms)
+    ok, said = within(got, want, 0.03)
+    assert ok, said
