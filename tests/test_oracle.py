@@ -295,3 +295,49 @@ def test_a_write_buffer_does_not_depend_on_the_tick(
     got = gym_runs(_buffered(), sc, "flow", loss_at("buf", "db"), tick_ms=tick_ms)
     ok, said = within(got, want, 0.03)
     assert ok, said
+
+
+# -- the flow engine says where it is off ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("build", "rps", "node", "words"),
+    [
+        (lambda: mmck_design(60), RHO * C * 1000.0 / MEAN_MS, "q", "a finite queue before"),
+        (lambda: _tandem("deterministic"), 300, "b", "a loss station behind a"),
+        (lambda: _tandem("exponential"), 300, "b", "a loss station behind a"),
+        (_buffered, 950, "buf", "a write buffer that overflowed"),
+        (_feedback, 70, None, "latency around a feedback loop is estimated"),
+    ],
+)
+def test_the_flow_engine_warns_where_it_was_measured_off(
+    build: Callable[[], GraphDesign], rps: float, node: str | None, words: str
+) -> None:
+    """Each shape the flow engine misses above, run in the regime it was checked in,
+    carries a warning naming the node and what was measured; the request engine's run of
+    it carries none of these."""
+    sc = poisson(rps, 60)
+    flow = gym.simulate(build(), sc, seed=0)
+    said = [w for w in flow.warnings if words in w]
+    assert said and (node is None or said[0].startswith(f"{node}: ")), flow.warnings
+    assert "--engine request" in said[0]
+    request = gym.simulate(build(), sc, seed=0, engine="request")
+    assert not [w for w in request.warnings if words in w]
+
+
+def test_no_shipped_design_is_warned_about() -> None:
+    """The shipped designs use fixed service times and lose behind a loss station only in
+    overloads, which the flow engine counts right: none of them is warned about under the
+    scenarios it ships with (the url-shortener's undersized cache loses at 0.98 of the
+    store's capacity behind it, where both engines agree within 0.3%)."""
+    from tests.conftest import ROOT
+
+    pairs = [("designs/reference.yaml", "scenarios/crawler-chaos.yaml")]
+    pairs += [("designs/starter.yaml", "scenarios/crawler-chaos.yaml")]
+    pairs += [("designs/content-dedup.yaml", "scenarios/crawler-chaos.yaml")]
+    for system in ("url-shortener", "ingestion"):
+        for design in sorted((ROOT / "designs" / "systems").glob(f"{system}*.yaml")):
+            pairs.append((str(design), f"scenarios/systems/{system}.yaml"))
+    for design, scenario in pairs:
+        r = gym.simulate(ROOT / design, ROOT / scenario, seed=0)
+        assert not [w for w in r.warnings if "--engine request" in w], (design, r.warnings)
