@@ -9,9 +9,10 @@ running the code:
 - **design-type checks**: ``isinstance`` calls that name ``Design`` or ``GraphDesign``;
 - **design-type questions**: the calls, outside ``gym/system/compiled.py``, that ask it
   which type a design is: ``addons`` (the crawler's add-ons, to show a crawler-only
-  figure) and ``graph_design`` (to take a graph's own path where the crawler has a twin:
-  its moves, its search space, its rounding warnings). The isinstance figure counts the
-  checks; this one the places that still depend on the answer;
+  figure), ``graph_design`` (a graph's own path) and ``either`` (both, where a path has a
+  twin for each: the fix's moves, the search space, the rounding warnings). The
+  isinstance figure counts the checks; this one the places that still depend on the
+  answer;
 - **request-engine paths**: the places in ``gym/sim/request`` that build a run's record
   (``RunRecord(...)``): one per way a design can be run;
 - **flow latency paths**: the functions in ``gym/sim`` that estimate a flow run's latency
@@ -70,9 +71,9 @@ def design_checks(trees: dict[Path, ast.Module]) -> list[str]:
 
 
 def design_questions(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
-    """Per question (``addons``, ``graph_design``), each call outside the compile step, as
-    ``file:line``."""
-    found: dict[str, list[str]] = {"addons": [], "graph_design": []}
+    """Per question (``addons``, ``graph_design``, ``either``), each call outside the
+    compile step, as ``file:line``."""
+    found: dict[str, list[str]] = {"addons": [], "graph_design": [], "either": []}
     for path, tree in trees.items():
         if rel(path) == "gym/system/compiled.py":
             continue

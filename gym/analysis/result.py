@@ -85,15 +85,23 @@ class Result(JsonText):
         (:mod:`gym.analysis.rounding`): a coarse tick, a station of few slots; and, in the
         flow engine, the nodes of this run outside what it has been checked to get right
         (:mod:`gym.analysis.checked`)."""
-        from gym.analysis import checked, rounding
+        from gym.analysis import rounding
 
         said = rounding.warnings(
             self.design, self.scenario, engine=self.engine, tick_ms=self.tick_ms
         )
-        if self.engine == "flow":  # where it has not been checked right (tests/test_oracle.py)
-            graph = addons(self.design) is None
-            said += checked.warnings(self.metrics.record, graph_latency=graph)
-        return tuple(said)
+        return (*said, *self.unchecked)
+
+    @functools.cached_property
+    def unchecked(self) -> tuple[str, ...]:
+        """The nodes of a flow run outside what the flow engine has been checked to get
+        right (:mod:`gym.analysis.checked`); none for the request engine."""
+        from gym.analysis import checked
+
+        if self.engine != "flow":
+            return ()
+        graph = addons(self.design) is None  # a graph's latency is the graph estimate
+        return tuple(checked.warnings(self.metrics.record, graph_latency=graph))
 
     @functools.cached_property
     def latency(self) -> dict[str, LatencyStats]:

@@ -25,7 +25,7 @@ from gym.core.text import Unit
 from gym.models import Design, RetryPolicy, Scenario, ServiceTime
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
-from gym.system.compiled import addons, graph_design
+from gym.system.compiled import either
 from gym.system.crawler import (
     busiest_shard_share,
     cache_capacity_rps,
@@ -55,10 +55,11 @@ def design_warnings(
 ) -> list[str]:
     """The roundings of the design's own figures (many designs, one scenario: a sweep
     asks this per point and :func:`scenario_warnings` once)."""
-    graph, crawler = graph_design(design), addons(design)
-    if graph is not None:
-        return _graph_warnings(graph, engine, tick_ms)
-    return [] if crawler is None else _crawler_warnings(crawler.design, scenario, engine, tick_ms)
+    crawler, graph = either(design)
+    if crawler is not None:
+        return _crawler_warnings(crawler.design, scenario, engine, tick_ms)
+    assert graph is not None
+    return _graph_warnings(graph, engine, tick_ms)
 
 
 def _crawler_warnings(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:

@@ -333,7 +333,11 @@ def _run_many(
             tick_ms=job.tick_ms,
             max_urls=job.max_urls,
         )
-    data = _summary(job, d, s, executor, warned, mc)
+    from gym.explore.montecarlo import unchecked
+
+    off = unchecked(mc.runs)  # known only once the runs have run
+    warn(off)
+    data = _summary(job, d, s, executor, [*warned, *off], mc)
     if job.as_json:
         print_json(data)
     else:

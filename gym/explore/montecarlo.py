@@ -165,6 +165,8 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
         )
         if r.seed in b.traps:
             out[-1]["traps"] = [t.to_dict() for t in r.traps]
+        if r.unchecked:  # where the flow engine is outside what it was checked on
+            out[-1]["unchecked"] = list(r.unchecked)
     return out
 
 
@@ -383,6 +385,12 @@ class MonteCarloResult(JsonText):
             "slos": [s.to_dict() for s in self.slos],
             "traps": self.traps,
         }
+
+
+def unchecked(runs: list[dict[str, Any]]) -> list[str]:
+    """What the runs' flow engine was warned about being outside what it was checked on
+    (:mod:`gym.analysis.checked`), each once, in the order first met."""
+    return list(dict.fromkeys(w for r in runs for w in r.get("unchecked", ())))
 
 
 def summarize(runs: list[dict[str, Any]]) -> list[SLOStats]:

@@ -39,7 +39,7 @@ import numpy as np
 
 from gym.explore.changes import with_field
 from gym.models import Design, Scenario
-from gym.system.compiled import addons, graph_design
+from gym.system.compiled import either
 from gym.system.graph import GraphDesign
 
 if TYPE_CHECKING:
@@ -64,11 +64,11 @@ class Move:
 
 def moves(result: Result) -> list[Move]:
     """The moves that could matter to ``result``'s failing run."""
-    graph = graph_design(result.design)
-    if graph is not None:
-        return _graph_moves(result, graph)
-    crawler = addons(result.design)
-    return _crawler_moves(result, crawler.design) if crawler is not None else []
+    crawler, graph = either(result.design)
+    if crawler is not None:
+        return _crawler_moves(result, crawler.design)
+    assert graph is not None
+    return _graph_moves(result, graph)
 
 
 def both(a: Move, b: Move) -> Move:

@@ -399,8 +399,10 @@ def _figures(
     mc = MonteCarloResult(results, confidence)
     row: dict[str, Any] = {"status": "ok"}
     row["cost_units"] = sum(units_of(design, scenario.catalog).values())
+    from gym.explore.montecarlo import unchecked
+
     warned = rounding.design_warnings(design, scenario, engine=engine, tick_ms=10)
-    warned += grid_notes
+    warned += grid_notes + unchecked(results)
     if warned:  # the engine's grid changed one of this point's figures by over 1%
         row["warnings"] = " | ".join(warned)
     for s in mc.slos:

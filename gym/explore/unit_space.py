@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from gym.core.errors import GymError
 from gym.models import Design, Scenario
-from gym.system.compiled import addons, graph_design, units_of
+from gym.system.compiled import either, units_of
 from gym.system.costing import check as check_units
 from gym.system.costing import units as costing_units
 from gym.system.graph import GraphDesign
@@ -241,7 +241,7 @@ def unit_graph(
 
 def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
     """What to search for ``scenario``: a graph scenario needs the graph to size."""
-    graph = graph_design(base)
+    crawler, graph = either(base) if base is not None else (None, None)
     if scenario.system == "graph":
         if graph is None:
             raise GymError.single(
@@ -258,7 +258,6 @@ def space_for(scenario: Scenario, base: Design | GraphDesign | None) -> Space:
             f"{scenario.system}: {graph.name or 'the design'} is a graph design; its scenario "
             "needs system: graph",
         )
-    crawler = None if base is None else addons(base)
     return crawler_space(None if crawler is None else crawler.design)
 
 

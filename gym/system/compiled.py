@@ -31,6 +31,15 @@ def graph_design(design: object) -> GraphDesign | None:
     return design if isinstance(design, GraphDesign) else None
 
 
+def either(design: object) -> tuple[CrawlerAddOns | None, GraphDesign | None]:
+    """A design's crawler add-ons or its graph, exactly one of them (where a path has a twin
+    for each); a ``TypeError`` for anything that is neither design."""
+    crawler, graph = addons(design), graph_design(design)
+    if crawler is None and graph is None:
+        raise TypeError(f"a crawler design or a graph design, not {type(design).__name__}")
+    return crawler, graph
+
+
 def system_topology(design: Design | GraphDesign, scenario: Scenario) -> Topology:
     """The topology a design runs under a scenario, built once when a run starts: the
     crawler's built-in graph (its nodes' parameters in effect under the scenario), or a
