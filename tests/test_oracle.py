@@ -371,3 +371,15 @@ def test_many_runs_and_sweeps_carry_the_warning(tmp_path: Any) -> None:
     scenario.write_text(json.dumps(sc.model_dump(mode="json", by_alias=True)))
     rows = gym.sweep(path, ["graph.nodes.q.buffer=6,7"], scenario)
     assert all("q: a finite queue before workers" in str(w) for w in rows["warnings"])
+
+
+@pytest.mark.parametrize("tick_ms", [1, 50])
+def test_the_request_engines_write_buffer_is_the_same_at_every_tick(tick_ms: int) -> None:
+    """The reference the flow engine's write buffer is held to: the request engine's
+    losses at a 1 and a 50 ms tick within the tolerance of its own at 10 ms (it flushes
+    as slots free, not once a tick)."""
+    sc = poisson(950, 60)
+    want = gym_runs(_buffered(), sc, "request", loss_at("buf", "db"))
+    got = gym_runs(_buffered(), sc, "request", loss_at("buf", "db"), tick_ms=tick_ms)
+    ok, said = within(got, want, 0.03)
+    assert ok, said
