@@ -943,10 +943,12 @@ def test_a_delay_off_the_tick_grid_and_the_loop_rules() -> None:
     r = gym.simulate(_retry_loop(0.001), sc)
     m = r.metrics
     assert m.offered == m.served + m.failed + m.in_flight_end
-    assert r.warnings == (
+    assert r.warnings[:1] == (
         "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s (+900%) in both "
         "engines, which hold an edge's requests whole ticks, at least one (use --tick-ms 1)",
     )
+    # and the flow engine's note that a loop's latency is an estimate (gym.analysis.checked)
+    assert [w for w in r.warnings[1:] if "feedback loop" not in w] == []
     nodes = dict(CHAIN)
     data = graph(nodes, [("src", "q"), ("f", "db")])
     data["graph"]["edges"].append({"from": "q", "to": "f", "delay_s": 1})

@@ -20,9 +20,12 @@ from gym.system.topology import Node, Topology
 
 #: The kinds whose nodes turn work away when every slot is busy (Erlang loss).
 LOSS_KINDS = ("cache", "service", "store")
-#: The share of its arrivals a loss station must turn away for what it passes on to be
-#: smoother than the next station's Erlang figure assumes (the checked cell: about 10%).
+#: The share of its arrivals a loss station must turn away for lack of slots (not in a
+#: stall, which passes nothing on) for what it passes on to be smoother than the next
+#: station's Erlang figure assumes (the checked cell: about 10%); and the share the next
+#: must lose so for its figure to matter (the checked cell: 10-17%).
 UPSTREAM_LOSS = 0.01
+DOWNSTREAM_LOSS = 0.001
 #: The loads (arrivals over capacity, a second at a time) at which each shape was checked
 #: and missed: a queue before a random fleet near its capacity (0.95); a loss station
 #: behind a losing one well below it (0.67); a write buffer's store near it (0.95). Away
@@ -47,7 +50,7 @@ def warnings(record: RunRecord, *, graph_latency: bool) -> list[str]:
             said = rule(node, topology, record)
             if said:
                 out.append(said)
-    if graph_latency and any(e.delay_s for e in topology.edges):
+    if graph_latency and _delayed_loop(topology):
         out.append(
             "latency around a feedback loop is estimated: on a checked loop the flow engine's "
             f"p99 wait at the queue was 1.27x Ciw's; {USE_REQUEST} (and measures every URL)"
@@ -57,6 +60,31 @@ def warnings(record: RunRecord, *, graph_latency: bool) -> list[str]:
 
 def _lost(record: RunRecord, name: str) -> int:
     return sum(int(v.sum()) for v in record.components[name].failed.values())
+
+
+def _overloaded(record: RunRecord, name: str, share: float) -> bool:
+    """Whether ``name`` turned away at least ``share`` of what reached it for lack of a
+    free slot (its ``..._overload`` causes)."""
+    tally = record.components[name]
+    lost = sum(int(v.sum()) for c, v in tally.failed.items() if c.endswith("overload"))
+    arrived = int(tally.arrived.sum())
+    return arrived > 0 and lost > 0 and lost >= share * arrived
+
+
+def _delayed_loop(topology: Topology) -> bool:
+    """Whether a delayed edge closes a loop (its target leads back to its source)."""
+    for edge in topology.edges:
+        if not edge.delay_s:
+            continue
+        seen, todo = {edge.target}, [edge.target]
+        while todo:
+            for e in topology.outputs(todo.pop()):
+                if e.target == edge.source:
+                    return True
+                if e.target not in seen:
+                    seen.add(e.target)
+                    todo.append(e.target)
+    return False
 
 
 def _seconds(record: RunRecord, counts: np.ndarray) -> np.ndarray:
@@ -116,18 +144,19 @@ def _queue_before_random_fleet(node: Node, topology: Topology, record: RunRecord
 
 
 def _loss_behind_loss(node: Node, topology: Topology, record: RunRecord) -> str:
-    """A loss station fed by one that turned work away: what the first passes on is
-    smoother than Poisson, and the flow engine's share lost at the second is too high."""
-    if node.kind not in LOSS_KINDS or not _lost(record, node.name):
+    """A loss station fed by one that turned work away for lack of slots: what the first
+    passes on is smoother than Poisson, and the flow engine's share lost at the second is
+    too high."""
+    if node.kind not in LOSS_KINDS or not _overloaded(record, node.name, DOWNSTREAM_LOSS):
         return ""
     if _losing_load(record, node.name, node.name) >= BELOW_CAPACITY:
         return ""
     for e in topology.inputs(node.name):
         up = topology.node(e.source)
-        arrived = int(record.components[up.name].arrived.sum()) if up.kind in LOSS_KINDS else 0
-        if arrived and _lost(record, up.name) >= UPSTREAM_LOSS * arrived:
+        if up.kind in LOSS_KINDS and _overloaded(record, up.name, UPSTREAM_LOSS):
             return (
-                f"{node.name}: a loss station behind {up.name}, which turned work away: the "
+                f"{node.name}: a loss station behind {up.name}, which turned work away with "
+                "every slot busy: the "
                 "flow engine takes what reaches it as burstier than it is (checked: 1.11x "
                 f"Ciw's loss share behind exponential services, 1.30x behind fixed); {USE_REQUEST}"
             )
