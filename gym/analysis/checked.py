@@ -58,10 +58,6 @@ def warnings(record: RunRecord, *, graph_latency: bool) -> list[str]:
     return out
 
 
-def _lost(record: RunRecord, name: str) -> int:
-    return sum(int(v.sum()) for v in record.components[name].failed.values())
-
-
 def _overloaded(record: RunRecord, name: str, share: float) -> bool:
     """Whether ``name`` turned away at least ``share`` of what reached it for lack of a
     free slot (its ``..._overload`` causes)."""
@@ -87,10 +83,11 @@ def _delayed_loop(topology: Topology) -> bool:
     return False
 
 
-def _seconds(record: RunRecord, counts: np.ndarray) -> np.ndarray:
-    """Per-tick counts added up a second at a time."""
+def _seconds(record: RunRecord, counts: np.ndarray, over: np.ufunc = np.add) -> np.ndarray:
+    """Per-tick counts taken a second at a time: added up, or their ``over`` (a peak:
+    ``np.maximum``)."""
     per = max(1, 1000 // record.timeline.tick_ms)
-    return np.add.reduceat(np.asarray(counts, dtype=np.int64), np.arange(0, len(counts), per))
+    return over.reduceat(np.asarray(counts, dtype=np.int64), np.arange(0, len(counts), per))
 
 
 def _loads(record: RunRecord, at: str, serving: str) -> tuple[np.ndarray, np.ndarray]:
@@ -105,9 +102,7 @@ def _loads(record: RunRecord, at: str, serving: str) -> tuple[np.ndarray, np.nda
         load = np.where(capacity > 0, arrived / capacity, np.inf)
     pressed = _seconds(record, failed) > 0
     if tally.limit:
-        per = max(1, 1000 // record.timeline.tick_ms)
-        peak = np.maximum.reduceat(tally.backlog, np.arange(0, len(tally.backlog), per))
-        pressed |= peak >= 0.5 * tally.limit
+        pressed |= _seconds(record, tally.backlog, np.maximum) >= 0.5 * tally.limit
     return load, pressed
 
 
@@ -170,9 +165,7 @@ def _buffer_near_capacity(node: Node, topology: Topology, record: RunRecord) -> 
     if node.kind != "write_buffer" or len(stores) != 1:
         return ""
     load, _ = _loads(record, node.name, stores[0])
-    backlog = record.components[node.name].backlog
-    per = max(1, 1000 // record.timeline.tick_ms)
-    held = np.maximum.reduceat(backlog, np.arange(0, len(backlog), per)) > 0
+    held = _seconds(record, record.components[node.name].backlog, np.maximum) > 0
     low, high = NEAR_CAPACITY
     if not ((load >= low) & (load < high) & held).any():
         return ""
