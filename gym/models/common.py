@@ -67,8 +67,9 @@ Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]
 class ServiceTime(InputModel):
     """How long one unit of work takes at a component.
 
-    The request engine draws each service time from this distribution; the flow engine
-    uses the mean as a fixed delay (fetches) or as the latency estimate (the others).
+    The request engine draws each service time from this distribution; so does the flow
+    engine for a fleet of random times a tick or more long, not paced; elsewhere it uses
+    the mean as a fixed delay (fetches) or as the latency estimate (the others).
     A component's concurrent slots are capacity x mean service time (at least 1).
     """
 

@@ -26,6 +26,14 @@ def paced_starts(fleet: FleetParams) -> bool:
     return fleet.paced and fleet.service.cv_value < PACED_BELOW_CV
 
 
+def drawn_times(fleet: FleetParams, tick_ms: int) -> bool:
+    """Whether the flow engine draws each of a fleet's service times (the request engine
+    draws every one): random times, a tick or more on average, in slots that are c
+    parallel servers (not paced). Shorter random times are served at a quota a tick."""
+    ticks = fleet.service.mean_ms / tick_ms
+    return fleet.service.dist != "deterministic" and not paced_starts(fleet) and ticks >= 1 - 1e-9
+
+
 #: The request engine's fetch-start bucket (paced fetch starts), as a share of one
 #: tick's starts, at least one token: no window of w seconds starts more than
 #: rate x w + that depth fetches (:func:`paced_most`).

@@ -8,10 +8,13 @@ Starts are spread evenly over the live replicas; when c of the n live replicas c
 c/n of the fetches in flight (rounded down) are on them and fail (``crash_loss``), or
 go back to the head of the frontier if the design says ``on_crash: requeue``.
 
-A fleet not declared ``paced`` (a graph design's, by default) of fixed times of a tick or
-more (:attr:`Fleet.slotted`) starts no more than its slots have free instead: live
+A fleet not declared ``paced`` (a graph design's, by default) of a mean service time of a
+tick or more (:attr:`Fleet.slotted`) starts no more than its slots have free instead: live
 replicas x round(rps_per_replica x service) slots, each held for the service time (c
-parallel servers, as in the request engine).
+parallel servers, as in the request engine). Fixed times hold a slot on an exact schedule;
+random ones (:attr:`Fleet.drawn`) for a time drawn per start from the fleet's own stream
+(:meth:`Fleet.start_in`), so the number that ends in a tick is as random as c such
+servers make it and a finite queue before them fills as often as it does in theory.
 """
 
 from __future__ import annotations
@@ -37,7 +40,13 @@ from gym.sim.flow.base import (
 )
 from gym.sim.flow.fluid import Network
 from gym.sim.flow.graph_latency import Estimate, Model, Rows, share, spread
-from gym.sim.grid import paced_starts, ramp_openings, start_depth, station_slots
+from gym.sim.grid import (
+    drawn_times,
+    paced_starts,
+    ramp_openings,
+    start_depth,
+    station_slots,
+)
 from gym.sim.record import Tally
 from gym.sim.timeline import fetch_ticks
 from gym.system.kinds.fleet import FleetParams
@@ -72,7 +81,7 @@ class Fleet(Component):
         self.upstream: Component | None = None  # the frontier, set by the engine
         self.live = ledger.zeros()  # live replicas during each tick
         self.requeued = ledger.zeros(rows=rows)  # in-flight fetches sent back to the frontier
-        self._due = ledger.zeros(self.fetch_ticks, rows=rows)  # fetches finishing in each tick
+        ticks = config.service.mean_ms / ledger.tick_ms
         # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
@@ -88,8 +97,17 @@ class Fleet(Component):
         # wait its starts repeat its ends one service time later, the pattern the backlog
         # froze (the stations downstream meet it again every service time). Services
         # shorter than a tick keep the rate's quota (a slot starts several a tick).
-        ticks = config.service.mean_ms / ledger.tick_ms
-        self.slotted = self.fixed_time and not self.paced and ticks >= 1.0 - 1e-9
+        self.slotted = not self.paced and ticks >= 1.0 - 1e-9
+        # Random times, c parallel servers: each start's service time is drawn, and
+        # its slot frees, and its fetch ends, in the tick drawn: one array for both.
+        self.drawn = drawn_times(config, ledger.tick_ms)
+        self.service = config.service
+        self._draws: np.random.Generator | None = None  # its holds and orders (drawn)
+        self._block, self._pos = np.zeros(0), 0  # service ends drawn, not yet taken (_ends)
+        # Fetches finishing in each tick (a drawn hold may end any time after the run).
+        pad = ledger.n_ticks + 1 if self.drawn else self.fetch_ticks
+        self._due = ledger.zeros(pad, rows=rows)
+        self._last = ledger.n_ticks + pad - 1  # the pad's last tick
         self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
         self.slots = ledger.zeros()  # slots open during each tick (reserved with the quota)
         # Replicas back from a crash, one by one: the tick, and its slots open by each tick
@@ -102,7 +120,7 @@ class Fleet(Component):
         # of a whole start carried (in whole numbers: the same in any stride).
         self.hold = int(ticks + 1e-9)
         self.late = round((ticks - self.hold) * (1 << LATE_BITS)) if self.slotted else 0
-        self.frees = ledger.zeros(self.hold + 2)  # slots freed in each tick
+        self.frees = self._due if self.drawn else ledger.zeros(self.hold + 2)  # slots freed
         self._late_carry = 0
 
     @property
@@ -130,11 +148,14 @@ class Fleet(Component):
     def held(self, t0: int) -> int:
         """The slots fetches begun before tick ``t0`` hold through it (those freeing one in
         it, at its instant, leave it to a start of that tick)."""
-        return int(self.frees[t0 + 1 : t0 + self.hold + 2].sum())
+        return int(self.frees[t0 + 1 : None if self.drawn else t0 + self.hold + 2].sum())
 
     def book(self, t0: int, starts: IntArray) -> None:
         """Book the slots ``starts`` (from tick ``t0``) free, as :meth:`book_one` does
         tick by tick."""
+        if self.drawn:
+            self.start_drawn(np.repeat(np.arange(t0, t0 + len(starts)), starts))
+            return
         if not self.late:
             self.frees[t0 + self.hold : t0 + self.hold + len(starts)] += starts
             return
@@ -147,7 +168,8 @@ class Fleet(Component):
         self.frees[at + 1 : at + 1 + len(starts)] += later
 
     def book_one(self, tick: int, starts: int) -> None:
-        """Book the slots ``starts`` started in ``tick`` free."""
+        """Book the slots ``starts`` started in ``tick`` free (not a drawn fleet's:
+        :meth:`start_drawn`)."""
         later = 0
         if self.late:
             self._late_carry += starts * self.late
@@ -156,6 +178,63 @@ class Fleet(Component):
         self.frees[tick + self.hold] += starts - later
         self.frees[tick + self.hold + 1] += later
 
+    def start_drawn(self, began: IntArray) -> None:
+        """Start a drawn fleet's services, one in each tick of ``began`` (none waiting
+        for a slot: those that end in the tick they began free theirs for nobody)."""
+        if len(began):
+            ticks = np.minimum(began + self._ends(len(began)).astype(np.int64), self._last)
+            lo = int(ticks.min())
+            self._due[lo : int(ticks.max()) + 1] += np.bincount(ticks - lo)
+
+    def start_in(self, tick: int, n: int) -> int:
+        """Start ``n`` of a drawn fleet's services in ``tick``, each at an instant within
+        it and for a service time drawn from its distribution (:meth:`_ends`), and book
+        the tick each ends (and frees its slot) in (those ending after the run, in the
+        pad's last tick). How many end in ``tick`` itself: a slot free again there."""
+        counts = np.bincount(self._ends(n).astype(np.int64))
+        reach = min(len(counts), self._last - tick)
+        self._due[tick : tick + reach] += counts[:reach]
+        self._due[self._last] += int(counts[reach:].sum())
+        return int(counts[0])
+
+    def _ends(self, n: int) -> np.ndarray:
+        """When ``n`` services end, in ticks from the start of the tick they begin in: an
+        instant within it (uniform) plus a service time, drawn in blocks from the fleet's
+        own stream and taken in order.
+
+        An instant within the tick, uniform, also for a service that takes a slot freed in
+        the tick: a service that always began where the one before it ended in the same
+        tick would be late in the tick more often than not, and a slot served a little
+        less than its rate (1% at 2.5 ticks a service)."""
+        if self._pos + n > len(self._block):
+            rng = self._drawn_rng()
+            size = max(_BLOCK, n)
+            fresh = rng.random(size)
+            fresh += waiting.service_ms(self.service, rng.random(size)) / self.ledger.tick_ms
+            self._block = np.concatenate((self._block[self._pos :], fresh))
+            self._pos = 0
+        ends = self._block[self._pos : self._pos + n]
+        self._pos += n
+        return ends
+
+    def _drawn_rng(self) -> np.random.Generator:
+        """A drawn fleet's generator for its holds and orders, its own stream's."""
+        if self._draws is None:
+            assert isinstance(self.rng, np.random.Generator)  # (a drawn fleet is per run)
+            self._draws = substream(self.rng, "holds")
+        return self._draws
+
+    def turned_away(self, arriving: int, ending: int, held: int, room: int) -> int:
+        """How many of ``arriving`` URLs a queue before a drawn fleet turns away in one
+        tick, in which ``ending`` of its holds end: the tick's arrivals and ends in a
+        random order (they fall anywhere in it), ``held`` URLs in the queue and the slots
+        when it begins (those ending in it too), and room for ``room`` in all. Each end
+        takes a waiting URL or frees its slot, so the count only falls at an end, and an
+        arrival finding it at ``room`` is lost: the most it rises above ``room`` (a walk
+        reflected there, Skorokhod's regulator)."""
+        steps = np.where(self._drawn_rng().permutation(arriving + ending) < arriving, 1, -1)
+        return max(0, held + int(np.cumsum(steps).max()) - max(room, held))
+
     def _advance(self, t0: int, t1: int) -> None:
         # One run's arrays, or a row per run of a batch ([..., a:b] is either's ticks).
         assert self.upstream is not None
@@ -163,11 +242,12 @@ class Fleet(Component):
         starts = up.out[..., t0:t1]
         self.arrived[..., t0:t1] = starts
         self.processed[..., t0:t1] = starts
-        self._due[..., t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
+        if not self.drawn:  # (a drawn hold is booked with its start: _draw_ends)
+            self._due[..., t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
         done = self._due[..., t0:t1]
         self.out[..., t0:t1] = done
         first = max(t0, self.fetch_ticks)  # the first tick whose fetches started in the run
-        if t1 > first:
+        if t1 > first and not self.drawn:  # (a drawn fleet's stream: _drawn_stream)
             lag = self.fetch_ticks
             began_at = slice(first - lag, t1 - lag)
             began = self.processed[..., began_at]
@@ -213,6 +293,22 @@ class Fleet(Component):
         if t0 > 0:
             held += self.backlog[..., t0 - 1 : t0]
         self.backlog[..., t0:t1] = held
+        if self.drawn:
+            self._drawn_stream(t0, t1)
+
+    def _drawn_stream(self, t0: int, t1: int) -> None:
+        """What a drawn fleet sends on, as the stations downstream see it. A service drawn
+        in tick k is in flight at the end of floor(u + S) ticks, u its instant in the tick
+        and S its time in ticks, which is S on average: so the services in flight at a
+        tick's end are, on average, its ends over a service time's ticks (Little's law),
+        and the ends expected in a tick are those in flight when it began over the mean
+        service time in ticks (as c random servers end, exactly for exponential times)."""
+        busy = np.empty(t1 - t0)
+        busy[0] = self.backlog[t0 - 1] if t0 > 0 else 0
+        busy[1:] = self.backlog[t0 : t1 - 1]
+        self.expected[t0:t1] = busy * (self.ledger.tick_ms / self.service.mean_ms)
+        self.dispersion[t0:t1] = 1.0
+        self.jitter[t0:t1] = 0.0
 
     def crash(
         self, fault: CrashFault, start: int, end: int | None
@@ -256,14 +352,14 @@ class Fleet(Component):
 
     def _lose_run(self, tick: int, crashed: int) -> None:
         """:meth:`_lose_in_flight` in one run (of a batch: on its row's view)."""
-        pending = self._due[tick : tick + self.fetch_ticks]
+        pending = self._due[tick : None if self.drawn else tick + self.fetch_ticks]
         total = int(pending.sum())
         lost_total = total * crashed // self.up
         if lost_total == 0:
             return
         lost = _apportion(pending, lost_total, crashed, self.up)
         pending -= lost
-        if self.slotted:
+        if self.slotted and not self.drawn:  # (a drawn fleet's are its pending ends)
             # Their slots are gone with their replicas: no longer held, nor freed later.
             holding = self.frees[tick : tick + self.hold + 2]
             holding -= _apportion(holding, min(lost_total, int(holding.sum())), crashed, self.up)
@@ -283,9 +379,41 @@ class Fleet(Component):
         return Tally.of(self, live=self.live, requeued=self.requeued)
 
 
+#: Service ends a drawn fleet draws at a time (:meth:`Fleet._ends`).
+_BLOCK = 4096
+
 #: The fraction of a tick a slotted fleet's service runs beyond whole ticks, in units of
 #: 2^-LATE_BITS of a tick (whole numbers, so a stride's booking is the same as a tick's).
 LATE_BITS = 20
+
+
+def finished(tally: Tally, params: FleetParams, tick_ms: int) -> tuple[np.ndarray, np.ndarray]:
+    """Of what a fleet started in each tick, how many finished (or were requeued) and the
+    share: those started a service time (whole ticks) before each tick's ends, or, for a
+    drawn fleet (:attr:`Fleet.drawn`), whose ends are scattered, what no crash took in a
+    service time after (:func:`crash_kept`)."""
+    n = len(tally.processed)
+    lag = fetch_ticks(params.service.mean_ms, tick_ms)
+    if drawn_times(params, tick_ms):
+        live = tally.extra.get("live", np.full(n, params.replicas))
+        kept = crash_kept(live, lag)
+        return tally.processed * kept, kept
+    done = np.zeros(n)
+    done[: max(0, n - lag)] = (tally.out + tally.served)[lag:]
+    return done, share(done, tally.processed, 1.0)
+
+
+def crash_kept(live: np.ndarray, lag: int) -> np.ndarray:
+    """The share of a start in each tick that no crash took in the ``lag`` ticks after it
+    (a crash takes down / up before of what is in flight), from the live replicas each tick."""
+    live = np.asarray(live, dtype=np.float64)
+    ratio = np.ones(len(live))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio[1:] = np.where(live[:-1] > 0, np.minimum(1.0, live[1:] / live[:-1]), 1.0)
+    logs = np.concatenate(([0.0], np.cumsum(np.log(np.maximum(ratio, 1e-300)))))
+    k = np.arange(len(live))
+    kept: np.ndarray = np.exp(logs[np.minimum(k + lag, len(live) - 1) + 1] - logs[k + 1])
+    return kept
 
 
 def _apportion(pending: IntArray, total: int, crashed: int, up: int) -> IntArray:
@@ -345,10 +473,7 @@ def fluid(
     cs2 = p.service.cv_value**2
     departed = 1.0 + (1.0 - rho**2) * (scv - 1.0) + rho**2 * (cs2 - 1.0) / np.sqrt(servers)
     lag = fetch_ticks(p.service.mean_ms, record.timeline.tick_ms)
-    done = np.zeros(n)
-    done[: max(0, n - lag)] = (tally.out + tally.served)[lag:]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        survived = np.where(tally.processed > 0, done / tally.processed, 1.0)
+    _, survived = finished(tally, p, record.timeline.tick_ms)
     if p.on_crash == "requeue":
         survived = np.ones(n)  # what a crash takes goes back to the queue
     sent = np.concatenate((np.zeros(min(lag, n)), rate[: max(0, n - lag)]))
@@ -365,16 +490,11 @@ class FleetLatency(Model):
         super().__init__(est, name)
         p = self.node.params
         self.service: ServiceTime = p.service
-        lag = fetch_ticks(p.service.mean_ms, est.tick_ms)
-        t = self.tally
-        done = np.zeros(est.n, dtype=np.int64)
-        done[: max(0, est.n - lag)] = (t.out + t.served)[lag:]
-        self.done = done
-        finished = share(done, t.processed, 1.0)
+        self.done, done = finished(self.tally, p, est.tick_ms)
         self.requeue = p.on_crash == "requeue"
         # A requeued job goes back to its queue: it is not lost, it comes back (the walk).
-        self.kept = np.ones(est.n) if self.requeue else finished
-        self.back = 1.0 - finished if self.requeue else np.zeros(est.n)
+        self.kept = np.ones(est.n) if self.requeue else done
+        self.back = 1.0 - done if self.requeue else np.zeros(est.n)
         self.finishes = np.zeros(est.n)
         self.queue = est.topology.inputs(name)[0].source
 

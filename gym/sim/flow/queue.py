@@ -27,7 +27,7 @@ from gym.sim.flow.base import (
 from gym.sim.flow.fleet import Fleet
 from gym.sim.flow.fluid import Network, fluid_queue
 from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, since_change, spread
-from gym.sim.grid import paced_starts, start_depth
+from gym.sim.grid import drawn_times, paced_starts, start_depth
 from gym.sim.record import Tally
 from gym.system.topology import Node
 
@@ -265,11 +265,14 @@ class Queue(RatedComponent):
         n = t1 - t0
         span = fleet.hold + (1 if fleet.late else 0)
         # Each tick's slots held by fetches begun before t0 (those freeing one in a later
-        # tick), and by the stride's own, each through ``span`` ticks from its start.
-        later = fleet.frees[t0 + 1 : t1 + fleet.hold + 2]
+        # tick), and by the stride's own, each through ``span`` ticks from its start (a
+        # drawn hold through the stride: its end is not drawn yet).
+        later = fleet.frees[t0 + 1 : None if fleet.drawn else t1 + fleet.hold + 2]
         running = np.cumsum(later[::-1])[::-1][:n]
         begun = np.cumsum(arrived)
-        within = begun - np.concatenate((np.zeros(span, dtype=np.int64), begun))[:n]
+        within = begun
+        if not fleet.drawn:
+            within = begun - np.concatenate((np.zeros(span, dtype=np.int64), begun))[:n]
         if not bool((running + within <= fleet.slots[t0:t1]).all()):
             return False
         fleet.book(t0, arrived)
@@ -293,6 +296,7 @@ class Queue(RatedComponent):
         out, over, kept, room = [0] * n, [0] * n, [0] * n, [0] * n
         frees = fleet.frees
         busy = fleet.held(t0)
+        drawn = fleet.drawn
         for i, (a, q, c, r) in enumerate(
             zip(
                 arriving.tolist(),
@@ -305,17 +309,22 @@ class Queue(RatedComponent):
             free = max(c - busy, 0)
             allowed = q + bank if r > 0 else 0
             queue += a
-            d = min(queue, allowed, free)
-            queue -= d
+            ended = 0
+            if drawn:
+                d, over[i], ended = self._drawn_tick(t0 + i, a, queue, busy, allowed, c)
+                queue -= d + over[i]
+            else:
+                d = min(queue, allowed, free)
+                queue -= d
+                if d:
+                    fleet.book_one(t0 + i, d)
             if r > 0:
                 bank = min(depth, allowed - d)
             if queue > self.buffer:
-                over[i] = queue - self.buffer
+                over[i] += queue - self.buffer
                 queue = self.buffer
             out[i], kept[i], room[i] = d, queue, free
-            if d:
-                fleet.book_one(t0 + i, d)
-            busy += d - int(frees[t0 + i + 1])
+            busy += d - ended - int(frees[t0 + i + 1])
         self._tokens = bank
         return (
             np.array(out, dtype=np.int64),
@@ -323,6 +332,33 @@ class Queue(RatedComponent):
             np.array(kept, dtype=np.int64),
             np.array(room, dtype=np.int64),
         )
+
+    def _drawn_tick(
+        self, tick: int, arrived: int, queue: int, busy: int, allowed: int, slots: int
+    ) -> tuple[int, int, int]:
+        """One tick of :meth:`_to_slots` before a drawn fleet (random service times,
+        :attr:`Fleet.drawn`), ``queue`` holding this tick's arrivals too: how many it
+        hands out, turns away and sees end within the tick. Its services end anywhere in
+        the tick, not all before the arrivals: where a full queue could turn some away,
+        the arrivals and ends are taken in a random order (:meth:`Fleet.turned_away`).
+        A service that ends in the tick it began frees its slot for the next URL waiting
+        there and then, as many times as that happens."""
+        fleet = self.fleet
+        assert isinstance(fleet, Fleet)
+        free = max(slots - busy, 0)
+        ending, lost = int(fleet.frees[tick]), 0
+        if ending and allowed >= free and queue + ending - free > self.buffer:
+            held = busy + ending + queue - arrived
+            lost = fleet.turned_away(arrived, ending, held, slots + self.buffer)
+        queue -= lost
+        taken = started = min(queue, allowed, free)
+        ended = 0
+        while started:
+            again = fleet.start_in(tick, started)
+            ended += again
+            started = min(again, queue - taken, allowed - taken)
+            taken += started
+        return taken, lost, ended
 
     def _paired(self, t0: int, t1: int) -> tuple[IntArray, IntArray]:
         """What may be handed out to the fleet in each tick of [t0, t1), and what the
@@ -573,6 +609,9 @@ class QueueLatency(Model):
         before = np.concatenate(([0.0], held[:-1]))
         tol = 1e-9 * (1.0 + net.rate[name])
         self.backed = (held > tol) | (before > tol)
+        if fleet is not None and drawn_times(est.topology.node(fleet).params, est.tick_ms):
+            # Its counts wait as c random servers make them (Fleet.drawn): read them.
+            self.backed[:] = True
         # The stationary wait where it is not backed up: the way of the longest mean
         # wait, capped at what the load has had time to build since it last changed.
         since = since_change(est.resets, self.backed, n) * tick_s
