@@ -349,6 +349,13 @@ def test_a_write_buffer_does_not_depend_on_the_tick(
     assert ok, said
 
 
+def _drained() -> GraphDesign:
+    """M/M/4/24 (40 ms) whose queue hands out at most 80/s, below the fleet's 100/s."""
+    design = mmck_design(20).model_dump(mode="json", by_alias=True)
+    design["graph"]["nodes"]["q"]["drain_rps"] = 80
+    return GraphDesign.model_validate(design)
+
+
 # -- the flow engine says where it is off ------------------------------------------------------
 
 
@@ -359,6 +366,7 @@ def test_a_write_buffer_does_not_depend_on_the_tick(
         # at a 10 ms tick, each at load 0.95.
         (lambda: mmck_design(60, 8.0), RHO * C * 125.0, "q", "too rarely (checked on M/M/4/K"),
         (lambda: mmck_design(6, 20.0), RHO * C * 50.0, "q", "too often (checked on M/M/4/K"),
+        (_drained, 95, "q", "drain_rps is near the fleet's capacity"),
         (lambda: _tandem("deterministic"), 300, "b", "a loss station behind a"),
         (lambda: _tandem("exponential"), 300, "b", "a loss station behind a"),
         (_buffered, 950, "buf", "a write buffer held writes near"),
@@ -429,3 +437,39 @@ def test_the_request_engines_write_buffer_is_the_same_at_every_tick(tick_ms: int
     got = gym_runs(_buffered(), sc, "request", loss_at("buf", "db"), tick_ms=tick_ms)
     ok, said = within(got, want, 0.03)
     assert ok, said
+
+
+def test_a_crash_takes_a_random_share_of_a_drawn_fleets_services() -> None:
+    """20 servers of 10 s exponential services (2/s) under 19/s, the queue always full: a
+    crash of 10 of them leaves 10 busy, each ending at 0.1/s whichever services the crash
+    took (a random share, as the request engine's crashed replicas hold), and each
+    taking the next URL at once: 1 end a second, 10 in the 10 s after the crash, over 12
+    seeds within 15% or 3 standard errors. Taking the services due soonest instead (the
+    ones left then end late) gave 2.5."""
+    fleet = {"kind": "fleet", "replicas": 20, "rps_per_replica": 0.1}
+    fleet["service"] = {"mean_ms": 10_000, "dist": "exponential"}
+    q = {"kind": "queue", "drain_rps": 100_000, "buffer": 100}
+    design = graph({"q": q, "workers": fleet}, [("users", "q"), ("q", "workers")])
+    crash = {"kind": "crash", "target": "workers", "at_s": 30, "replicas": 10}
+    sc = Scenario.model_validate(
+        {"system": "graph", "duration_s": 60, "base_rps": 19, "faults": [crash]}
+    )
+    ended = []
+    for seed in range(12):
+        c = gym.simulate(design, sc, seed=seed).metrics.record.components["workers"]
+        ended.append(float((c.out + c.served)[3000:4000].sum()))  # 10 ms ticks: 30-40 s
+    ok, said = within(ended, 10.0, 0.15)
+    assert ok, said
+
+
+def test_a_drawn_fleets_service_is_not_rounded_to_ticks() -> None:
+    """The rounding warning (a fleet's service held for whole ticks) is for the fleets the
+    flow engine does not draw: 15 ms fixed services on 10 ms ticks run as 20 ms and are
+    warned about; 15 ms exponential ones are drawn, run as 15 ms on average and are not."""
+    for dist, warned in (("deterministic", True), ("exponential", False)):
+        design = mmck_design(6, 15.0).model_dump(mode="json", by_alias=True)
+        design["graph"]["nodes"]["workers"]["service"]["dist"] = dist
+        r = gym.simulate(GraphDesign.model_validate(design), poisson(100, 20), seed=0)
+        assert any("15 ms runs as 20 ms" in w for w in r.warnings) is warned, r.warnings
+        if not warned:
+            assert r.latency["workers"].mean == pytest.approx(15.0, rel=0.05)

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 from gym.core.text import Unit
 from gym.models import Design, RetryPolicy, Scenario, ServiceTime
-from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
+from gym.sim.grid import PACED_BELOW_CV, drawn_service, drawn_times, flush_slots, station_slots
 from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
 from gym.system.compiled import either
 from gym.system.crawler import (
@@ -65,7 +65,7 @@ def design_warnings(
 def _crawler_warnings(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:
     """The roundings of a crawler design's own figures."""
     lines = []
-    if engine == "flow":
+    if engine == "flow" and not drawn_service(design.fetchers.service, True, tick_ms):
         mean = design.fetchers.service.mean_ms
         lines += _service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms, design.unit)
     lines += _slots(design, scenario, engine) + _crawler_flushes(design, scenario, engine, tick_ms)
@@ -269,7 +269,9 @@ def _graph_warnings(design: GraphDesign, engine: str, tick_ms: int) -> list[str]
         where = f"graph.nodes.{name}"
         kind = getattr(node, "kind", None)
         if kind == "fleet":
-            if engine == "flow":
+            if engine == "flow" and drawn_times(node, tick_ms):
+                pass  # each service time drawn (gym.sim.grid.drawn_times): not rounded
+            elif engine == "flow":
                 out += _service_ticks(
                     f"{where}.service.mean_ms",
                     "service",

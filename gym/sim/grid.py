@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 
+from gym.models import ServiceTime
 from gym.system.kinds.fleet import FleetParams
 
 #: Fetch times less variable than this (coefficient of variation) have their starts paced
@@ -30,8 +31,14 @@ def drawn_times(fleet: FleetParams, tick_ms: int) -> bool:
     """Whether the flow engine draws each of a fleet's service times (the request engine
     draws every one): random times, a tick or more on average, in slots that are c
     parallel servers (not paced). Shorter random times are served at a quota a tick."""
-    ticks = fleet.service.mean_ms / tick_ms
-    return fleet.service.dist != "deterministic" and not paced_starts(fleet) and ticks >= 1 - 1e-9
+    return drawn_service(fleet.service, fleet.paced, tick_ms)
+
+
+def drawn_service(service: ServiceTime, paced: bool, tick_ms: int) -> bool:
+    """:func:`drawn_times` for a fleet of ``service`` times, declared ``paced`` or not."""
+    ticks = service.mean_ms / tick_ms
+    random = service.dist != "deterministic"
+    return random and not (paced and service.cv_value < PACED_BELOW_CV) and ticks >= 1 - 1e-9
 
 
 #: The request engine's fetch-start bucket (paced fetch starts), as a share of one

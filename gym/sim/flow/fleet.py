@@ -191,11 +191,13 @@ class Fleet(Component):
         it and for a service time drawn from its distribution (:meth:`_ends`), and book
         the tick each ends (and frees its slot) in (those ending after the run, in the
         pad's last tick). How many end in ``tick`` itself: a slot free again there."""
-        counts = np.bincount(self._ends(n).astype(np.int64))
-        reach = min(len(counts), self._last - tick)
-        self._due[tick : tick + reach] += counts[:reach]
-        self._due[self._last] += int(counts[reach:].sum())
-        return int(counts[0])
+        offsets = np.minimum(self._ends(n).astype(np.int64), self._last - tick)
+        top = int(offsets.max())
+        if top <= 4 * n + 64:  # ends close together: count them at once
+            self._due[tick : tick + top + 1] += np.bincount(offsets)
+        else:  # spread far apart (long services): one by one, not a count per tick between
+            np.add.at(self._due, tick + offsets, 1)
+        return int(np.count_nonzero(offsets == 0))
 
     def _ends(self, n: int) -> np.ndarray:
         """When ``n`` services end, in ticks from the start of the tick they begin in: an
@@ -224,16 +226,12 @@ class Fleet(Component):
             self._draws = substream(self.rng, "holds")
         return self._draws
 
-    def turned_away(self, arriving: int, ending: int, held: int, room: int) -> int:
-        """How many of ``arriving`` URLs a queue before a drawn fleet turns away in one
-        tick, in which ``ending`` of its holds end: the tick's arrivals and ends in a
-        random order (they fall anywhere in it), ``held`` URLs in the queue and the slots
-        when it begins (those ending in it too), and room for ``room`` in all. Each end
-        takes a waiting URL or frees its slot, so the count only falls at an end, and an
-        arrival finding it at ``room`` is lost: the most it rises above ``room`` (a walk
-        reflected there, Skorokhod's regulator)."""
-        steps = np.where(self._drawn_rng().permutation(arriving + ending) < arriving, 1, -1)
-        return max(0, held + int(np.cumsum(steps).max()) - max(room, held))
+    def shuffled(self, *counts: int) -> IntArray:
+        """Events of a tick in a random order (from the fleet's own stream): ``counts[k]``
+        of kind k each, as their kinds."""
+        kinds = np.repeat(np.arange(len(counts)), counts)
+        order: IntArray = kinds[self._drawn_rng().permutation(len(kinds))]
+        return order
 
     def _advance(self, t0: int, t1: int) -> None:
         # One run's arrays, or a row per run of a batch ([..., a:b] is either's ticks).
@@ -242,7 +240,7 @@ class Fleet(Component):
         starts = up.out[..., t0:t1]
         self.arrived[..., t0:t1] = starts
         self.processed[..., t0:t1] = starts
-        if not self.drawn:  # (a drawn hold is booked with its start: _draw_ends)
+        if not self.drawn:  # (a drawn service's end is booked with its start: start_in)
             self._due[..., t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
         done = self._due[..., t0:t1]
         self.out[..., t0:t1] = done
@@ -357,7 +355,10 @@ class Fleet(Component):
         lost_total = total * crashed // self.up
         if lost_total == 0:
             return
-        lost = _apportion(pending, lost_total, crashed, self.up)
+        if self.drawn:  # which of its services were on the crashed replicas: any, at random
+            lost = self._drawn_rng().multivariate_hypergeometric(pending, lost_total)
+        else:
+            lost = _apportion(pending, lost_total, crashed, self.up)
         pending -= lost
         if self.slotted and not self.drawn:  # (a drawn fleet's are its pending ends)
             # Their slots are gone with their replicas: no longer held, nor freed later.

@@ -311,15 +311,17 @@ class Queue(RatedComponent):
             queue += a
             ended = 0
             if drawn:
-                d, over[i], ended = self._drawn_tick(t0 + i, a, queue, busy, allowed, c)
+                banked = bank if r > 0 else 0
+                d, over[i], ended, left = self._drawn_tick(t0 + i, a, queue, busy, banked, c)
                 queue -= d + over[i]
+                bank = left if r > 0 else bank
             else:
                 d = min(queue, allowed, free)
                 queue -= d
                 if d:
                     fleet.book_one(t0 + i, d)
-            if r > 0:
-                bank = min(depth, allowed - d)
+                if r > 0:
+                    bank = min(depth, allowed - d)
             if queue > self.buffer:
                 over[i] += queue - self.buffer
                 queue = self.buffer
@@ -334,31 +336,73 @@ class Queue(RatedComponent):
         )
 
     def _drawn_tick(
-        self, tick: int, arrived: int, queue: int, busy: int, allowed: int, slots: int
-    ) -> tuple[int, int, int]:
+        self, tick: int, arrived: int, queue: int, busy: int, banked: int, slots: int
+    ) -> tuple[int, int, int, int]:
         """One tick of :meth:`_to_slots` before a drawn fleet (random service times,
-        :attr:`Fleet.drawn`), ``queue`` holding this tick's arrivals too: how many it
-        hands out, turns away and sees end within the tick. Its services end anywhere in
-        the tick, not all before the arrivals: where a full queue could turn some away,
-        the arrivals and ends are taken in a random order (:meth:`Fleet.turned_away`).
-        A service that ends in the tick it began frees its slot for the next URL waiting
-        there and then, as many times as that happens."""
+        :attr:`Fleet.drawn`), ``queue`` holding this tick's arrivals too and ``banked``
+        hand-outs in its bucket: how many it hands out, turns away and sees end within the
+        tick, and its bucket's tokens after it. Arrivals fall anywhere in the tick, not all
+        before what lets them out: where a full queue could turn some away, or its tokens
+        run short, they are walked in a random order with the ends of the fleet's
+        services and the bucket's tokens (:meth:`_walk`). A service that ends in the tick
+        it began frees its slot for the next URL waiting there and then, as many times as
+        that happens."""
         fleet = self.fleet
         assert isinstance(fleet, Fleet)
-        free = max(slots - busy, 0)
-        ending, lost = int(fleet.frees[tick]), 0
-        if ending and allowed >= free and queue + ending - free > self.buffer:
-            held = busy + ending + queue - arrived
-            lost = fleet.turned_away(arrived, ending, held, slots + self.buffer)
-        queue -= lost
-        taken = started = min(queue, allowed, free)
-        ended = 0
+        free, tokens, depth = max(slots - busy, 0), int(self.capacity[tick]), self._depth()
+        ending = int(fleet.frees[tick])  # (free counts their slots)
+        # Its tokens may run short of what waits and the slots could take: walked too.
+        short = tokens + banked < min(queue, free)
+        lost, bank = 0, min(depth, tokens + banked)
+        taken = min(queue, tokens + banked, free)
+        if short or queue - free + ending > self.buffer:
+            walked = (tokens, banked, depth) if short else (0, queue, queue)
+            room = max(slots - busy - ending, 0)
+            lost, taken, bank = self._walk(queue - arrived, arrived, ending, room, walked)
+            bank = bank if short else min(depth, tokens + banked - taken)
+        elif tokens + banked:
+            bank = min(depth, tokens + banked - taken)
+        started, ended = taken, 0
         while started:
             again = fleet.start_in(tick, started)
             ended += again
-            started = min(again, queue - taken, allowed - taken)
-            taken += started
-        return taken, lost, ended
+            started = min(again, queue - lost - taken, bank)
+            taken, bank = taken + started, bank - started
+        return taken, lost, ended, bank
+
+    def _walk(
+        self, held: int, arrived: int, ending: int, free: int, bucket: tuple[int, int, int]
+    ) -> tuple[int, int, int]:
+        """A tick before a drawn fleet, event by event: ``arrived`` URLs, the fleet's
+        ``ending`` services and ``bucket``'s tokens (this tick's, those banked when it
+        begins, its depth) in a random order (from the fleet's stream), the queue holding
+        ``held`` and ``free`` slots free when it begins. A URL goes out when a token and a
+        slot are both there; an arrival that cannot waits, or, the queue full, is lost; a
+        token or a freed slot that finds no URL waiting is kept (a token up to the depth).
+        What it turned away, handed out and banked."""
+        assert isinstance(self.fleet, Fleet)
+        tokens, bank, depth = bucket
+        out = min(held, bank, free)
+        held, bank, free = held - out, bank - out, free - out
+        lost = 0
+        for kind in self.fleet.shuffled(arrived, ending, tokens).tolist():
+            if kind == 0:  # an arrival
+                if bank and free:
+                    bank, free, out = bank - 1, free - 1, out + 1
+                elif held < self.buffer:
+                    held += 1
+                else:
+                    lost += 1
+            elif kind == 1:  # a service ends: its slot frees
+                if held and bank:
+                    held, bank, out = held - 1, bank - 1, out + 1
+                else:
+                    free += 1
+            elif held and free:  # a token
+                held, free, out = held - 1, free - 1, out + 1
+            else:
+                bank = min(depth, bank + 1)
+        return lost, out, bank
 
     def _paired(self, t0: int, t1: int) -> tuple[IntArray, IntArray]:
         """What may be handed out to the fleet in each tick of [t0, t1), and what the
