@@ -473,3 +473,17 @@ def test_a_drawn_fleets_service_is_not_rounded_to_ticks() -> None:
         assert any("15 ms runs as 20 ms" in w for w in r.warnings) is warned, r.warnings
         if not warned:
             assert r.latency["workers"].mean == pytest.approx(15.0, rel=0.05)
+
+
+def test_the_warning_names_a_tick_that_would_do() -> None:
+    """8 ms exponential services on 10 ms ticks are served at a quota (0.8 ticks): the
+    warning names the coarsest tick at which they are 4 ticks or more (2 ms, of the ticks
+    that divide a second); before a queue whose drain also binds, no tick would do, and
+    it names none."""
+    r = gym.simulate(mmck_design(60, 8.0), poisson(RHO * C * 125.0, 60), seed=0)
+    said = [w for w in r.warnings if w.startswith("q: a finite queue")]
+    assert said and said[0].endswith("--engine request simulates it (as does --tick-ms 2)")
+    drained = _drained()
+    r = gym.simulate(drained, poisson(95, 60), seed=0, tick_ms=50)
+    said = [w for w in r.warnings if w.startswith("q: a finite queue")]
+    assert said and said[0].endswith("--engine request simulates it"), said

@@ -159,30 +159,34 @@ def _queue_before_random_fleet(node: Node, topology: Topology, record: RunRecord
         f"of {p.service.mean_ms:g} ms on average, filled near the fleet's capacity at a "
         f"{tick_ms} ms tick: "
     )
-    return f"{head}{_why_random_fleet(p, tick_ms, drains)}; {USE_REQUEST}"
+    why = _why_random_fleet(p, tick_ms, drains)
+    fine = [t for t in VALID_TICKS_MS if p.service.mean_ms >= DRAWN_TICKS * t and t < tick_ms]
+    tick = f" (as does --tick-ms {max(fine)})" if fine and not drains else ""
+    return f"{head}{why}; {USE_REQUEST}{tick}" if why else ""
 
 
 def _why_random_fleet(p: FleetParams, tick_ms: int, drains: bool) -> str:
-    """What the flow engine was measured to get wrong before such a fleet, and the tick
-    that would do (if one would)."""
-    fine = [t for t in VALID_TICKS_MS if p.service.mean_ms >= DRAWN_TICKS * t]
-    tick = f" (or --tick-ms {max(fine)})" if fine else ""
-    if p.service.mean_ms >= DRAWN_TICKS * tick_ms or drains:
-        return (
+    """What the flow engine was measured to get wrong before such a fleet, each that
+    applies."""
+    said = []
+    if not drawn_times(p, tick_ms):
+        said.append(
+            "the flow engine serves a fleet of times shorter than a tick at a quota a tick, "
+            f"too smoothly, so the queue overflows too rarely (checked on M/M/4/K: {SUB_TICK})"
+        )
+    elif p.service.mean_ms < DRAWN_TICKS * tick_ms:
+        said.append(
+            "the flow engine draws each service time, but a service that ends in the tick it "
+            "began frees its slot after the tick's arrivals, so the queue overflows too often "
+            f"(checked on M/M/4/K: {DRAWN_FEW_TICKS})"
+        )
+    if drains and drawn_times(p, tick_ms):
+        said.append(
             "its queue's drain_rps is near the fleet's capacity, and the flow engine keeps "
             "tokens the queue's bucket would waste while the fleet's slots are busy, so it "
             f"lets out too much and the queue overflows too rarely (measured: {DRAINED})"
         )
-    if drawn_times(p, tick_ms):
-        return (
-            "the flow engine draws each service time, but a service that ends in the tick it "
-            "began frees its slot after the tick's arrivals, so the queue overflows too often "
-            f"(checked on M/M/4/K: {DRAWN_FEW_TICKS}){tick}"
-        )
-    return (
-        "the flow engine serves a fleet of times shorter than a tick at a quota a tick, too "
-        f"smoothly, so the queue overflows too rarely (checked on M/M/4/K: {SUB_TICK}){tick}"
-    )
+    return "; and ".join(said)
 
 
 def _loss_behind_loss(node: Node, topology: Topology, record: RunRecord) -> str:
