@@ -2,7 +2,7 @@
 the same mean over many seeds, within the noise.
 
     python -m benchmarks.equivalence --before REV [--after REV] [--jobs 2]
-           [--flow-seeds 200] [--request-seeds 30]
+           [--flow-seeds 200] [--request-seeds 30] [--cache DIR]
 
 A change may leave the model alone and still change every run's numbers, by drawing the
 same random numbers in another order (another stream, another event first). The golden
@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import hashlib
 import json
 import math
 import os
@@ -153,23 +154,68 @@ def run_case(case: dict[str, Any]) -> dict[str, Any]:
     return {**case, "figures": stats, "verdicts": verdicts}
 
 
-def collect(cases_file: Path, out_file: Path, jobs: int) -> None:
+def collect(cases_file: Path, out_file: Path, jobs: int, cache: Path | None) -> None:
+    """Run ``cases_file``'s cases, keeping each one's figures in ``cache`` (when given) as
+    it finishes, so a run stopped part way resumes where it stopped."""
     todo = json.loads(cases_file.read_text())
+    done: dict[int, dict[str, Any]] = {}
+    if cache is not None:
+        cache.mkdir(parents=True, exist_ok=True)
+        for i, case in enumerate(todo):
+            kept = cache / f"{case_key(case)}.json"
+            if kept.exists():
+                done[i] = json.loads(kept.read_text())
+    left = [i for i in range(len(todo)) if i not in done]
     with ProcessPoolExecutor(max_workers=jobs) as pool:
-        done = list(pool.map(run_case, todo))
-    out_file.write_text(json.dumps(done))
+        for n, (i, got) in enumerate(
+            zip(left, pool.map(run_case, [todo[i] for i in left]), strict=True), 1
+        ):
+            done[i] = got
+            if cache is not None:
+                write_atomic(cache / f"{case_key(todo[i])}.json", json.dumps(got))
+            print(
+                f"{out_file.stem}: {n}/{len(left)} {todo[i]['engine']} {todo[i]['design']}",
+                file=sys.stderr,
+                flush=True,
+            )
+    out_file.write_text(json.dumps([done[i] for i in range(len(todo))]))
+
+
+def case_key(case: dict[str, Any]) -> str:
+    return hashlib.sha256(json.dumps(case, sort_keys=True).encode()).hexdigest()[:20]
+
+
+def write_atomic(path: Path, text: str) -> None:
+    part = path.with_suffix(".part")
+    part.write_text(text)
+    part.replace(path)
 
 
 # -- the driver: both trees, then the comparison -------------------------------------------
 def side(
-    tree: Path, todo: list[dict[str, Any]], jobs: int, work: Path, label: str
+    tree: Path, todo: list[dict[str, Any]], jobs: int, work: Path, label: str, cache: Path | None
 ) -> subprocess.Popen[bytes]:
     """Start collecting ``todo`` with ``tree``'s gym, in the tree (its own shipped files)."""
     (work / f"{label}-cases.json").write_text(json.dumps(todo))
     env = {**os.environ, "PYTHONPATH": str(tree)}
     argv = [sys.executable, str(Path(__file__).resolve()), "--collect"]
     argv += [str(work / f"{label}-cases.json"), str(work / f"{label}.json"), str(jobs)]
+    argv += [str(cache) if cache else ""]
     return subprocess.Popen(argv, cwd=tree, env=env)
+
+
+def cache_for(cache: Path | None, rev: str | None) -> Path | None:
+    """Where one commit's finished cases are kept: by its full hash, so a branch that
+    moves is never read from another commit's results."""
+    if cache is None or rev is None:
+        return None
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    return cache / sha
 
 
 def checkout(rev: str, work: Path, label: str) -> Path:
@@ -279,7 +325,8 @@ def report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
 
 def main() -> int:
     if len(sys.argv) > 1 and sys.argv[1] == "--collect":
-        collect(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]))
+        kept = Path(sys.argv[5]) if len(sys.argv) > 5 and sys.argv[5] else None
+        collect(Path(sys.argv[2]), Path(sys.argv[3]), int(sys.argv[4]), kept)
         return 0
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--before", required=True, help="the commit before the change")
@@ -287,6 +334,12 @@ def main() -> int:
     p.add_argument("--jobs", type=int, default=1, help="worker processes per side")
     p.add_argument("--flow-seeds", type=int, default=200)
     p.add_argument("--request-seeds", type=int, default=30)
+    p.add_argument(
+        "--cache",
+        type=Path,
+        help="keep each case's figures here, per commit, so a stopped run resumes "
+        "(the working tree is never kept: it may change)",
+    )
     args = p.parse_args()
     todo = cases(args.flow_seeds, args.request_seeds)
     with tempfile.TemporaryDirectory() as tmp:
@@ -294,7 +347,10 @@ def main() -> int:
         trees = {"before": checkout(args.before, work, "before")}
         trees["after"] = checkout(args.after, work, "after") if args.after else ROOT
         try:
-            procs = [side(tree, todo, args.jobs, work, label) for label, tree in trees.items()]
+            procs = [
+                side(tree, todo, args.jobs, work, label, cache_for(args.cache, rev))
+                for (label, tree), rev in zip(trees.items(), (args.before, args.after), strict=True)
+            ]
             if any(proc.wait() for proc in procs):
                 print("a side failed", file=sys.stderr)
                 return 2

@@ -209,6 +209,37 @@ def test_the_length_check_can_fail(tmp_path: Path) -> None:
     assert long_functions({tmp_path / "m.py": tree}, root=tmp_path) == [(81, "m.py", "long")]
 
 
+def test_no_framework_internals() -> None:
+    """No private name of typer (or its vendored click) or SimPy is touched: the command
+    grammar is typer's public classes subclassed (gym/cli/program.py), not patched."""
+    from benchmarks.structure import internals
+
+    assert internals() == []
+
+
+def test_the_internals_check_can_fail() -> None:
+    """A private name of typer, click or SimPy is found, imported or patched; a public
+    one, or a private name of ours, is not."""
+    from benchmarks.structure import PRIVATE
+
+    found = [
+        m.group(0)
+        for line in (
+            "import typer._click.parser",
+            "typer.core.TyperArgument._usage_display_name = f",
+            "env._queue.clear()",
+            "typer.core.TyperCommand",
+            "self._queue",
+        )
+        for m in PRIVATE.finditer(line)
+    ]
+    assert found == [
+        "typer._click",
+        "typer.core.TyperArgument._usage_display_name",
+        "env._queue",
+    ]
+
+
 def test_every_package_says_its_job() -> None:
     """Each folder of the package opens with a docstring of its job."""
     for init in PACKAGE.rglob("__init__.py"):

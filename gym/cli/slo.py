@@ -12,9 +12,9 @@ import typer
 from gym.cli.console import one_line, plain, print_json
 from gym.cli.contract import guarded
 from gym.cli.options import force_needs
-from gym.cli.program import app
+from gym.cli.program import GymTyper, app
 
-slo_app = typer.Typer(
+slo_app = GymTyper(
     name="slo",
     help="SLOs in OpenSLO v1: export a scenario's, import a file's.",
     no_args_is_help=True,
