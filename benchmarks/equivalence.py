@@ -37,6 +37,7 @@ import hashlib
 import json
 import math
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -165,7 +166,11 @@ def collect(cases_file: Path, out_file: Path, jobs: int, cache: Path | None) -> 
             kept = cache / f"{case_key(case)}.json"
             if kept.exists():
                 done[i] = json.loads(kept.read_text())
-    left = [i for i in range(len(todo)) if i not in done]
+    # The request engine's cases first: a change of draw order moves them, where the flow
+    # engine's (the most runs) often have no change to show.
+    left = sorted(
+        (i for i in range(len(todo)) if i not in done), key=lambda i: todo[i]["engine"] != "request"
+    )
     with ProcessPoolExecutor(max_workers=jobs) as pool:
         for n, (i, got) in enumerate(
             zip(left, pool.map(run_case, [todo[i] for i in left]), strict=True), 1
@@ -201,7 +206,8 @@ def side(
     argv = [sys.executable, str(Path(__file__).resolve()), "--collect"]
     argv += [str(work / f"{label}-cases.json"), str(work / f"{label}.json"), str(jobs)]
     argv += [str(cache) if cache else ""]
-    return subprocess.Popen(argv, cwd=tree, env=env)
+    # A session of its own: stopping it stops its pool's workers too (os.killpg).
+    return subprocess.Popen(argv, cwd=tree, env=env, start_new_session=True)
 
 
 def cache_for(cache: Path | None, rev: str | None) -> Path | None:
@@ -320,6 +326,9 @@ def report(summary: dict[str, Any], rows: list[dict[str, Any]]) -> str:
     lines.append(f"refused (both sides alike): {summary['refused']}")
     lines.append(f"largest z: {summary['worst_z']:.2f} ({summary['worst']})")
     lines += [f"moved: {m}" for m in summary["moved"]]
+    if summary.get("not_run"):
+        lines.append(f"not run on both sides yet ({len(summary['not_run'])} cases):")
+        lines += [f"  {case}" for case in summary["not_run"]]
     return "\n".join(lines)
 
 
@@ -340,35 +349,76 @@ def main() -> int:
         help="keep each case's figures here, per commit, so a stopped run resumes "
         "(the working tree is never kept: it may change)",
     )
+    p.add_argument(
+        "--from-cache",
+        action="store_true",
+        help="run nothing: compare the cases both commits have in --cache (a run stopped "
+        "part way), and list those left out",
+    )
     args = p.parse_args()
     todo = cases(args.flow_seeds, args.request_seeds)
+    if args.from_cache:
+        if args.cache is None or args.after is None:
+            p.error("--from-cache needs --cache and --after")
+        before, after, left_out = cached_pairs(todo, args.cache, args.before, args.after)
+    else:
+        before, after = run_both(args, todo)
+        left_out = []
+    rows, summary = compare(before, after)
+    summary.update(before=args.before, after=args.after or "working tree")
+    summary.update(flow_seeds=args.flow_seeds, request_seeds=args.request_seeds, z_limit=Z_LIMIT)
+    summary["not_run"] = left_out
+    write(rows, summary)
+    print(report(summary, rows))
+    return 1 if summary["moved"] else 0
+
+
+def run_both(args: argparse.Namespace, todo: list[dict[str, Any]]) -> tuple[list[Any], list[Any]]:
+    """Each commit's side, in a worktree and a process of its own, at once."""
+    # Stopped (SIGTERM), it still removes its worktrees; what finished stays in --cache.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         trees = {"before": checkout(args.before, work, "before")}
         trees["after"] = checkout(args.after, work, "after") if args.after else ROOT
+        procs: list[subprocess.Popen[bytes]] = []
         try:
-            procs = [
-                side(tree, todo, args.jobs, work, label, cache_for(args.cache, rev))
-                for (label, tree), rev in zip(trees.items(), (args.before, args.after), strict=True)
-            ]
+            for (label, tree), rev in zip(trees.items(), (args.before, args.after), strict=True):
+                procs.append(side(tree, todo, args.jobs, work, label, cache_for(args.cache, rev)))
             if any(proc.wait() for proc in procs):
-                print("a side failed", file=sys.stderr)
-                return 2
+                sys.exit("a side failed")
             before = json.loads((work / "before.json").read_text())
             after = json.loads((work / "after.json").read_text())
         finally:
+            for proc in procs:  # stopped part way: the sides stop too
+                if proc.poll() is None:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                    proc.wait()
             for tree in trees.values():
                 if tree != ROOT:
                     subprocess.run(
                         ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
                         check=False,
                     )
-    rows, summary = compare(before, after)
-    summary.update(before=args.before, after=args.after or "working tree")
-    summary.update(flow_seeds=args.flow_seeds, request_seeds=args.request_seeds, z_limit=Z_LIMIT)
-    write(rows, summary)
-    print(report(summary, rows))
-    return 1 if summary["moved"] else 0
+    return before, after
+
+
+def cached_pairs(
+    todo: list[dict[str, Any]], cache: Path, before_rev: str, after_rev: str
+) -> tuple[list[Any], list[Any], list[str]]:
+    """The cases both commits finished (kept in ``cache``), and those either has not."""
+    dirs = [cache_for(cache, before_rev), cache_for(cache, after_rev)]
+    before: list[Any] = []
+    after: list[Any] = []
+    left_out: list[str] = []
+    for case in todo:
+        kept = [d / f"{case_key(case)}.json" for d in dirs if d is not None]
+        if all(k.exists() for k in kept):
+            before.append(json.loads(kept[0].read_text()))
+            after.append(json.loads(kept[1].read_text()))
+        else:
+            left_out.append(f"{case['engine']} {case['design']} under {case['scenario']}")
+    return before, after, left_out
 
 
 if __name__ == "__main__":

@@ -123,3 +123,46 @@ def test_service_time_validation(tmp_path: Path, service: str, words: str) -> No
     (problem,) = info.value.problems
     assert problem.field is not None and problem.field.startswith("page_store.service")
     assert words in problem.message
+
+
+@pytest.mark.parametrize(
+    ("path", "scenario_path"),
+    [
+        ("designs/reference.yaml", "scenarios/crawler-chaos.yaml"),
+        ("designs/levers/seen-set-4.yaml", "scenarios/levers/deep-crawl.yaml"),
+        ("designs/systems/url-shortener.yaml", "scenarios/systems/url-shortener.yaml"),
+    ],
+)
+def test_end_to_end_counts_the_served_urls(path: str, scenario_path: str) -> None:
+    """With no warm-up, the flow engine's end-to-end figure covers exactly the URLs the run
+    served, a crawler (the graph it compiles to, a seen set's skips and the links it finds
+    included) as a graph design: the walkers' weights are scaled to them."""
+    from tests.conftest import ROOT
+
+    r = gym.simulate(ROOT / path, ROOT / scenario_path, seed=0)
+    assert r.latency["end_to_end"].count == r.metrics.record.served_total
+
+
+def test_a_slowed_store_takes_longer_in_the_flow_engine() -> None:
+    """The store brownout slows the page store by 4 for 4 s: a write then takes 4 x 20 =
+    80 ms. The flow engine stretches the store's service time as the request engine does
+    (the crawler's own estimate once gave 20 ms throughout): its p99 is 80 ms, its p50 the
+    20 ms of the 26 s at full speed, and its mean between them."""
+    from tests.conftest import ROOT
+
+    brownout = ROOT / "scenarios" / "levers" / "store-brownout.yaml"
+    store = gym.simulate(REFERENCE, brownout, seed=0).latency["page_store"]
+    assert (store.p50, store.p99) == (20.0, 80.0)
+    assert 20.0 < store.mean < 80.0
+
+
+def test_a_seen_set_lookup_takes_its_service_time() -> None:
+    """A seen set (a lookup) is an Erlang loss station of 1 ms lookups: in the flow engine
+    its row is its service time over every lookup it did (a lookup's row once added no
+    time in a graph design), as the request engine measures it."""
+    from tests.conftest import ROOT
+
+    r = gym.simulate(ROOT / "designs/levers/seen-set-4.yaml", CHAOS, seed=0)
+    seen = r.latency["seen_set"]
+    assert (seen.mean, seen.p99) == (1.0, 1.0)
+    assert seen.count == r.metrics.record.components["seen_set"].processed.sum()

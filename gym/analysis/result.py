@@ -100,8 +100,7 @@ class Result(JsonText):
 
         if self.engine != "flow":
             return ()
-        graph = addons(self.design) is None  # a graph's latency is the graph estimate
-        return tuple(checked.warnings(self.metrics.record, graph_latency=graph))
+        return tuple(checked.warnings(self.metrics.record))
 
     @functools.cached_property
     def latency(self) -> dict[str, LatencyStats]:

@@ -349,8 +349,8 @@ def _service_ticks(field: str, what: str, mean: float, tick_ms: int, unit: Unit)
     return [
         f"{field}: {mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks "
         f"({_change(used, mean)}): the flow engine holds each {what} for whole ticks, at "
-        f"least one, so {what} latency and the {unit.many} a crash loses follow the rounded time "
-        f"({_or_request(hint)})"
+        f"least one, so the {unit.many} a crash loses and when its work reaches the next node "
+        f"follow the rounded time; its {what} latency is the design's ({_or_request(hint)})"
     ]
 
 

@@ -33,7 +33,6 @@ from gym.sim.flow.source import Source
 from gym.sim.record import RunRecord
 from gym.sim.timeline import Timeline
 from gym.system import kinds
-from gym.system.compiled import addons
 from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
@@ -80,21 +79,15 @@ def run_many(
     """The runs of ``design`` under ``scenario`` for each of ``seeds``, advanced together
     (a batch): record k is the one :func:`run` gives for ``seeds[k]``, to the last digit."""
     built: list[dict[str, Component]] = [{} for _ in seeds]
-    crawler = addons(design)
     records = run_graph(topology, scenario, seeds, timeline, step, built=built)
     for record, seed, got in zip(records, seeds, built, strict=True):
         # Through a weak reference: the record holds the estimate, which must not hold the
         # record (a cycle would keep every unread run of a sweep until the cyclic GC ran).
         of = weakref.ref(record)
-        if crawler is not None:  # the crawler's own estimate (gym.sim.latency)
-            record.latency = latency.Deferred(
-                partial(_crawler_latency, of, crawler.design, scenario, warmup_s)
-            )
-        else:
-            captured = fluid.captured(topology, got)
-            record.latency = latency.Deferred(
-                partial(_graph_latency, of, topology, captured, seed, warmup_s)
-            )
+        captured = fluid.captured(topology, got)
+        record.latency = latency.Deferred(
+            partial(_graph_latency, of, topology, captured, seed, warmup_s)
+        )
     # The records hold what they need (their tallies' arrays). The components refer to one
     # another (a queue to its fleet and back, a loop's edges): unlinked now, a batch's
     # arrays go when its records go, not at the next full cyclic collection (a sweep's
@@ -104,12 +97,6 @@ def run_many(
             whole = component.whole() if isinstance(component, RowView) else component
             whole.__dict__.clear()
     return records
-
-
-def _crawler_latency(
-    of: weakref.ReferenceType[RunRecord], design: Design, scenario: Scenario, warmup_s: float
-) -> dict[str, latency.Samples]:
-    return latency.estimate_flow(_alive(of), design, scenario, warmup_s)
 
 
 def _graph_latency(

@@ -107,8 +107,12 @@ class Model:
         self.node = est.topology.node(name)
         self.tally: Tally = est.record.components[name]
         t = self.tally
-        self.kept = share(t.processed, t.arrived, 1.0)
-        self.finishes = share(t.served, t.processed, 0.0)
+        # What went on (or finished here): what arrived, less what it failed or skipped
+        # (a seen set's skips are lookups it did, but no URL of theirs goes further).
+        gone = sum((v for v in (*t.failed.values(), *t.skipped.values())), np.zeros(est.n))
+        passed = t.arrived - gone
+        self.kept = share(passed, t.arrived, 1.0)
+        self.finishes = share(t.served, passed, 0.0)
         self.est = est
         #: Whether a share of what it takes goes back to its queue (``back``, by tick, to
         #: ``queue``) to wait again, mid-job: a fleet's crashed work, ``on_crash: requeue``.
@@ -206,8 +210,8 @@ class Estimate:
         self.models: dict[str, Model] = {}
         for name in topology.order():
             node = topology.node(name)
-            if kinds.kind(node.kind).source:
-                continue
+            if kinds.kind(node.kind).source or kinds.kind(node.kind).creates:
+                continue  # no URL waits there: the walkers start at the source
             model = rule_for(node.kind).latency or Model
             self.models[name] = model(self, name)
 
@@ -230,24 +234,35 @@ def estimate(
         rows = model.rows(start)
         if rows is not None and (rows[2] > 0).any():
             out[name] = Samples.of(*rows)
-    e2e = _walk(est, record, start, stream(seed, "latency"))
+    e2e = _walk(est, record, stream(seed, "latency"))
     if e2e is not None:
-        out["end_to_end"] = e2e
+        out["end_to_end"] = _served_since(e2e, record.served_total, start)
     return out
 
 
-def _walk(est: Estimate, record: RunRecord, start: int, rng: np.random.Generator) -> Samples | None:
-    """End to end: walkers placed over the ticks from ``start`` in proportion to the URLs
-    offered (each standing for the same number of them), walked through the graph."""
+def _served_since(e2e: Samples, served: int, start: int) -> Samples:
+    """The walk's end-to-end samples weighted to the URLs the run served (the walkers'
+    weights add up to them only within the walk's noise), then those that arrived in
+    tick ``start`` or later: with no warm-up, their count is the run's served URLs."""
+    assert e2e.weights is not None
+    total = float(e2e.weights.sum())
+    weights = e2e.weights * (served / total) if total > 0 else e2e.weights
+    keep = e2e.ticks >= start
+    return Samples.of(e2e.ticks[keep], e2e.values_ms[keep], weights[keep])
+
+
+def _walk(est: Estimate, record: RunRecord, rng: np.random.Generator) -> Samples | None:
+    """End to end: walkers placed over the run's ticks in proportion to the URLs offered
+    (each standing for the same number of them), walked through the graph."""
     topo, n, tick = est.topology, est.n, float(est.tick_ms)
     end_ms = n * tick
-    offered = np.cumsum(record.offered[start:].astype(np.float64))
+    offered = np.cumsum(record.offered.astype(np.float64))
     total = float(offered[-1]) if len(offered) else 0.0
     if total <= 0:
         return None
     count = int(min(WALKERS, math.ceil(total)))
     x = (np.arange(count) + rng.random(count)) * (total / count)
-    born = start + np.minimum(np.searchsorted(offered, x, side="left"), len(offered) - 1)
+    born = np.minimum(np.searchsorted(offered, x, side="left"), len(offered) - 1)
     t0 = (born + rng.random(count)) * tick
     weight = np.full(count, total / count)
     names = list(est.models)
@@ -300,7 +315,9 @@ Route = tuple[np.ndarray, np.ndarray, np.ndarray]  # cumulative shares, targets,
 
 
 def _edges(topo: Topology, name: str, index: Mapping[str, int], tick_ms: int) -> Route:
-    edges = topo.outputs(name)
+    """The edges a URL may take out of ``name`` (not a tee: a copy of the pages sent to
+    the links found on them, whose URLs are walkers of their own from the source)."""
+    edges = [e for e in topo.outputs(name) if not e.tee]
     return (
         np.cumsum([e.share for e in edges]),
         np.array([index[e.target] for e in edges], dtype=np.int64),

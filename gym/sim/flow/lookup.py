@@ -14,6 +14,7 @@ import simpy
 from gym.core.streams import stream
 from gym.models import ServiceTime
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, RatedComponent, thinned
+from gym.sim.flow.graph_latency import LossLatency
 from gym.sim.flow.links import Links
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
@@ -213,3 +214,7 @@ def build(b: Build, node: Node) -> Lookup:
 
 def connect(component: Lookup, inputs: Sequence[Component], outputs: Sequence[Component]) -> None:
     component.connect(inputs[0])
+
+
+#: A lookup takes its service time (a slot found at once, or lost), as a cache does.
+LATENCY = LossLatency

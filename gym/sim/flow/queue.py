@@ -5,7 +5,7 @@ crawler's frontier, in front of its fetchers)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -630,7 +630,7 @@ class QueueLatency(Model):
         lam, ca2 = net.rate[name] / tick_s, net.scv[name]
         # (chance of waiting, mean wait, variance of the work per second) of each way to
         # wait: its drain's token bucket, one tick's hand-outs deep; its fleet's slots (c
-        # parallel servers); a paced fleet's start bucket (a crawler's fetchers).
+        # parallel servers). (A paced fleet's queue reads its counts everywhere.)
         terms = [(*waiting.bucket_wait(lam, drain, np.maximum(1.0, drain * tick_s), ca2), ca2)]
         fleet = next((e.target for e in est.topology.outputs(name) if e.target in net.slots), None)
         hand_out = drain
@@ -638,11 +638,6 @@ class QueueLatency(Model):
             fp = est.topology.node(fleet).params
             cs2 = fp.service.cv_value**2
             terms.append((*waiting.slot_wait(lam, net.slots[fleet], fp.service, ca2), ca2 + cs2))
-            if paced_starts(fp):  # a paced fleet (the crawler's fetchers): a bucket meters starts
-                f_rate = est.record.components[fleet].rate
-                assert f_rate is not None
-                depth = start_depth(f_rate, est.tick_ms)
-                terms.append((*waiting.bucket_wait(lam, f_rate, depth, ca2), ca2))
             f_rate = est.record.components[fleet].rate
             if f_rate is not None:
                 hand_out = np.minimum(drain, f_rate)
@@ -653,8 +648,7 @@ class QueueLatency(Model):
         before = np.concatenate(([0.0], held[:-1]))
         tol = 1e-9 * (1.0 + net.rate[name])
         self.backed = (held > tol) | (before > tol)
-        if fleet is not None and drawn_times(est.topology.node(fleet).params, est.tick_ms):
-            # Its counts wait as c random servers make them (Fleet.drawn): read them.
+        if fleet is not None and self._counted(est.topology.node(fleet).params, est.tick_ms):
             self.backed[:] = True
         # The stationary wait where it is not backed up: the way of the longest mean
         # wait, capped at what the load has had time to build since it last changed.
@@ -670,9 +664,19 @@ class QueueLatency(Model):
             self.tail = np.where(chance > 0, mean / chance, 0.0)  # the mean of a wait > 0
         self.chance = np.where(self.backed, 0.0, chance)
 
+    @staticmethod
+    def _counted(fleet: Any, tick_ms: int) -> bool:
+        """Whether its counts wait as its fleet makes them, tick by tick, so that they are
+        read everywhere: a fleet drawn as c random servers (``Fleet.drawn``), or one whose
+        starts a bucket paces (the crawler's fetchers: the counts meter them exactly)."""
+        return drawn_times(fleet, tick_ms) or paced_starts(fleet)
+
     def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
-        out: np.ndarray = np.minimum(waiting.wait_ms(self.chance[k], self.tail[k], u), self.most[k])
         backed = self.backed[k]
+        if backed.all():  # its counts alone (a paced or drawn fleet's queue, a backlog)
+            counted: np.ndarray = self.counts.draw(k, u) * self.est.tick_ms
+            return counted
+        out: np.ndarray = np.minimum(waiting.wait_ms(self.chance[k], self.tail[k], u), self.most[k])
         if backed.any():
             out[backed] = self.counts.draw(k[backed], u[backed]) * self.est.tick_ms
         return out
