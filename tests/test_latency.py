@@ -158,8 +158,8 @@ def test_a_slowed_store_takes_longer_in_the_flow_engine() -> None:
 
 def test_a_seen_set_lookup_takes_its_service_time() -> None:
     """A seen set (a lookup) is an Erlang loss station of 1 ms lookups: in the flow engine
-    its row is its service time over every lookup it did (a lookup's row once added no
-    time in a graph design), as the request engine measures it."""
+    its row is its service time over every lookup it did (the graph estimate gave a
+    lookup no time before it carried the crawler), as the request engine measures it."""
     from tests.conftest import ROOT
 
     r = gym.simulate(ROOT / "designs/levers/seen-set-4.yaml", CHAOS, seed=0)
