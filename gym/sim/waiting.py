@@ -1,5 +1,5 @@
-"""Waiting and service times as distributions, for the flow engine's latency of graph
-designs (docs/model.md, *Latency of graph designs*).
+"""Waiting and service times as distributions, for the flow engine's latency estimate
+(docs/model.md, *Latency in the flow engine*).
 
 - **Erlang C** from Erlang B (:func:`gym.sim.erlang.erlang_b`): the chance an arrival at
   an M/M/c station waits, C = B / (1 - rho (1 - B)).

@@ -153,6 +153,10 @@ def _through(
     keep = np.ones(len(rate))
     if f"{name}/loss_share" in got:  # a loss station: its Erlang share turned away
         keep = keep * (1.0 - got[f"{name}/loss_share"])
+        if tally.skipped:  # and what it skips, tick by tick (a seen set's seen URLs)
+            skipped = sum(tally.skipped.values(), np.zeros(len(rate)))
+            took = np.maximum(tally.processed, 1)
+            keep = keep * np.where(tally.processed > 0, np.clip(1.0 - skipped / took, 0, 1), 1.0)
     elif not kinds.kind(node.kind).holds_work:  # a kind of its own: what its counts let through
         arrived = float(tally.arrived.sum())
         keep = keep * (float(tally.processed.sum()) / arrived if arrived > 0 else 1.0)

@@ -1,7 +1,7 @@
-"""The flow engine's latency for graph designs, per node and end to end, from the run's
-per-tick counts, its fluid network (:mod:`gym.sim.flow.fluid`: each queue's arrival rate
-and SCV, its fluid backlog) and each node's service-time distribution (docs/model.md,
-*Latency of graph designs*).
+"""The flow engine's latency, per node and end to end, of every design (a crawler's as the
+graph it compiles to), from the run's per-tick counts, its fluid network
+(:mod:`gym.sim.flow.fluid`: each queue's arrival rate and SCV, its fluid backlog) and each
+node's service-time distribution (docs/model.md, *Latency in the flow engine*).
 
 Per node, by kind: each kind's model is its flow module's ``LATENCY`` (its
 :class:`~gym.sim.flow.rules.FlowRule`'s ``latency``; a kind without one adds no time and

@@ -13,8 +13,9 @@ import simpy
 
 from gym.core.streams import stream
 from gym.models import ServiceTime
+from gym.sim import waiting
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, RatedComponent, thinned
-from gym.sim.flow.graph_latency import LossLatency
+from gym.sim.flow.graph_latency import LossLatency, Rows, spread
 from gym.sim.flow.links import Links
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
@@ -216,5 +217,16 @@ def connect(component: Lookup, inputs: Sequence[Component], outputs: Sequence[Co
     component.connect(inputs[0])
 
 
-#: A lookup takes its service time (a slot found at once, or lost), as a cache does.
-LATENCY = LossLatency
+class LookupLatency(LossLatency):
+    """A lookup's service time (a slot found at once, or lost), as a cache's, over the URLs
+    it passed on: as in the request engine, a URL it skipped as seen leaves no sample."""
+
+    def rows(self, start: int) -> Rows:
+        t = self.tally
+        skipped = sum(t.skipped.values(), np.zeros(len(t.processed), dtype=np.int64))
+        passed = t.processed - skipped
+        return spread(start, passed, *waiting.service_grid(self.service), self.factor)
+
+
+#: Its latency in the flow engine's estimate (:mod:`gym.sim.flow.graph_latency`).
+LATENCY = LookupLatency
