@@ -159,7 +159,7 @@ def complex_blocks() -> list[tuple[str, str, int]] | None:
     ]
 
 
-def kind_mentions(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
+def kind_mentions(trees: dict[Path, ast.Module], root: Path = ROOT) -> dict[str, list[str]]:
     """For each kind, the files outside its homes that name it."""
     found: dict[str, list[str]] = defaultdict(list)
     for path, tree in trees.items():
@@ -183,7 +183,7 @@ def kind_mentions(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
                 or {f"{camel}Node", f"{camel}Params"} & names
                 or any(m.split(".")[-1] == kind for m in imported if m.startswith("gym."))
             ):
-                found[kind].append(rel(path))
+                found[kind].append(str(path.relative_to(root)))
     return dict(found)
 
 

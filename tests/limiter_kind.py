@@ -106,6 +106,14 @@ def _flow(build: Build, node: Node) -> Limiter:
 #: Its flow rule (connected as most kinds are: to the one node feeding it).
 FLOW = FlowRule(_flow)
 
+
+def _hint(_graph: Any, component: str, cause: str, _feeding: Any, _worst: int) -> str | None:
+    """What the run's explanation says of what it turned away (None: the general words)."""
+    if not cause.endswith("rejected"):
+        return None
+    return f"A higher rps at {component} lets more through; what it turns away is gone."
+
+
 KIND = Kind(
     name="limiter",
     summary="Lets through at most rps per second; turns the rest away.",
@@ -113,4 +121,5 @@ KIND = Kind(
     units=lambda _p, _c: 0,
     causes=("rejected", "unavailable"),
     faults=("stall", "slowdown"),
+    hint=_hint,  # the explanation's words for what it lost (optional, as every hook)
 )

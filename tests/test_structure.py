@@ -217,6 +217,44 @@ def test_one_flow_latency_path() -> None:
     assert flow_latency_paths(modules()) == ["gym/sim/flow/graph_latency.py:estimate"]
 
 
+#: What reads each kind's hooks (its hint, its changes for the fix, its roundings, where
+#: the flow engine was measured off on it): each finds them by the node's kind.
+HOOK_READERS = (
+    "gym/analysis/explain_graph.py",
+    "gym/explore/moves.py",
+    "gym/sim/flow/checked.py",
+    "gym/sim/rounded.py",
+)
+
+
+def test_the_hook_readers_name_no_kind() -> None:
+    """A kind's hint, fix changes, roundings and measured misses live in its homes: the
+    modules that read them name no kind (no kind's name as a string, no kind's node or
+    parameter class, no kind's module)."""
+    from benchmarks.structure import kind_mentions, modules
+
+    named = kind_mentions(modules())
+    assert {k: sorted(set(v) & set(HOOK_READERS)) for k, v in named.items()} == {
+        k: [] for k in named
+    }
+
+
+def test_the_kind_mention_check_can_fail(tmp_path: Path) -> None:
+    """A module testing a node for a kind's name, or naming its parameters, is found;
+    one of the kind's own modules is not."""
+    from benchmarks.structure import kind_mentions
+
+    found = kind_mentions(
+        {
+            tmp_path / "reader.py": ast.parse('if node.kind == "fleet": pass'),
+            tmp_path / "other.py": ast.parse("from gym.system.kinds.store import StoreParams"),
+            tmp_path / "fleet.py": ast.parse('KIND = "fleet"'),
+        },
+        root=tmp_path,
+    )
+    assert found == {"fleet": ["reader.py"], "store": ["other.py"]}
+
+
 def test_no_framework_internals() -> None:
     """No private name of typer (or its vendored click) or SimPy is touched: the command
     grammar is typer's public classes subclassed (gym/cli/program.py), not patched."""

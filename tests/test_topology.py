@@ -4,6 +4,7 @@ crawler as a built-in graph, and systems other than the crawler run through grap
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -947,7 +948,7 @@ def test_a_delay_off_the_tick_grid_and_the_loop_rules() -> None:
         "graph.edges[3].delay_s: 0.001 s runs as 1 tick of 10 ms = 0.01 s (+900%) in both "
         "engines, which hold an edge's requests whole ticks, at least one (use --tick-ms 1)",
     )
-    # and the flow engine's note that a loop's latency is an estimate (gym.analysis.checked)
+    # and the flow engine's note that a loop's latency is an estimate (gym.sim.flow.checked)
     assert [w for w in r.warnings[1:] if "feedback loop" not in w] == []
     nodes = dict(CHAIN)
     data = graph(nodes, [("src", "q"), ("f", "db")])
@@ -1103,6 +1104,16 @@ def test_a_kind_written_in_one_module_runs_in_both_engines(monkeypatch: pytest.M
     assert a.served_total == 4_500
     # Both records hold their conservation (checked as they are built) and agree.
     assert abs(b.served_total + sum(b.in_flight_end.values()) - 4_500) <= 10
+    # Its explanation's hint is its own (Kind.hint), found by its kind as a shipped one's.
+    from gym.analysis import explain_graph
+
+    run: Any = SimpleNamespace(record=SimpleNamespace(topology=graph_))  # what hint() reads
+    said = explain_graph.hint(run, "lim", "lim_rejected", 0)
+    assert said == "A higher rps at lim lets more through; what it turns away is gone."
+    # A cause it has no words for gets the general ones.
+    assert explain_graph.hint(run, "lim", "lim_unavailable", 0).startswith(
+        "Nothing in the graph holds what reaches lim"
+    )
 
 
 def _none(record: Any) -> dict[str, int]:
@@ -1289,6 +1300,41 @@ def test_a_graphs_explanations_say_what_would_keep_its_losses() -> None:
     assert "N+1" in by_cause["consumers_crash_loss"]
     saturation = next(e for e in result.explanations if e.slo == "peak_saturation")
     assert any("fed by queue log" in d for d in saturation.details if d.startswith("consumers"))
+
+
+def test_a_saturated_node_names_the_node_holding_its_backlog() -> None:
+    """The node a saturated one backs up into is the one its kind backs up behind it
+    (Kind.backs_up_behind): a fleet's queue, a store's write buffer; a store fed by a
+    fleet directly holds no backlog anywhere, and a source holds none."""
+    from gym.analysis import explain_graph
+
+    graph = Topology(
+        (
+            Node("events", "source"),
+            Node("log", "queue"),
+            Node("consumers", "fleet"),
+            Node("buffer", "write_buffer"),
+            Node("db", "store"),
+            Node("api", "service"),
+        ),
+        (
+            Edge("events", "log"),
+            Edge("log", "consumers"),
+            Edge("consumers", "buffer", 0.5),
+            Edge("consumers", "api", 0.5),
+            Edge("buffer", "db"),
+        ),
+    )
+    run: Any = SimpleNamespace(record=SimpleNamespace(topology=graph))
+    said = {n: explain_graph.fed_by(run, n) for n in graph.names}
+    assert said == {
+        "events": "",
+        "log": "",
+        "consumers": "; fed by queue log (its backlog waits there)",
+        "buffer": "",
+        "db": "; fed by write_buffer buffer (its backlog waits there)",
+        "api": "",
+    }
 
 
 def test_a_failing_graph_names_what_its_loops_amplify() -> None:

@@ -181,7 +181,9 @@ def _saturation(m: Metrics, chk: SLOCheck, polite: Politeness | None, unit: Unit
             )
             if name == "frontier" and polite is not None and polite.bound:
                 line += "; " + _politeness_words(polite)
-            if polite is None:  # a graph: a fleet names the queue feeding it
+            if (
+                polite is None
+            ):  # a graph: the node holding its backlog (a fleet's queue, a store's write buffer)
                 line += explain_graph.fed_by(m, name)
             details.append(line)
     value, name, w = over[0]

@@ -84,7 +84,7 @@ class Result(JsonText):
         """Where the engine's grid changed a figure of the inputs by more than 1%
         (:mod:`gym.analysis.rounding`): a coarse tick, a station of few slots; and, in the
         flow engine, the nodes of this run outside what it has been checked to get right
-        (:mod:`gym.analysis.checked`)."""
+        (:mod:`gym.sim.flow.checked`)."""
         from gym.analysis import rounding
 
         said = rounding.warnings(
@@ -95,8 +95,8 @@ class Result(JsonText):
     @functools.cached_property
     def unchecked(self) -> tuple[str, ...]:
         """The nodes of a flow run outside what the flow engine has been checked to get
-        right (:mod:`gym.analysis.checked`); none for the request engine."""
-        from gym.analysis import checked
+        right (:mod:`gym.sim.flow.checked`); none for the request engine."""
+        from gym.sim.flow import checked
 
         if self.engine != "flow":
             return ()

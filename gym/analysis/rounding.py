@@ -10,21 +10,35 @@ writer into ``floor(flush_ceiling x slots)`` of the store's slots. Usually these
 are invisible; with a coarse ``--tick-ms`` or a small station they are not (a 250 ms
 fetch on 1,000 ms ticks lasts 1,000 ms, and the crash loses four times the URLs; 12.5
 slots a replica rounded to 12 is 4% less capacity, and a backlog drains that much
-slower). :func:`warnings` names every rounding that moves a
-figure by more than :data:`TOLERANCE`, with the figure as the design states it and as the
-engine runs it, so a result is never silently about a different design.
+slower). :func:`warnings` names every rounding that moves a figure by more than
+:data:`gym.sim.rounded.TOLERANCE`, with the figure as the design states it and as the
+engine runs it, so a result is never silently about a different design. A graph's are
+its nodes' kinds' own (``ROUNDING`` in each engine's module of the kind); the crawler's
+are written here in its words.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable
 
-from gym.core.text import Unit
-from gym.models import Design, RetryPolicy, Scenario, ServiceTime
-from gym.sim.grid import PACED_BELOW_CV, drawn_service, drawn_times, flush_slots, station_slots
-from gym.sim.timeline import VALID_TICKS_MS, Timeline, fetch_ticks
+from gym.models import Design, RetryPolicy, Scenario
+from gym.sim.flow.rules import rule_for
+from gym.sim.grid import drawn_service
+from gym.sim.request import rounding_for as request_rounding
+from gym.sim.rounded import (
+    Rounding,
+    change,
+    fleet_slots,
+    flow_flushes,
+    loss_slots,
+    moved,
+    or_request,
+    request_flushes,
+    service_ticks,
+    tick_hint,
+)
+from gym.sim.timeline import Timeline
 from gym.system.compiled import either
 from gym.system.crawler import (
     busiest_shard_share,
@@ -33,10 +47,7 @@ from gym.system.crawler import (
     page_store_in_effect,
     seen_set_capacity_rps,
 )
-from gym.system.graph import GraphDesign
-
-#: A rounding that changes a figure by more than this fraction is reported.
-TOLERANCE = 0.01
+from gym.system.graph import GraphDesign, topology
 
 
 def warnings(
@@ -44,7 +55,7 @@ def warnings(
 ) -> list[str]:
     """One sentence per rounding that changes a service time, a capacity, a delay or a
     wait, the length of a stage or a fault, or the run's duration by more than
-    :data:`TOLERANCE`, for a crawler or a graph design, in the engine given."""
+    :data:`gym.sim.rounded.TOLERANCE`, for a crawler or a graph design, in the engine given."""
     return design_warnings(design, scenario, engine=engine, tick_ms=tick_ms) + (
         scenario_warnings(scenario, tick_ms)
     )
@@ -67,7 +78,7 @@ def _crawler_warnings(design: Design, scenario: Scenario, engine: str, tick_ms: 
     lines = []
     if engine == "flow" and not drawn_service(design.fetchers.service, True, tick_ms):
         mean = design.fetchers.service.mean_ms
-        lines += _service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms, design.unit)
+        lines += service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms, design.unit)
     lines += _slots(design, scenario, engine) + _crawler_flushes(design, scenario, engine, tick_ms)
     if design.discovery is not None:
         lines += link_delay_warnings(tick_ms)
@@ -90,21 +101,21 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
     out = []
     if engine == "request":
         f = fetchers_in_effect(design, scenario)  # JavaScript rendering slows a replica
-        out += _fleet_slots(
+        out += fleet_slots(
             "fetchers.rps_per_replica",
             "fetchers",
             f.rps_per_replica,
             f.service,
             f.replicas,
         )
-    out += _station_slots(
+    out += loss_slots(
         "cache.service.mean_ms",
         "cache",
         cache_capacity_rps(design, scenario.catalog),
         design.cache.service.mean_ms,
         engine,
     )
-    out += _station_slots(
+    out += loss_slots(
         "resolver.rps",
         "resolver",
         scenario.resolver.rps,
@@ -114,7 +125,7 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
     if design.discovery is not None:
         # Each shard is a station of its own: rps x the busiest shard's share (shard_rps).
         share = busiest_shard_share(design, scenario)
-        out += _station_slots(
+        out += loss_slots(
             "discovery.service.mean_ms",
             "seen_set",
             seen_set_capacity_rps(design, scenario) * share,
@@ -124,7 +135,7 @@ def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
             share=share,
         )
     if engine == "request" or design.async_writer is None:
-        out += _station_slots(
+        out += loss_slots(
             "page_store.rps",
             "page_store",
             page_store_in_effect(design, scenario.catalog).rps,
@@ -139,15 +150,10 @@ def _crawler_flushes(design: Design, scenario: Scenario, engine: str, tick_ms: i
     if writer is None:
         return []
     store = page_store_in_effect(design, scenario.catalog)
-    return _flushes(
-        "async_writer",
-        "page_store.rps",
-        writer.flush_ceiling,
-        store.rps,
-        store.service,
-        engine,
-        tick_ms,
-    )
+    args = ("async_writer", "page_store.rps", writer.flush_ceiling, store.rps)
+    if engine == "request":
+        return request_flushes(*args, store.service.mean_ms)
+    return flow_flushes(*args, tick_ms)
 
 
 def link_delay_warnings(tick_ms: int) -> list[str]:
@@ -156,13 +162,13 @@ def link_delay_warnings(tick_ms: int) -> list[str]:
     from gym.system.crawler import LINK_DELAY_S
 
     held = _delay_ticks(LINK_DELAY_S, tick_ms) * tick_ms / 1000.0
-    if not _moved(held, LINK_DELAY_S):
+    if not moved(held, LINK_DELAY_S):
         return []
-    hint = _tick_hint(functools.partial(_delay_fits, LINK_DELAY_S))
+    hint = tick_hint(functools.partial(_delay_fits, LINK_DELAY_S))
     return [
         f"discovery: links reach the seen set {LINK_DELAY_S:g} s after their page on average; "
         f"both engines hold them whole ticks, so on {tick_ms} ms ticks that is {held:g} s "
-        f"({_change(held, LINK_DELAY_S)}; {hint})"
+        f"({change(held, LINK_DELAY_S)}; {hint})"
     ]
 
 
@@ -179,11 +185,11 @@ def _retry_waits(design: Design, engine: str, tick_ms: int) -> list[str]:
     retry, meant, used = max(moved, key=lambda m: abs(m[2] / m[1] - 1.0))
     others = len(moved) - 1
     more = f"; {others} other retr{'ies' if others > 1 else 'y'} move too" if others else ""
-    hint = _tick_hint(lambda t: not _moved_waits(r, t))
+    hint = tick_hint(lambda t: not _moved_waits(r, t))
     return [
         f"retries.backoff_s: the flow engine waits whole ticks, at least one, so on {tick_ms} "
         f"ms ticks retry {retry} waits {used * 1000:.4g} ms on average, not "
-        f"{meant * 1000:.4g} ms ({_change(used, meant)}{more}; {_or_request(hint)})"
+        f"{meant * 1000:.4g} ms ({change(used, meant)}{more}; {or_request(hint)})"
     ]
 
 
@@ -197,7 +203,7 @@ def _moved_waits(r: RetryPolicy, tick_ms: int) -> list[tuple[int, float, float]]
         meant = r.wait_s(retry)
         lo, hi = meant * (1.0 - r.jitter) / tick_s, meant * (1.0 + r.jitter) / tick_s
         used = _mean_rounded(lo, hi, least) * tick_s
-        if _moved(used, meant):
+        if moved(used, meant):
             out.append((retry, meant, used))
     return out
 
@@ -257,52 +263,23 @@ def _loop(design: Design, scenario: Scenario, most: float) -> list[str]:
 
 
 def _graph_warnings(design: GraphDesign, engine: str, tick_ms: int) -> list[str]:
-    """A graph's roundings, as the crawler's: its fleets' service times on the flow
-    engine's tick grid and their replicas' slots in the request engine; its loss
-    stations' slots (in both engines; a store behind a write buffer only in the request
-    engine: the flow engine meters its writes); its write buffers' flushes; its edges'
-    delays."""
-    nodes, edges = design.graph.nodes, design.graph.edges
-    metered = {e.target for e in edges if nodes[e.source].kind == "write_buffer"}
+    """A graph's roundings, as the crawler's: each node's, as its kind's rule in the
+    engine says them (``ROUNDING`` in the kind's module of :mod:`gym.sim.flow` or
+    :mod:`gym.sim.request`: a fleet's service times on the flow engine's tick grid and its
+    replicas' slots in the request engine, a loss station's slots, a write buffer's
+    flushes); its edges' delays."""
+    graph = topology(design)
+    found = flow_rounding if engine == "flow" else request_rounding
     out = []
-    for name, node in nodes.items():
-        where = f"graph.nodes.{name}"
-        kind = getattr(node, "kind", None)
-        if kind == "fleet":
-            if engine == "flow" and drawn_times(node, tick_ms):
-                pass  # each service time drawn (gym.sim.grid.drawn_times): not rounded
-            elif engine == "flow":
-                out += _service_ticks(
-                    f"{where}.service.mean_ms",
-                    "service",
-                    node.service.mean_ms,
-                    tick_ms,
-                    design.unit,
-                )
-            else:
-                out += _fleet_slots(
-                    f"{where}.rps_per_replica",
-                    name,
-                    node.rps_per_replica,
-                    node.service,
-                    node.replicas,
-                )
-        elif kind in ("cache", "service", "store"):
-            if engine == "request" or name not in metered:
-                out += _station_slots(f"{where}.rps", name, node.rps, node.service.mean_ms, engine)
-        elif kind == "write_buffer":
-            target = next(e.target for e in edges if e.source == name)
-            store = nodes[target]
-            out += _flushes(
-                where,
-                f"graph.nodes.{target}.rps",
-                node.flush_ceiling,
-                store.rps,
-                store.service,
-                engine,
-                tick_ms,
-            )
+    for node in graph.nodes:
+        said = found(node.kind)
+        out += said(node, graph, tick_ms, design.unit) if said else []
     return out + _edge_delays(design, tick_ms)
+
+
+def flow_rounding(kind: str) -> Rounding | None:
+    """The roundings of ``kind`` in the flow engine."""
+    return rule_for(kind).rounding
 
 
 def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
@@ -313,12 +290,12 @@ def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
             continue
         ticks = _delay_ticks(e.delay_s, tick_ms)
         runs = ticks * tick_ms / 1000.0
-        if _moved(runs, e.delay_s):
-            hint = _tick_hint(functools.partial(_delay_fits, e.delay_s))
+        if moved(runs, e.delay_s):
+            hint = tick_hint(functools.partial(_delay_fits, e.delay_s))
             lines.append(
                 f"graph.edges[{i}].delay_s: {e.delay_s:g} s runs as {ticks} tick"
                 f"{'s' if ticks > 1 else ''} of {tick_ms} ms = {runs:g} s "
-                f"({_change(runs, e.delay_s)}) in both engines, which hold an edge's "
+                f"({change(runs, e.delay_s)}) in both engines, which hold an edge's "
                 f"{design.unit.many} "
                 f"whole ticks, at least one ({hint})"
             )
@@ -327,7 +304,7 @@ def _edge_delays(design: GraphDesign, tick_ms: int) -> list[str]:
 
 def _delay_fits(delay_s: float, tick_ms: int) -> bool:
     """Whether ``tick_ms`` ticks keep a delay within the tolerance."""
-    return not _moved(_delay_ticks(delay_s, tick_ms) * tick_ms / 1000.0, delay_s)
+    return not moved(_delay_ticks(delay_s, tick_ms) * tick_ms / 1000.0, delay_s)
 
 
 def _delay_ticks(delay_s: float, tick_ms: int) -> int:
@@ -335,126 +312,6 @@ def _delay_ticks(delay_s: float, tick_ms: int) -> int:
     from gym.system.topology import Edge
 
     return Edge("a", "b", delay_s=delay_s).delay_ticks(tick_ms)
-
-
-# --- the roundings themselves --------------------------------------------------------------
-
-
-def _service_ticks(field: str, what: str, mean: float, tick_ms: int, unit: Unit) -> list[str]:
-    """A fleet's service time as the flow engine holds it, in whole ticks."""
-    used = fetch_ticks(mean, tick_ms) * tick_ms
-    if not _moved(used, mean):
-        return []
-    hint = _tick_hint(lambda t: not _moved(fetch_ticks(mean, t) * t, mean))
-    return [
-        f"{field}: {mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks "
-        f"({_change(used, mean)}): the flow engine holds each {what} for whole ticks, at "
-        f"least one, so the {unit.many} a crash loses and when its work reaches the next node "
-        f"follow the rounded time; its {what} latency is the design's ({_or_request(hint)})"
-    ]
-
-
-def _fleet_slots(
-    field: str, name: str, rate: float, service: ServiceTime, replicas: int
-) -> list[str]:
-    """A fleet whose replicas' round(rps_per_replica x service time) slots (the request
-    engine's) move its capacity. Starts paced at the fleet's rate (nearly fixed times):
-    extra slots add no capacity, fewer still cut it."""
-    exact = rate * service.mean_ms / 1000.0
-    slots = station_slots(rate, service.mean_ms)
-    if not _moved(slots, exact) or (service.cv_value < PACED_BELOW_CV and slots > exact):
-        return []
-    capacity = replicas * slots / (service.mean_ms / 1000.0)
-    each = f"each of the {replicas:,} {name} replicas" if replicas > 1 else f"the {name} replica"
-    return [
-        f"{field}: {_num(exact)} slots a replica rounded to {slots} "
-        f"({_change(slots, exact)}): capacity {_fig(capacity)}/s, not "
-        f"{_fig(replicas * rate)}/s (the request engine gives {each} "
-        f"round({_fig(rate)}/s x {service.mean_ms:g} ms) concurrent slots{_least(exact)})"
-    ]
-
-
-def _station_slots(
-    field: str,
-    name: str,
-    rate: float,
-    mean_ms: float,
-    engine: str,
-    *,
-    shards: int = 1,
-    share: float = 1.0,
-) -> list[str]:
-    """A station (each of its ``shards``, the busiest taking ``share`` of the work) whose
-    round(rate x service time) slots move its capacity."""
-    exact = rate * mean_ms / 1000.0
-    slots = station_slots(rate, mean_ms)
-    if not _moved(slots, exact):
-        return []
-    who = "the request engine gives" if engine == "request" else "both engines give"
-    whom = f"each of the {shards:,} {name} shards" if shards > 1 else name
-    capacity = slots / (mean_ms / 1000.0) / share
-    per = " a shard" if shards > 1 else ""
-    return [
-        f"{field}: {_num(exact)} slots{per} rounded to {slots} ({_change(slots, exact)}): "
-        f"capacity {_fig(capacity)}/s, not {_fig(rate / share)}/s ({who} {whom} "
-        f"round({_fig(rate)}/s x {mean_ms:g} ms) concurrent slots{_least(exact)})"
-    ]
-
-
-def _flushes(
-    field: str,
-    store_field: str,
-    ceiling: float,
-    rate: float,
-    service: ServiceTime,
-    engine: str,
-    tick_ms: int,
-) -> list[str]:
-    """A write buffer whose flushes the grid holds off flush_ceiling x the store's rate.
-
-    The request engine fills the store's free slots below floor(ceiling x slots) as soon
-    as one frees (not once a tick), so its held writes drain at that many slots' writes
-    back to back, whatever the tick. The flow engine lets the store take floor(ceiling x
-    the writes it takes that tick) a tick, at least one."""
-    meant = ceiling * rate
-    if engine == "request":
-        slots = station_slots(rate, service.mean_ms)
-        filled = flush_slots(ceiling, slots)
-        drains = filled / (service.mean_ms / 1000.0)
-        if not _moved(drains, meant):
-            return []
-        return [
-            f"{field}: the request engine flushes held writes into at most {filled} of the "
-            f"store's {slots} slots (floor({ceiling:g} x {slots})), so it drains at most "
-            f"{_fig(drains)}/s, not flush_ceiling x {store_field} = {_fig(meant)}/s "
-            f"({_change(drains, meant)}; the tick does not change it)"
-        ]
-    drains = _flow_drain(ceiling, rate, tick_ms)
-    if not _moved(drains, meant):
-        return []
-    # The flow engine's whole writes a tick are not monotone in the tick.
-    hint = _tick_hint(lambda t: not _moved(_flow_drain(ceiling, rate, t), meant), near=tick_ms)
-    per_tick = rate * tick_ms / 1000.0
-    return [
-        f"{field}: the flow engine lets the store take, while it flushes, floor({ceiling:g} x "
-        f"the {per_tick:.4g} writes it takes a {tick_ms} ms tick) whole writes, so it drains "
-        f"at most {_fig(drains)}/s, not flush_ceiling x {store_field} = {_fig(meant)}/s "
-        f"({_change(drains, meant)}; {hint})"
-    ]
-
-
-def _flow_drain(ceiling: float, rate: float, tick_ms: int) -> float:
-    """What the flow engine's store takes a second while its writer flushes: the store
-    takes n or n + 1 whole writes a tick (a share p of the ticks n + 1, n + p = rate x
-    tick), the writer fills floor(ceiling x that) of them, at least one."""
-    per_tick = rate * tick_ms / 1000.0
-    n = math.floor(per_tick + 1e-9)
-    p = per_tick - n
-
-    def filled(room: int) -> int:
-        return max(1, math.floor(ceiling * room + 1e-9)) if room > 0 else 0
-
-    return ((1.0 - p) * filled(n) + p * filled(n + 1)) / (tick_ms / 1000.0)
 
 
 def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
@@ -468,7 +325,7 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
     if ran != scenario.duration_s:
         out.append(
             f"duration_s: {scenario.duration_s:g} s is not a whole number of {tick_ms} ms "
-            f"ticks; the run lasts {ran:g} s ({_change(ran, scenario.duration_s)}), and "
+            f"ticks; the run lasts {ran:g} s ({change(ran, scenario.duration_s)}), and "
             f"throughput is served / {ran:g} s"
         )
     spans: list[tuple[str, float, float]] = []
@@ -484,61 +341,10 @@ def _event_times(scenario: Scenario, tick_ms: int) -> list[str]:
             continue
         t0, t1 = (grid.to_tick(t) * tick_ms / 1000 for t in (start, end))
         used = t1 - t0
-        if _moved(used, meant):
+        if moved(used, meant):
             out.append(
                 f"{field}: {start:g}-{end:g} s lasts {meant:g} s, but both engines act on "
                 f"{tick_ms} ms tick boundaries, so it runs {t0:g}-{t1:g} s, {used:g} s "
-                f"({_change(used, meant)})"
+                f"({change(used, meant)})"
             )
     return out
-
-
-# --- words and numbers ---------------------------------------------------------------------
-
-
-def _moved(used: float, meant: float) -> bool:
-    """Whether ``used`` is off ``meant`` by more than the tolerance."""
-    return abs(used - meant) > TOLERANCE * abs(meant)
-
-
-def _tick_hint(fits: Callable[[int], bool], near: int | None = None) -> str:
-    """Which ``--tick-ms`` keeps a figure within the tolerance: the three coarsest ticks
-    that do, or the one nearest ``near``. When no tick does, that."""
-    fine = [t for t in VALID_TICKS_MS if fits(t)]
-    if not fine:
-        return f"no --tick-ms keeps it within {TOLERANCE:.0%}"
-    if near is not None:
-        return f"use --tick-ms {min(fine, key=lambda t: abs(math.log(t / near)))}"
-    named = [str(t) for t in sorted(fine, reverse=True)[:3]]
-    return "use --tick-ms " + (", ".join(named[:-1]) + " or " if len(named) > 1 else "") + named[-1]
-
-
-def _or_request(hint: str) -> str:
-    """A tick hint, with the request engine (which does not round the time) beside it."""
-    return (
-        f"{hint}, or the request engine"
-        if hint.startswith("use")
-        else f"{hint}: use the request engine"
-    )
-
-
-def _least(exact: float) -> str:
-    """ ", at least one" where round() alone gives none."""
-    return ", at least one" if round(exact) == 0 else ""
-
-
-def _num(x: float) -> str:
-    """A slot count as exact as it is (12.5, 0.6)."""
-    return f"{x:,.4g}"
-
-
-def _fig(x: float) -> str:
-    """A rate: whole numbers with thousands separators from 100 up (21,250), else three
-    significant digits (12.5)."""
-    return f"{x:,.0f}" if abs(x) >= 100 else f"{x:.3g}"
-
-
-def _change(used: float, meant: float) -> str:
-    """The move in percent: one decimal below 10% (-4.0%), whole above (+67%)."""
-    pct = (used / meant - 1) * 100
-    return f"{pct:+.1f}%" if abs(pct) < 9.95 else f"{pct:+.0f}%"

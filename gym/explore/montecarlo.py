@@ -389,7 +389,7 @@ class MonteCarloResult(JsonText):
 
 def unchecked(runs: list[dict[str, Any]]) -> list[str]:
     """What the runs' flow engine was warned about being outside what it was checked on
-    (:mod:`gym.analysis.checked`), each once, in the order first met."""
+    (:mod:`gym.sim.flow.checked`), each once, in the order first met."""
     return list(dict.fromkeys(w for r in runs for w in r.get("unchecked", ())))
 
 

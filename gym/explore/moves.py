@@ -29,7 +29,6 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -41,6 +40,8 @@ from gym.explore.changes import with_field
 from gym.models import Design, Scenario
 from gym.system.compiled import either
 from gym.system.graph import GraphDesign
+from gym.system.kinds import kind
+from gym.system.kinds.base import NodeChange, Seen
 
 if TYPE_CHECKING:
     from gym.analysis.metrics import Metrics
@@ -232,106 +233,66 @@ def _retry_lesson(writes: bool, lookups: bool, none: bool) -> str:
 
 
 def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
-    """The moves that could matter to a graph design's failing run, node by node: a
-    fleet's crashed work requeued, a service's rate raised, a write buffer before a
-    store."""
+    """The moves that could matter to a graph design's failing run, node by node: each
+    kind's own changes (``Kind.changes`` in its declaration: a fleet's crashed work
+    requeued, a service's rate raised, a write buffer before a store)."""
     data = design.model_dump(mode="json", by_alias=True)
     nodes: dict[str, Any] = data["graph"]["nodes"]
     edges: list[dict[str, Any]] = data["graph"]["edges"]
     m = result.metrics
     out = []
     for name, node in nodes.items():
-        lost_by = m.components[name].failed if name in m.components else {}
-        out += _requeue_moves(name, node, lost_by)
-        out += _rate_moves(name, node, lost_by, m)
-        out += _buffer_moves(name, nodes, edges, m)
+        if name not in m.components:
+            continue
+        seen = Seen(name, nodes, edges, _lost(m, name), _peak(m.components[name].demand))
+        out += [_move(c, nodes) for c in kind(node["kind"]).changes(seen)]
     return out
 
 
-def _requeue_moves(name: str, node: dict[str, Any], lost_by: Mapping[str, Any]) -> list[Move]:
-    """``on_crash: requeue`` on a fleet that lost work in a crash."""
-    crashed = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("crash_loss"))
-    if node.get("kind") != "fleet" or node.get("on_crash", "fail") != "fail" or not crashed:
-        return []
-    return [
-        _setting(
-            f"{name}.on_crash=requeue",
-            f"requeue a crashed replica's work at {name} instead of failing it",
-            f"graph.nodes.{name}.on_crash",
-            "requeue",
-        )
-    ]
+def _lost(m: Metrics, name: str) -> dict[str, int]:
+    """The work each cause lost at node ``name`` over the run."""
+    return {cause: int(n.sum()) for cause, n in m.components[name].failed.items()}
 
 
-def _rate_moves(
-    name: str, node: dict[str, Any], lost_by: Mapping[str, Any], m: Metrics
-) -> list[Move]:
-    """A service's rate raised to its busiest second's demand at 80%, where it lost work
-    overloaded."""
-    overloaded = sum(int(n.sum()) for c, n in lost_by.items() if c.endswith("overload"))
-    if node.get("kind") != "service" or not overloaded:
-        return []
-    # A service costs no units: the unit search never changes its rate. Enough
-    # for its busiest second at 80% (its demand there, as the run measured it).
-    peak = float(np.nanmax(m.components[name].demand))
-    rate = float(_round_up(peak / 0.8))
-    if rate <= float(node.get("rps", 0)):
-        return []
-    return [
-        _setting(
-            f"{name}.rps={rate:g}",
-            f"{name} is a service: it costs no units, so its rate is a choice, "
-            f"not a purchase; its busiest second asked for {peak:,.0f}",
-            f"graph.nodes.{name}.rps",
-            rate,
-        )
-    ]
+def _peak(demand: np.ndarray) -> float:
+    """The busiest second's demand (0 where none was measured)."""
+    seen = demand[~np.isnan(demand)]
+    return float(seen.max()) if seen.size else 0.0
 
 
-def _buffer_moves(
-    name: str, nodes: dict[str, Any], edges: list[dict[str, Any]], m: Metrics
-) -> list[Move]:
-    """A write buffer before a store that lost writes, holding at least what it lost (not
-    before a store a cache or a buffer already feeds)."""
-    if nodes[name].get("kind") != "store" or name not in m.components:
-        return []
-    feeding = [e for e in edges if e.get("to") == name]
-    # A cache's misses are reads, which no buffer can hold: only a store that takes
-    # writes alone (no cache before it) gets one.
-    if any(nodes[e["from"]].get("kind") in ("write_buffer", "cache") for e in feeding):
-        return []
-    lost = int(m.components[name].failed_total.sum())
-    if not lost or not feeding:
-        return []
-    buffer = _round_up(lost * 1.25)
-    new = _unique(f"{name}_buffer", nodes)
-    return [
-        Move(
-            f"a write_buffer node before {name} (buffer {buffer:,})",
-            f"a write buffer before {name} holds what it cannot take while down or full",
-            partial(_add_buffer, store=name, size=buffer, b=new),
-        )
-    ]
+def _move(change: NodeChange, nodes: dict[str, Any]) -> Move:
+    """A kind's change as a move of the fix: its fields set, its node put before another
+    (named as no node is)."""
+    before = change.before
+    if before is None:
+        return Move(change.name, change.lesson, partial(_with_fields, sets=change.sets))
+    name, node, target = before
+    added = partial(_add_before, name=_unique(name, nodes), node=node, target=target)
+
+    def apply(d: Design | GraphDesign) -> Design | GraphDesign:
+        return _with_fields(added(d), change.sets)
+
+    return Move(change.name, change.lesson, apply)
 
 
-def _add_buffer(d: Design | GraphDesign, store: str, size: int, b: str) -> GraphDesign:
-    """Graph design ``d`` with a write buffer ``b`` of ``size`` before ``store``: the edges
-    into the store go into the buffer, and the buffer feeds the store."""
+def _with_fields(d: Design | GraphDesign, sets: dict[str, Any]) -> Design | GraphDesign:
+    for path, value in sets.items():
+        d = with_field(d, path=path, value=value)
+    return d
+
+
+def _add_before(
+    d: Design | GraphDesign, name: str, node: dict[str, Any], target: str
+) -> GraphDesign:
+    """Graph design ``d`` with ``node`` named ``name`` before ``target``: the edges into
+    the target go into it, and it feeds the target."""
     g = d.model_dump(mode="json", by_alias=True)
-    g["graph"]["nodes"][b] = {"kind": "write_buffer", "buffer": size}
+    g["graph"]["nodes"][name] = node
     for e in g["graph"]["edges"]:
-        if e.get("to") == store:
-            e["to"] = b
-    g["graph"]["edges"].append({"from": b, "to": store})
+        if e.get("to") == target:
+            e["to"] = name
+    g["graph"]["edges"].append({"from": name, "to": target})
     return GraphDesign.model_validate(g)
-
-
-def _round_up(x: float) -> int:
-    """Up to two significant figures: 4,799 x 1.25 -> 6,000."""
-    if x <= 0:
-        return 1
-    scale = 10 ** max(0, int(math.log10(x)) - 1)
-    return int(math.ceil(x / scale) * scale)
 
 
 #: The longest node name a graph takes (gym.system.graph.NODE_NAME_PATTERN).

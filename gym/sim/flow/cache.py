@@ -12,7 +12,7 @@ from gym.core.streams import stream
 from gym.models import ServiceTime
 from gym.sim.flow.base import Build, Ledger, PerRow, connect_upstream, thinned
 from gym.sim.flow.graph_latency import LossLatency
-from gym.sim.flow.loss import LossStation
+from gym.sim.flow.loss import LossStation, loss_behind_loss, loss_rounding
 from gym.system.topology import Node
 
 
@@ -66,3 +66,5 @@ connect = connect_upstream
 #: Its latency in the flow engine's estimate: a loss station's service time, stretched by
 #: a slowdown (:class:`gym.sim.flow.graph_latency.LossLatency`).
 LATENCY = LossLatency
+CHECKED = loss_behind_loss
+ROUNDING = loss_rounding

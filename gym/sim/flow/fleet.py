@@ -26,6 +26,7 @@ import numpy as np
 import simpy
 
 from gym.core.streams import stream, substream
+from gym.core.text import Unit
 from gym.models import CrashFault, ServiceTime
 from gym.sim import waiting
 from gym.sim.flow.base import (
@@ -48,13 +49,13 @@ from gym.sim.grid import (
     station_slots,
 )
 from gym.sim.record import Tally
+from gym.sim.rounded import service_ticks, where
 from gym.sim.timeline import fetch_ticks
 from gym.system.kinds.fleet import FleetParams
-from gym.system.topology import Node
+from gym.system.topology import Node, Topology
 
 if TYPE_CHECKING:
     from gym.sim.record import RunRecord
-    from gym.system.topology import Topology
 
 
 class Fleet(Component):
@@ -510,3 +511,15 @@ class FleetLatency(Model):
 LATENCY = FleetLatency
 #: What it sends on in the fluid network (:mod:`gym.sim.flow.fluid`).
 FLUID = fluid
+
+
+def rounding(node: Node, _graph: Topology, tick_ms: int, unit: Unit) -> list[str]:
+    """A fleet's service time held whole ticks (not where each is drawn)."""
+    p = node.params
+    if drawn_times(p, tick_ms):
+        return []  # each service time drawn (gym.sim.grid.drawn_times): not rounded
+    field = f"{where(node)}.service.mean_ms"
+    return service_ticks(field, "service", p.service.mean_ms, tick_ms, unit)
+
+
+ROUNDING = rounding

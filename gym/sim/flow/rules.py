@@ -33,6 +33,13 @@ class FlowRule:
     #: What it sends on in the fluid network the estimate reads, or None: what it did not
     #: turn away nor finish (:func:`gym.sim.flow.fluid._through`).
     fluid: Callable[..., tuple[Any, Any]] | None = None
+    #: Where a run of its nodes is outside what the flow engine has been checked to get
+    #: right (:mod:`gym.sim.flow.checked`): a sentence for the node, "" where it is not;
+    #: None: nothing known.
+    checked: Callable[[Node, Any, Any], str] | None = None
+    #: What the flow engine's grid does to its nodes' figures (a service time held whole
+    #: ticks, a station's slots): :data:`gym.sim.rounded.Rounding`, or None: nothing.
+    rounding: Callable[..., list[str]] | None = None
 
 
 def _rule(module: Any) -> FlowRule:
@@ -42,6 +49,8 @@ def _rule(module: Any) -> FlowRule:
         getattr(module, "batch", None),
         getattr(module, "LATENCY", None),
         getattr(module, "FLUID", None),
+        getattr(module, "CHECKED", None),
+        getattr(module, "ROUNDING", None),
     )
 
 

@@ -22,9 +22,30 @@ from gym.system.kinds import SHIPPED
 RULES: dict[str, Callable[..., Any]] = {}
 
 
-def register(kind: str, rule: Callable[..., Any]) -> None:
-    """Make ``rule(run, node, causes)`` the request engine's rule for nodes of ``kind``."""
+def register(
+    kind: str, rule: Callable[..., Any], rounding: Callable[..., list[str]] | None = None
+) -> None:
+    """Make ``rule(run, node, causes)`` the request engine's rule for nodes of ``kind``,
+    and ``rounding`` what its grid does to their figures (None: nothing; a shipped kind
+    keeps its module's)."""
     RULES[kind] = rule
+    if rounding is not None:
+        ROUNDINGS[kind] = rounding
+    else:
+        ROUNDINGS.pop(kind, None)
+
+
+#: Roundings by kind name: what the request engine's grid does to a node's figures
+#: (:data:`gym.sim.rounded.Rounding`), or None where it does nothing to them.
+ROUNDINGS: dict[str, Callable[..., list[str]] | None] = {}
+
+
+def rounding_for(kind: str) -> Callable[..., list[str]] | None:
+    """The roundings of ``kind`` in the request engine (a shipped kind's module's
+    ``ROUNDING``; a kind of your own registers one, or has none)."""
+    if kind not in ROUNDINGS and kind in SHIPPED:
+        ROUNDINGS[kind] = getattr(import_module(f"gym.sim.request.{kind}"), "ROUNDING", None)
+    return ROUNDINGS.get(kind)
 
 
 def rule_for(kind: str) -> Callable[..., Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gym.sim.request.base import Run
-from gym.sim.request.loss import LossRule
+from gym.sim.request.loss import LossRule, loss_rounding
 from gym.system.topology import Node
 
 
@@ -13,3 +13,4 @@ def rule(run: Run, node: Node, causes: tuple[str, ...]) -> LossRule:
 
 
 RULE = rule
+ROUNDING = loss_rounding

@@ -7,11 +7,13 @@ URL passes through here once its job is done. A crash takes replicas down there.
 
 from __future__ import annotations
 
+from gym.core.text import Unit
 from gym.models import CrashFault
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.stations import WaitingRoom
-from gym.system.topology import Node
+from gym.sim.rounded import fleet_slots, where
+from gym.system.topology import Node, Topology
 
 
 class FleetRule(Rule):
@@ -36,3 +38,13 @@ class FleetRule(Rule):
 
 
 RULE = FleetRule
+
+
+def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
+    """A fleet's replicas' round(rps_per_replica x service time) slots."""
+    p = node.params
+    field = f"{where(node)}.rps_per_replica"
+    return fleet_slots(field, node.name, p.rps_per_replica, p.service, p.replicas)
+
+
+ROUNDING = rounding

@@ -8,10 +8,12 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from gym.core.streams import stream
+from gym.core.text import Unit
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.stations import LossSlots
-from gym.system.topology import Node
+from gym.sim.rounded import loss_slots, where
+from gym.system.topology import Node, Topology
 
 
 class LossRule(Rule):
@@ -137,3 +139,10 @@ class LossRule(Rule):
         if self.saved:  # a service reports its rate, as the flow engine's does
             tally.extra["rate"] = rates
         return tally
+
+
+def loss_rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
+    """A loss station's round(rate x service time) slots. Each loss station's
+    ``ROUNDING``."""
+    p = node.params
+    return loss_slots(f"{where(node)}.rps", node.name, p.rps, p.service.mean_ms, "request")

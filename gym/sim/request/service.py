@@ -4,7 +4,7 @@ of what it answers (counted as ``writes_saved``)."""
 from __future__ import annotations
 
 from gym.sim.request.base import Run
-from gym.sim.request.loss import LossRule
+from gym.sim.request.loss import LossRule, loss_rounding
 from gym.system.topology import Node
 
 
@@ -22,3 +22,4 @@ def rule(run: Run, node: Node, causes: tuple[str, ...]) -> LossRule:
 
 
 RULE = rule
+ROUNDING = loss_rounding

@@ -4,7 +4,7 @@ Behind a write buffer it takes the writes the buffer took its slots for."""
 from __future__ import annotations
 
 from gym.sim.request.base import Run
-from gym.sim.request.loss import LossRule
+from gym.sim.request.loss import LossRule, loss_rounding
 from gym.system.topology import Node
 
 
@@ -13,3 +13,4 @@ def rule(run: Run, node: Node, causes: tuple[str, ...]) -> LossRule:
 
 
 RULE = rule
+ROUNDING = loss_rounding

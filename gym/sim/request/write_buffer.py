@@ -11,12 +11,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from gym.core.text import Unit
 from gym.sim.grid import flush_slots
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.loss import LossRule
 from gym.sim.request.stations import LossSlots
-from gym.system.topology import Node
+from gym.sim.rounded import request_flushes, where
+from gym.system.topology import Node, Topology
 
 # The flusher: waiting for a store slot to free (or just woken), waiting for a held
 # write, woken by one, or waiting for its store's stall to end.
@@ -107,3 +109,15 @@ class WriteBufferRule(Rule):
 
 
 RULE = WriteBufferRule
+
+
+def rounding(node: Node, graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
+    """What filling whole store slots does to a buffer's flushes."""
+    store = graph.node(graph.outputs(node.name)[0].target)
+    p, mean_ms = node.params, store.params.service.mean_ms
+    return request_flushes(
+        where(node), f"{where(store)}.rps", p.flush_ceiling, store.params.rps, mean_ms
+    )
+
+
+ROUNDING = rounding

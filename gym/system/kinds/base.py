@@ -4,8 +4,9 @@ module named after it (:mod:`gym.sim.flow`, :mod:`gym.sim.request`)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -62,3 +63,71 @@ class Kind:
     #: What a scenario's catalog allows its parameters (a replica's rate, a hit ratio a
     #: cache can reach): (field, message) per problem.
     allowed: Callable[[Any, Catalog], list[tuple[str, str]]] = lambda _params, _catalog: []
+    #: What would have kept the work a cause lost at one of its nodes, for the run's
+    #: explanation: a sentence, "" for nothing to say, None for none of its own (the
+    #: explanation's generic one then): see :data:`Hint`.
+    hint: Hint = lambda _graph, _node, _cause, _feeding, _worst: None
+    #: The structural changes the suggested fix may try at one of its nodes, from what the
+    #: failing run measured there: see :class:`Seen` and :class:`NodeChange`.
+    changes: Callable[[Seen], list[NodeChange]] = lambda _seen: []
+
+
+#: A kind's hint: (graph, the node's name, the cause, the kinds of the nodes feeding it by
+#: name, the most the cause lost in one stretch) -> a sentence, "" or None.
+Hint = Callable[["Topology", str, str, dict[str, str], int], "str | None"]
+
+
+@dataclass(frozen=True)
+class Seen:
+    """What a failing run measured at one node, for its kind's changes: the graph design's
+    nodes and edges as written (``from``/``to``), the work lost by cause (totals) and the
+    busiest second's demand."""
+
+    name: str
+    nodes: dict[str, dict[str, Any]]
+    edges: list[dict[str, Any]]
+    lost: dict[str, int]
+    peak_demand: float
+
+    @property
+    def node(self) -> dict[str, Any]:
+        return self.nodes[self.name]
+
+    def lost_by(self, suffix: str) -> int:
+        """The work lost by the causes ending in ``suffix`` (``overload``)."""
+        return sum(n for cause, n in self.lost.items() if cause.endswith(suffix))
+
+
+@dataclass(frozen=True)
+class NodeChange:
+    """One structural change a kind suggests: its name, the lesson it teaches, the fields
+    it sets (dotted paths of the graph design) and a node it puts before another (its
+    name, its fields, the node it goes before: the edges into that node go into it)."""
+
+    name: str
+    lesson: str
+    sets: dict[str, Any] = field(default_factory=dict)
+    before: tuple[str, dict[str, Any], str] | None = None
+
+
+def round_up(x: float) -> int:
+    """Up to two significant figures: 4,799 x 1.25 -> 6,000 (at least 1)."""
+    if x <= 0:
+        return 1
+    scale = 10 ** max(0, int(math.log10(x)) - 1)
+    return int(math.ceil(x / scale) * scale)
+
+
+def slots_hint(
+    _graph: Topology, component: str, cause: str, feeding: dict[str, str], _worst: int
+) -> str | None:
+    """A station out of slots (a service, a cache): more rate, or a queue before it for
+    the bursts."""
+    if not cause.endswith("overload"):
+        return None
+    queued = "queue" in feeding.values()
+    return (
+        "More rate gives it more slots (rate x service time)"
+        + ("" if queued else f"; a queue node before {component} would hold the bursts")
+        + "."
+    )

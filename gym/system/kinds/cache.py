@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import Field
 
 from gym.models.common import InputModel, Rate, ServiceTime
-from gym.system.kinds.base import Kind
+from gym.system.kinds.base import Kind, slots_hint
 
 if TYPE_CHECKING:
     from gym.models import Catalog
@@ -75,4 +75,5 @@ KIND = Kind(
     passes=lambda p: 1.0 - p.hit_ratio,
     faults=("stall", "slowdown"),
     allowed=_allowed,
+    hint=slots_hint,
 )

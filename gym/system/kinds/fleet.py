@@ -10,7 +10,7 @@ from pydantic import Field
 
 from gym.models import FetchersConfig
 from gym.models.common import Rate, ServiceTime
-from gym.system.kinds.base import Kind
+from gym.system.kinds.base import Kind, NodeChange, Seen
 
 if TYPE_CHECKING:
     from gym.models import Catalog
@@ -100,6 +100,32 @@ def _scale(units: int, c: Catalog) -> dict[str, Any]:
     return {"replicas": units, "rps_per_replica": c.fetchers.max_rps_per_replica}
 
 
+def _hint(
+    _graph: Topology, component: str, cause: str, _feeding: dict[str, str], _worst: int
+) -> str | None:
+    """A fleet that lost work in a crash: a spare replica, or requeueing it."""
+    if not cause.endswith("crash_loss"):
+        return None
+    return (
+        "More replicas (N+1: one beyond the load's need) keep the rest below "
+        f"saturation while one is down; with on_crash: requeue on {component}, the work "
+        "in flight on it goes back to its feeder instead of failing."
+    )
+
+
+def _changes(seen: Seen) -> list[NodeChange]:
+    """``on_crash: requeue`` on a fleet that lost work in a crash."""
+    if seen.node.get("on_crash", "fail") != "fail" or not seen.lost_by("crash_loss"):
+        return []
+    return [
+        NodeChange(
+            f"{seen.name}.on_crash=requeue",
+            f"requeue a crashed replica's work at {seen.name} instead of failing it",
+            sets={f"graph.nodes.{seen.name}.on_crash": "requeue"},
+        )
+    ]
+
+
 KIND = Kind(
     name="fleet",
     summary="replicas x rps_per_replica starts per second, fed by a queue; replicas crash.",
@@ -111,4 +137,6 @@ KIND = Kind(
     faults=("crash",),
     check=_check,
     allowed=_allowed,
+    hint=_hint,
+    changes=_changes,
 )

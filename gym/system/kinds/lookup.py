@@ -13,7 +13,7 @@ from gym.models.common import InputModel, Rate, ServiceTime
 from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
-    pass
+    from gym.system.topology import Topology
 
 
 class LookupParams(InputModel):
@@ -64,6 +64,18 @@ class LookupNode(LookupParams):
     kind: Literal["lookup"] = Field(description="Node kind.")
 
 
+def _hint(
+    _graph: Topology, _component: str, cause: str, _feeding: dict[str, str], _worst: int
+) -> str | None:
+    """A lookup out of capacity: more shards, up to the hot key's shard."""
+    if not cause.endswith("overload"):
+        return None
+    return (
+        "More shards spread the lookups, until the busiest key's shard alone is full "
+        "(the hot key lands on one shard)."
+    )
+
+
 KIND = Kind(
     name="lookup",
     summary="A seen-URL set: skips what it has seen, passes the new on. No queue: Erlang loss.",
@@ -73,4 +85,5 @@ KIND = Kind(
     passes_as_counted=True,
     faults=("stall", "slowdown"),
     internal=True,
+    hint=_hint,
 )

@@ -13,6 +13,7 @@ from gym.system.kinds.base import Kind
 
 if TYPE_CHECKING:
     from gym.models import Catalog
+    from gym.system.topology import Topology
 
 
 class QueueParams(InputModel):
@@ -67,6 +68,24 @@ def _scale(units: int, c: Catalog) -> dict[str, Any]:
     return {"drain_rps": units * c.frontier.drain_rps, "buffer": units * c.frontier.buffer}
 
 
+def _hint(
+    graph: Topology, component: str, cause: str, _feeding: dict[str, str], _worst: int
+) -> str | None:
+    """A queue that overflowed: more capacity after it, or a larger buffer."""
+    if not cause.endswith("overflow"):
+        return None
+    downstream = [e.target for e in graph.outputs(component)]
+    if not downstream:
+        return ""
+    buffer = getattr(graph.node(component).params, "buffer", None)
+    held = f"its {buffer:,}-request buffer" if isinstance(buffer, int) else "its buffer"
+    return (
+        f"It drains into {', '.join(downstream)}: while they take less than arrives (a "
+        f"crash, a burst), {held} fills. More capacity there, or a larger buffer, "
+        "keeps them."
+    )
+
+
 KIND = Kind(
     name="queue",
     summary="Holds up to buffer requests, hands out at most drain_rps per second.",
@@ -78,4 +97,5 @@ KIND = Kind(
     skips_at_door=True,
     backs_up_behind=("fleet",),
     faults=("stall", "slowdown"),
+    hint=_hint,
 )

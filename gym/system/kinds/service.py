@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Literal
 from pydantic import Field
 
 from gym.models.common import InputModel, Rate, ServiceTime
-from gym.system.kinds.base import Kind
+from gym.system.kinds.base import Kind, NodeChange, Seen, round_up, slots_hint
 
 if TYPE_CHECKING:
     pass
@@ -38,6 +38,24 @@ class ServiceNode(ServiceParams):
     kind: Literal["service"] = Field(description="Node kind.")
 
 
+def _changes(seen: Seen) -> list[NodeChange]:
+    """A service's rate raised to its busiest second's demand at 80%, where it lost work
+    overloaded. A service costs no units, so the unit search never changes its rate."""
+    if not seen.lost_by("overload"):
+        return []
+    rate = float(round_up(seen.peak_demand / 0.8))
+    if rate <= float(seen.node.get("rps", 0)):
+        return []
+    return [
+        NodeChange(
+            f"{seen.name}.rps={rate:g}",
+            f"{seen.name} is a service: it costs no units, so its rate is a choice, "
+            f"not a purchase; its busiest second asked for {seen.peak_demand:,.0f}",
+            sets={f"graph.nodes.{seen.name}.rps": rate},
+        )
+    ]
+
+
 KIND = Kind(
     name="service",
     summary="An external service with concurrent slots and no queue (Erlang loss).",
@@ -46,4 +64,6 @@ KIND = Kind(
     causes=("overload", "unavailable"),
     passes=lambda p: 1.0 - p.finish_share,
     faults=("stall", "slowdown"),
+    hint=slots_hint,
+    changes=_changes,
 )

@@ -54,6 +54,19 @@ def _scale(units: int, c: Catalog) -> dict[str, Any]:
     return {"buffer": units * c.async_writer.buffer}
 
 
+def _hint(
+    graph: Topology, component: str, cause: str, _feeding: dict[str, str], _worst: int
+) -> str | None:
+    """A write buffer that overflowed: a larger one, or more capacity behind it."""
+    if not cause.endswith("overflow"):
+        return None
+    behind = ", ".join(e.target for e in graph.outputs(component)) or "the store"
+    return (
+        f"It filled while {behind} could not take its flushes: a larger buffer holds "
+        "a longer outage, more capacity behind it drains it sooner."
+    )
+
+
 KIND = Kind(
     name="write_buffer",
     summary="Holds the writes its store cannot take and flushes them into spare room.",
@@ -66,4 +79,5 @@ KIND = Kind(
     capped=False,
     fill_saturation=True,
     check=_check,
+    hint=_hint,
 )
