@@ -12,9 +12,11 @@ fetch on 1,000 ms ticks lasts 1,000 ms, and the crash loses four times the URLs;
 slots a replica rounded to 12 is 4% less capacity, and a backlog drains that much
 slower). :func:`warnings` names every rounding that moves a figure by more than
 :data:`gym.sim.rounded.TOLERANCE`, with the figure as the design states it and as the
-engine runs it, so a result is never silently about a different design. A graph's are
-its nodes' kinds' own (``ROUNDING`` in each engine's module of the kind); the crawler's
-are written here in its words.
+engine runs it, so a result is never silently about a different design. A node's are
+its kind's own (``ROUNDING`` in each engine's module of the kind), a crawler's nodes'
+those of the graph it compiles to, named as its sections name them
+(:attr:`gym.system.topology.Node.names`); the crawler's add-ons' (its link-discovery
+loop's delay, the links it ignores, its retries' waits) are here.
 """
 
 from __future__ import annotations
@@ -22,32 +24,22 @@ from __future__ import annotations
 import functools
 import math
 
+from gym.core.text import Unit
 from gym.models import Design, RetryPolicy, Scenario
 from gym.sim.flow.rules import rule_for
-from gym.sim.grid import drawn_service
 from gym.sim.request import rounding_for as request_rounding
 from gym.sim.rounded import (
     Rounding,
     change,
-    fleet_slots,
-    flow_flushes,
-    loss_slots,
     moved,
     or_request,
-    request_flushes,
-    service_ticks,
     tick_hint,
 )
 from gym.sim.timeline import Timeline
 from gym.system.compiled import either
-from gym.system.crawler import (
-    busiest_shard_share,
-    cache_capacity_rps,
-    fetchers_in_effect,
-    page_store_in_effect,
-    seen_set_capacity_rps,
-)
+from gym.system.crawler import topology as crawler_topology
 from gym.system.graph import GraphDesign, topology
+from gym.system.topology import Topology
 
 
 def warnings(
@@ -74,12 +66,11 @@ def design_warnings(
 
 
 def _crawler_warnings(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:
-    """The roundings of a crawler design's own figures."""
-    lines = []
-    if engine == "flow" and not drawn_service(design.fetchers.service, True, tick_ms):
-        mean = design.fetchers.service.mean_ms
-        lines += service_ticks("fetchers.service.mean_ms", "fetch", mean, tick_ms, design.unit)
-    lines += _slots(design, scenario, engine) + _crawler_flushes(design, scenario, engine, tick_ms)
+    """The roundings of a crawler design's own figures: its nodes' (the graph it compiles
+    to, in the crawler's field names), its link-discovery loop's delay, the links it
+    ignores or follows, its retries' waits."""
+    graph = crawler_topology(design, scenario)
+    lines = _node_roundings(graph, engine, tick_ms, design.unit)
     if design.discovery is not None:
         lines += link_delay_warnings(tick_ms)
     return lines + _links_unused(design, scenario) + _retry_waits(design, engine, tick_ms)
@@ -91,69 +82,6 @@ def scenario_warnings(scenario: Scenario, tick_ms: int) -> list[str]:
 
 
 # --- the crawler ---------------------------------------------------------------------------
-
-
-def _slots(design: Design, scenario: Scenario, engine: str) -> list[str]:
-    """Stations whose round(rate x service time) slots move their capacity: in the request
-    engine every station and each fetcher replica; in the flow engine the loss stations
-    (cache, resolver, seen set, and the store unless the async writer meters its writes),
-    whose Erlang loss uses the slots."""
-    out = []
-    if engine == "request":
-        f = fetchers_in_effect(design, scenario)  # JavaScript rendering slows a replica
-        out += fleet_slots(
-            "fetchers.rps_per_replica",
-            "fetchers",
-            f.rps_per_replica,
-            f.service,
-            f.replicas,
-        )
-    out += loss_slots(
-        "cache.service.mean_ms",
-        "cache",
-        cache_capacity_rps(design, scenario.catalog),
-        design.cache.service.mean_ms,
-        engine,
-    )
-    out += loss_slots(
-        "resolver.rps",
-        "resolver",
-        scenario.resolver.rps,
-        scenario.resolver.service.mean_ms,
-        engine,
-    )
-    if design.discovery is not None:
-        # Each shard is a station of its own: rps x the busiest shard's share (shard_rps).
-        share = busiest_shard_share(design, scenario)
-        out += loss_slots(
-            "discovery.service.mean_ms",
-            "seen_set",
-            seen_set_capacity_rps(design, scenario) * share,
-            design.discovery.service.mean_ms,
-            engine,
-            shards=design.discovery.shards,
-            share=share,
-        )
-    if engine == "request" or design.async_writer is None:
-        out += loss_slots(
-            "page_store.rps",
-            "page_store",
-            page_store_in_effect(design, scenario.catalog).rps,
-            design.page_store.service.mean_ms,
-            engine,
-        )
-    return out
-
-
-def _crawler_flushes(design: Design, scenario: Scenario, engine: str, tick_ms: int) -> list[str]:
-    writer = design.async_writer
-    if writer is None:
-        return []
-    store = page_store_in_effect(design, scenario.catalog)
-    args = ("async_writer", "page_store.rps", writer.flush_ceiling, store.rps)
-    if engine == "request":
-        return request_flushes(*args, store.service.mean_ms)
-    return flow_flushes(*args, tick_ms)
 
 
 def link_delay_warnings(tick_ms: int) -> list[str]:
@@ -268,13 +196,20 @@ def _graph_warnings(design: GraphDesign, engine: str, tick_ms: int) -> list[str]
     :mod:`gym.sim.request`: a fleet's service times on the flow engine's tick grid and its
     replicas' slots in the request engine, a loss station's slots, a write buffer's
     flushes); its edges' delays."""
-    graph = topology(design)
+    return _node_roundings(topology(design), engine, tick_ms, design.unit) + _edge_delays(
+        design, tick_ms
+    )
+
+
+def _node_roundings(graph: Topology, engine: str, tick_ms: int, unit: Unit) -> list[str]:
+    """Each node's roundings, as its kind's rule in the engine says them, in the order
+    of the graph's nodes."""
     found = flow_rounding if engine == "flow" else request_rounding
     out = []
     for node in graph.nodes:
         said = found(node.kind)
-        out += said(node, graph, tick_ms, design.unit) if said else []
-    return out + _edge_delays(design, tick_ms)
+        out += said(node, graph, tick_ms, unit) if said else []
+    return out
 
 
 def flow_rounding(kind: str) -> Rounding | None:

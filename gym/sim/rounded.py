@@ -203,6 +203,10 @@ def metered(node: Node, graph: Topology) -> bool:
     )
 
 
-def where(node: Node) -> str:
-    """The field path of a graph node: ``graph.nodes.<name>``."""
-    return f"graph.nodes.{node.name}"
+def where(node: Node, figure: str = "") -> str:
+    """The field a user sets a node's ``figure`` at (``rps``; "" for the node itself):
+    ``graph.nodes.<name>.<figure>`` in a graph design, the crawler's own names
+    (:attr:`gym.system.topology.Node.names`) for its nodes."""
+    if node.names is not None and figure in node.names:
+        return node.names[figure]
+    return f"graph.nodes.{node.name}" + (f".{figure}" if figure else "")

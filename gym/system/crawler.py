@@ -241,7 +241,8 @@ def _seen_set_node(design: Design, scenario: Scenario) -> Node:
         variant_fraction=variants(design, scenario),
         false_positive_rate=_false_positive_rate(design),
     )
-    return Node("seen_set", "lookup", lookup)
+    # Its slots are set by discovery.service and the catalog's shard rate.
+    return Node("seen_set", "lookup", lookup, names={"rps": "discovery.service.mean_ms"})
 
 
 def _frontier_node(design: Design, scenario: Scenario) -> Node:
@@ -262,7 +263,13 @@ def _fetchers_node(design: Design, scenario: Scenario) -> Node:
     """The fetchers as they run under the scenario: a fleet whose starts are paced."""
     fetchers = fetchers_in_effect(design, scenario)
     own = {name: getattr(fetchers, name) for name in type(fetchers).model_fields}
-    return Node("fetchers", "fleet", FleetParams.model_construct(**own, paced=True), prefix="")
+    params = FleetParams.model_construct(**own, paced=True)
+    names = {
+        "service.mean_ms": "fetchers.service.mean_ms",
+        "rps_per_replica": "fetchers.rps_per_replica",
+        "job": "fetch",
+    }
+    return Node("fetchers", "fleet", params, prefix="", names=names)
 
 
 def _cache_node(design: Design, scenario: Scenario) -> Node:
@@ -275,7 +282,7 @@ def _cache_node(design: Design, scenario: Scenario) -> Node:
             rps=cache_capacity_rps(design, scenario.catalog),
             service=design.cache.service,
         )
-        return Node("cache", "cache", spec)
+        return Node("cache", "cache", spec, names=_CACHE_NAMES)
     # With the loop's own seen set the cache is the DNS cache alone: every page is
     # written, a hit without a resolver lookup; content hashing is done on every page
     # there (a body found stored is finished without a write).
@@ -284,7 +291,11 @@ def _cache_node(design: Design, scenario: Scenario) -> Node:
         service=design.cache.service,
         finish_share=_duplicates(design, scenario),
     )
-    return Node("cache", "service", cache)
+    return Node("cache", "service", cache, names=_CACHE_NAMES)
+
+
+#: The cache's rate is bought in units: what a user sets for its slots is its lookup time.
+_CACHE_NAMES = {"rps": "cache.service.mean_ms"}
 
 
 def _resolver_node(design: Design, scenario: Scenario) -> Node:
@@ -295,7 +306,8 @@ def _resolver_node(design: Design, scenario: Scenario) -> Node:
         service=scenario.resolver.service,
         finish_share=_duplicates(design, scenario) if design.discovery is None else 0.0,
     )
-    return Node("resolver", "service", params, retry=design.retries)
+    names = {"rps": "resolver.rps"}  # the scenario's
+    return Node("resolver", "service", params, retry=design.retries, names=names)
 
 
 def _write_nodes(design: Design, scenario: Scenario) -> list[Node]:
@@ -303,11 +315,19 @@ def _write_nodes(design: Design, scenario: Scenario) -> list[Node]:
     runs."""
     nodes = []
     if design.async_writer is not None:
-        nodes.append(Node("async_writer", "write_buffer", design.async_writer, prefix="writer"))
+        writer = Node(
+            "async_writer",
+            "write_buffer",
+            design.async_writer,
+            prefix="writer",
+            names={"": "async_writer"},
+        )
+        nodes.append(writer)
     store = page_store_in_effect(design, scenario.catalog)
     # Retries at the store: of the writes it fails (behind the async writer it fails none).
     retry = design.retries if design.async_writer is None else None
-    nodes.append(Node("page_store", "store", store, prefix="store", retry=retry))
+    names = {"rps": "page_store.rps"}
+    nodes.append(Node("page_store", "store", store, prefix="store", retry=retry, names=names))
     return nodes
 
 

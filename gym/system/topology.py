@@ -16,7 +16,7 @@ node or edge. It imports nothing heavy.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -59,6 +59,11 @@ class Node:
     prefix: str | None = None
     #: A retry policy for what fails at it (a loss station's lookups or writes), or None.
     retry: Any = None
+    #: Where its design writes its figures, when that is not ``graph.nodes.<name>``: a
+    #: figure's path under the node (``rps``, ``service.mean_ms``; "" for the node) to the
+    #: field a user sets (the crawler's ``resolver.rps``), and "job" to what one unit of its
+    #: work is called (the crawler's fetchers' "fetch"). Set by the crawler's compile step.
+    names: Mapping[str, str] | None = None
 
     def causes(self, suffixes: tuple[str, ...]) -> tuple[str, ...]:
         """The node's cause names for its kind's ``suffixes``."""

@@ -518,8 +518,9 @@ def rounding(node: Node, _graph: Topology, tick_ms: int, unit: Unit) -> list[str
     p = node.params
     if drawn_times(p, tick_ms):
         return []  # each service time drawn (gym.sim.grid.drawn_times): not rounded
-    field = f"{where(node)}.service.mean_ms"
-    return service_ticks(field, "service", p.service.mean_ms, tick_ms, unit)
+    field = where(node, "service.mean_ms")
+    job = (node.names or {}).get("job", "service")  # what one is called: a crawler's "fetch"
+    return service_ticks(field, job, p.service.mean_ms, tick_ms, unit)
 
 
 ROUNDING = rounding

@@ -12,6 +12,7 @@ import numpy as np
 import simpy
 
 from gym.core.streams import stream
+from gym.core.text import Unit
 from gym.models import ServiceTime
 from gym.sim import waiting
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, RatedComponent, thinned
@@ -19,7 +20,8 @@ from gym.sim.flow.graph_latency import LossLatency, Rows, spread
 from gym.sim.flow.links import Links
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
-from gym.system.topology import Node
+from gym.sim.rounded import loss_slots, where
+from gym.system.topology import Node, Topology
 
 
 class Lookup(LossStation):
@@ -230,3 +232,17 @@ class LookupLatency(LossLatency):
 
 #: Its latency in the flow engine's estimate (:mod:`gym.sim.flow.graph_latency`).
 LATENCY = LookupLatency
+
+
+def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
+    """Each shard's round(rate x service time) slots, the busiest taking its share (the
+    hot key's, and an even part of the rest)."""
+    p = node.params
+    share = p.hot_key_share + (1.0 - p.hot_key_share) / p.shards
+    rate, mean_ms = p.rps * share, p.service.mean_ms
+    return loss_slots(
+        where(node, "rps"), node.name, rate, mean_ms, "flow", shards=p.shards, share=share
+    )
+
+
+ROUNDING = rounding

@@ -364,4 +364,4 @@ def loss_rounding(node: Node, graph: Topology, _tick_ms: int, _unit: Unit) -> li
     if metered(node, graph):
         return []
     p = node.params
-    return loss_slots(f"{where(node)}.rps", node.name, p.rps, p.service.mean_ms, "flow")
+    return loss_slots(where(node, "rps"), node.name, p.rps, p.service.mean_ms, "flow")

@@ -192,7 +192,7 @@ CHECKED = checked
 def rounding(node: Node, graph: Topology, tick_ms: int, _unit: Unit) -> list[str]:
     """What the flow engine's whole writes a tick do to a buffer's flushes."""
     store = graph.node(graph.outputs(node.name)[0].target)
-    field = f"{where(store)}.rps"
+    field = where(store, "rps")
     return flow_flushes(where(node), field, node.params.flush_ceiling, store.params.rps, tick_ms)
 
 

@@ -43,7 +43,7 @@ RULE = FleetRule
 def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
     """A fleet's replicas' round(rps_per_replica x service time) slots."""
     p = node.params
-    field = f"{where(node)}.rps_per_replica"
+    field = where(node, "rps_per_replica")
     return fleet_slots(field, node.name, p.rps_per_replica, p.service, p.replicas)
 
 

@@ -5,10 +5,12 @@ lookup ends. Links reach it in batches (:meth:`LookupRule.batch`)."""
 from __future__ import annotations
 
 from gym.core.streams import stream
+from gym.core.text import Unit
 from gym.sim.request.base import Run, Url
 from gym.sim.request.loss import LossRule
 from gym.sim.request.stations import LossSlots
-from gym.system.topology import Node
+from gym.sim.rounded import loss_slots, where
+from gym.system.topology import Node, Topology
 
 
 class LookupRule(LossRule):
@@ -122,3 +124,17 @@ class LookupRule(LossRule):
 
 
 RULE = LookupRule
+
+
+def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
+    """Each shard's round(rate x service time) slots, the busiest taking its share (the
+    hot key's, and an even part of the rest)."""
+    p = node.params
+    share = p.hot_key_share + (1.0 - p.hot_key_share) / p.shards
+    rate, mean_ms = p.rps * share, p.service.mean_ms
+    return loss_slots(
+        where(node, "rps"), node.name, rate, mean_ms, "request", shards=p.shards, share=share
+    )
+
+
+ROUNDING = rounding

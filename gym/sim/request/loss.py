@@ -145,4 +145,4 @@ def loss_rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> l
     """A loss station's round(rate x service time) slots. Each loss station's
     ``ROUNDING``."""
     p = node.params
-    return loss_slots(f"{where(node)}.rps", node.name, p.rps, p.service.mean_ms, "request")
+    return loss_slots(where(node, "rps"), node.name, p.rps, p.service.mean_ms, "request")

@@ -116,7 +116,7 @@ def rounding(node: Node, graph: Topology, _tick_ms: int, _unit: Unit) -> list[st
     store = graph.node(graph.outputs(node.name)[0].target)
     p, mean_ms = node.params, store.params.service.mean_ms
     return request_flushes(
-        where(node), f"{where(store)}.rps", p.flush_ceiling, store.params.rps, mean_ms
+        where(node), where(store, "rps"), p.flush_ceiling, store.params.rps, mean_ms
     )
 
 
