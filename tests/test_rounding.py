@@ -439,3 +439,29 @@ def test_every_shipped_design_under_its_scenarios_warns_only_where_it_rounds() -
         ("url-shortener-undersized", "url-shortener", engine, "graph.nodes.kv.rps")
         for engine in ("flow", "request")
     }
+
+
+def test_a_crawlers_roundings_name_its_own_fields() -> None:
+    """A crawler's roundings are those of the graph it compiles to, each node's figures
+    named as the crawler's sections name them: never a graph path, in either engine, on
+    any shipped crawler design at a fine and a coarse tick (each design below warns at
+    one of them, so the check reads sentences). A figure the compile step does not name
+    is an error, not a graph path."""
+    from gym.inputs.loading import load_design, load_scenario
+    from gym.sim.rounded import where
+    from gym.system.crawler import topology
+
+    sc = load_scenario(ROOT / "scenarios/levers/deep-crawl.yaml")
+    said = []
+    for path in sorted((ROOT / "designs").glob("**/*.yaml")):
+        d = load_design(path)
+        if getattr(d, "graph", None) is not None:
+            continue
+        for engine, tick in itertools.product(("flow", "request"), (1, 1000)):
+            said += warnings(d, sc, engine=engine, tick_ms=tick)
+    assert said and not [w for w in said if "graph.nodes" in w]
+    fetchers = topology(load_design(REFERENCE), sc).node("fetchers")
+    assert where(fetchers, "service.mean_ms") == "fetchers.service.mean_ms"
+    with pytest.raises(KeyError):
+        where(fetchers, "replicas")
+    hash(fetchers)  # its names are words, not part of the node

@@ -204,9 +204,10 @@ def metered(node: Node, graph: Topology) -> bool:
 
 
 def where(node: Node, figure: str = "") -> str:
-    """The field a user sets a node's ``figure`` at (``rps``; "" for the node itself):
-    ``graph.nodes.<name>.<figure>`` in a graph design, the crawler's own names
-    (:attr:`gym.system.topology.Node.names`) for its nodes."""
-    if node.names is not None and figure in node.names:
+    """The field a user changes to move a node's ``figure`` (``rps``; "" for the node
+    itself): ``graph.nodes.<name>.<figure>`` in a graph design, the crawler's own names
+    (:attr:`gym.system.topology.Node.names`) for its nodes, which must name every figure
+    a rounding of theirs says (a KeyError otherwise: never a graph path for a crawler)."""
+    if node.names is not None:
         return node.names[figure]
     return f"graph.nodes.{node.name}" + (f".{figure}" if figure else "")

@@ -282,7 +282,7 @@ def _cache_node(design: Design, scenario: Scenario) -> Node:
             rps=cache_capacity_rps(design, scenario.catalog),
             service=design.cache.service,
         )
-        return Node("cache", "cache", spec, names=_CACHE_NAMES)
+        return Node("cache", "cache", spec, names=_cache_names())
     # With the loop's own seen set the cache is the DNS cache alone: every page is
     # written, a hit without a resolver lookup; content hashing is done on every page
     # there (a body found stored is finished without a write).
@@ -291,11 +291,13 @@ def _cache_node(design: Design, scenario: Scenario) -> Node:
         service=design.cache.service,
         finish_share=_duplicates(design, scenario),
     )
-    return Node("cache", "service", cache, names=_CACHE_NAMES)
+    return Node("cache", "service", cache, names=_cache_names())
 
 
-#: The cache's rate is bought in units: what a user sets for its slots is its lookup time.
-_CACHE_NAMES = {"rps": "cache.service.mean_ms"}
+def _cache_names() -> dict[str, str]:
+    """The cache's rate is bought in units: what a user changes for its slots is its
+    lookup time."""
+    return {"rps": "cache.service.mean_ms"}
 
 
 def _resolver_node(design: Design, scenario: Scenario) -> Node:

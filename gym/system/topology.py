@@ -59,11 +59,13 @@ class Node:
     prefix: str | None = None
     #: A retry policy for what fails at it (a loss station's lookups or writes), or None.
     retry: Any = None
-    #: Where its design writes its figures, when that is not ``graph.nodes.<name>``: a
-    #: figure's path under the node (``rps``, ``service.mean_ms``; "" for the node) to the
-    #: field a user sets (the crawler's ``resolver.rps``), and "job" to what one unit of its
-    #: work is called (the crawler's fetchers' "fetch"). Set by the crawler's compile step.
-    names: Mapping[str, str] | None = None
+    #: How its design names it, when that is not as a graph design's ``graph.nodes.<name>``
+    #: (set by the crawler's compile step): a figure's path under the node (``rps``,
+    #: ``service.mean_ms``; "" for the node) to the field a user changes to move it (the
+    #: crawler's ``resolver.rps``; its cache's ``rps``, bought in units, to
+    #: ``cache.service.mean_ms``), and "job" to what one unit of its work is called (the
+    #: crawler's fetchers': "fetch"). Words, not the node: left out of equality and hash.
+    names: Mapping[str, str] | None = field(default=None, compare=False)
 
     def causes(self, suffixes: tuple[str, ...]) -> tuple[str, ...]:
         """The node's cause names for its kind's ``suffixes``."""

@@ -130,7 +130,7 @@ def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[s
     """Each shard's round(rate x service time) slots, the busiest taking its share (the
     hot key's, and an even part of the rest)."""
     p = node.params
-    share = p.hot_key_share + (1.0 - p.hot_key_share) / p.shards
+    share = p.busiest()
     rate, mean_ms = p.rps * share, p.service.mean_ms
     return loss_slots(
         where(node, "rps"), node.name, rate, mean_ms, "request", shards=p.shards, share=share
