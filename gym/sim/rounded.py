@@ -61,18 +61,11 @@ def fleet_slots(
     ]
 
 
-def loss_slots(
-    field: str,
-    name: str,
-    rate: float,
-    mean_ms: float,
-    engine: str,
-    *,
-    shards: int = 1,
-    share: float = 1.0,
-) -> list[str]:
-    """A station (each of its ``shards``, the busiest taking ``share`` of the work) whose
-    round(rate x service time) slots move its capacity."""
+def loss_slots(node: Node, engine: str, *, shards: int = 1, share: float = 1.0) -> list[str]:
+    """A station of ``rps`` and ``service`` (each of its ``shards``, the busiest taking
+    ``share`` of the work) whose round(rate x service time) slots move its capacity."""
+    name, mean_ms = node.name, node.params.service.mean_ms
+    rate = node.params.rps * share
     exact = rate * mean_ms / 1000.0
     slots = station_slots(rate, mean_ms)
     if not moved(slots, exact):
@@ -82,9 +75,9 @@ def loss_slots(
     capacity = slots / (mean_ms / 1000.0) / share
     per = " a shard" if shards > 1 else ""
     return [
-        f"{field}: {num(exact)} slots{per} rounded to {slots} ({change(slots, exact)}): "
-        f"capacity {fig(capacity)}/s, not {fig(rate / share)}/s ({who} {whom} "
-        f"round({fig(rate)}/s x {mean_ms:g} ms) concurrent slots{least(exact)})"
+        f"{where(node, 'rps')}: {num(exact)} slots{per} rounded to {slots} "
+        f"({change(slots, exact)}): capacity {fig(capacity)}/s, not {fig(rate / share)}/s "
+        f"({who} {whom} round({fig(rate)}/s x {mean_ms:g} ms) concurrent slots{least(exact)})"
     ]
 
 

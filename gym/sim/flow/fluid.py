@@ -48,7 +48,7 @@ def captured(topology: Topology, built: Mapping[str, Component]) -> dict[str, np
     out: dict[str, np.ndarray] = {}
     for node in topology.nodes:
         c = built[node.name]
-        if _offers(node.kind):
+        if kinds.kind(node.kind).offers:
             out[f"{node.name}/expected"] = c.expected.copy()
             out[f"{node.name}/dispersion"] = c.dispersion.copy()
         elif hasattr(c, "loss_share"):
@@ -83,7 +83,7 @@ def network(topology: Topology, record: RunRecord, got: Mapping[str, np.ndarray]
         moved = 0.0
         for name in order:
             node = topology.node(name)
-            if _offers(node.kind):
+            if kinds.kind(node.kind).offers:
                 rate, scv = got[f"{name}/expected"], got[f"{name}/dispersion"]
             else:
                 rate, scv = _joined(topology, name, out_rate, out_scv, tl.tick_ms, n)
@@ -93,13 +93,6 @@ def network(topology: Topology, record: RunRecord, got: Mapping[str, np.ndarray]
         if moved <= 1e-9 * scale:
             break
     return net
-
-
-def _offers(kind: str) -> bool:
-    """Whether a kind's nodes send on a stream of their own: a source's load, or the new
-    URLs a node makes (fed by a tee edge, a copy, which the network does not follow)."""
-    declared = kinds.kind(kind)
-    return declared.source or declared.creates
 
 
 def _joined(

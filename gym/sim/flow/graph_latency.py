@@ -210,7 +210,7 @@ class Estimate:
         self.models: dict[str, Model] = {}
         for name in topology.order():
             node = topology.node(name)
-            if kinds.kind(node.kind).source or kinds.kind(node.kind).creates:
+            if kinds.kind(node.kind).offers:
                 continue  # no URL waits there: the walkers start at the source
             model = rule_for(node.kind).latency or Model
             self.models[name] = model(self, name)

@@ -20,7 +20,7 @@ from gym.sim.flow.graph_latency import LossLatency, Rows, spread
 from gym.sim.flow.links import Links
 from gym.sim.flow.loss import LossStation
 from gym.sim.record import Tally
-from gym.sim.rounded import loss_slots, where
+from gym.sim.rounded import loss_slots
 from gym.system.topology import Node, Topology
 
 
@@ -237,12 +237,7 @@ LATENCY = LookupLatency
 def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
     """Each shard's round(rate x service time) slots, the busiest taking its share (the
     hot key's, and an even part of the rest)."""
-    p = node.params
-    share = p.busiest()
-    rate, mean_ms = p.rps * share, p.service.mean_ms
-    return loss_slots(
-        where(node, "rps"), node.name, rate, mean_ms, "flow", shards=p.shards, share=share
-    )
+    return loss_slots(node, "flow", shards=node.params.shards, share=node.params.busiest())
 
 
 ROUNDING = rounding

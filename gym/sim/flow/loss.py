@@ -35,7 +35,7 @@ from gym.sim.flow.rules import rule_for
 from gym.sim.flow.walk import DrawnWalk, SlotWalk
 from gym.sim.grid import paced_most, station_slots
 from gym.sim.record import RunRecord, Tally
-from gym.sim.rounded import loss_slots, metered, where
+from gym.sim.rounded import loss_slots, metered
 from gym.system.topology import Node, Topology
 
 #: Random services this many ticks long on average, or longer, are walked
@@ -361,7 +361,4 @@ def loss_behind_loss(node: Node, topology: Topology, record: RunRecord) -> str:
 def loss_rounding(node: Node, graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
     """A loss station's round(rate x service time) slots, unless a node before it meters
     what reaches it (a store's write buffer). Each loss station's ``ROUNDING``."""
-    if metered(node, graph):
-        return []
-    p = node.params
-    return loss_slots(where(node, "rps"), node.name, p.rps, p.service.mean_ms, "flow")
+    return [] if metered(node, graph) else loss_slots(node, "flow")

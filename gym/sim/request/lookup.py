@@ -9,7 +9,7 @@ from gym.core.text import Unit
 from gym.sim.request.base import Run, Url
 from gym.sim.request.loss import LossRule
 from gym.sim.request.stations import LossSlots
-from gym.sim.rounded import loss_slots, where
+from gym.sim.rounded import loss_slots
 from gym.system.topology import Node, Topology
 
 
@@ -129,12 +129,7 @@ RULE = LookupRule
 def rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
     """Each shard's round(rate x service time) slots, the busiest taking its share (the
     hot key's, and an even part of the rest)."""
-    p = node.params
-    share = p.busiest()
-    rate, mean_ms = p.rps * share, p.service.mean_ms
-    return loss_slots(
-        where(node, "rps"), node.name, rate, mean_ms, "request", shards=p.shards, share=share
-    )
+    return loss_slots(node, "request", shards=node.params.shards, share=node.params.busiest())
 
 
 ROUNDING = rounding

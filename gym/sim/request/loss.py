@@ -12,7 +12,7 @@ from gym.core.text import Unit
 from gym.sim.record import Tally
 from gym.sim.request.base import Rule, Run, Url
 from gym.sim.request.stations import LossSlots
-from gym.sim.rounded import loss_slots, where
+from gym.sim.rounded import loss_slots
 from gym.system.topology import Node, Topology
 
 
@@ -144,5 +144,4 @@ class LossRule(Rule):
 def loss_rounding(node: Node, _graph: Topology, _tick_ms: int, _unit: Unit) -> list[str]:
     """A loss station's round(rate x service time) slots. Each loss station's
     ``ROUNDING``."""
-    p = node.params
-    return loss_slots(where(node, "rps"), node.name, p.rps, p.service.mean_ms, "request")
+    return loss_slots(node, "request")

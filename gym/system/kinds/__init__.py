@@ -64,7 +64,7 @@ def graph_units(graph: Topology, catalog: Catalog) -> dict[str, int]:
     return {
         node.name: kind(node.kind).units(node.params, catalog)
         for node in graph.nodes
-        if not kind(node.kind).source and not kind(node.kind).creates
+        if not kind(node.kind).offers
     }
 
 

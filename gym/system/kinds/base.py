@@ -71,6 +71,12 @@ class Kind:
     #: failing run measured there: see :class:`Seen` and :class:`NodeChange`.
     changes: Callable[[Seen], list[NodeChange]] = lambda _seen: []
 
+    @property
+    def offers(self) -> bool:
+        """Whether its nodes start a stream of their own: a source's load, or the new URLs
+        a node makes (fed by a tee edge, a copy, that no URL follows)."""
+        return self.source or self.creates
+
 
 #: A kind's hint: (graph, the node's name, the cause, the kinds of the nodes feeding it by
 #: name, the most the cause lost in one stretch) -> a sentence, "" or None.
