@@ -17,11 +17,11 @@ from gym.system.topology import Node
 
 
 class Cache(LossStation):
-    """Looks up what finds a free slot (Erlang loss; the rest fail: ``cache_overload``, or
-    ``cache_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
+    """Looks up what finds a free slot (Erlang loss; the rest fail: ``<node>_overload``, or
+    ``<node>_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
 
     name = "cache"
-    causes = ("cache_overload", "cache_unavailable")
+    causes = ("overload", "unavailable")
 
     def __init__(
         self,

@@ -61,7 +61,7 @@ if TYPE_CHECKING:
 class Fleet(Component):
     """Replicas x rps_per_replica fetches/s, each fetch taking the service mean."""
 
-    name = "fetchers"
+    name = "fleet"
     causes = ("crash_loss",)
     holds_work = True
 
@@ -79,9 +79,9 @@ class Fleet(Component):
         self.requeue_on_crash = config.on_crash == "requeue"
         self.fetch_ticks = fetch_ticks(config.service.mean_ms, ledger.tick_ms)
         self.down = 0
-        self.upstream: Component | None = None  # the frontier, set by the engine
+        self.upstream: Component | None = None  # the queue that feeds it, set by the engine
         self.live = ledger.zeros()  # live replicas during each tick
-        self.requeued = ledger.zeros(rows=rows)  # in-flight fetches sent back to the frontier
+        self.requeued = ledger.zeros(rows=rows)  # jobs in flight sent back to its queue
         ticks = config.service.mean_ms / ledger.tick_ms
         # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
@@ -367,9 +367,9 @@ class Fleet(Component):
             holding -= _apportion(holding, min(lost_total, int(holding.sum())), crashed, self.up)
         if self.requeue_on_crash:
             self.requeued[tick] += lost_total
-            frontier = self.upstream
-            assert frontier is not None and hasattr(frontier, "requeue")
-            frontier.requeue(tick, lost_total)
+            queue = self.upstream
+            assert queue is not None and hasattr(queue, "requeue")
+            queue.requeue(tick, lost_total)
         else:
             self.failed[self.causes[0]][tick] += lost_total
 

@@ -1,7 +1,7 @@
 """The ``lookup`` kind: a seen-URL set (the crawler's, in its link-discovery loop).
 
 :class:`Lookup` looks every URL up (each shard a loss station with
-its slots) and skips those already seen; the new ones go on to the frontier.
+its slots) and skips those already seen; the new ones go on (a crawler's to its frontier).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from gym.system.topology import Node, Topology
 
 class Lookup(LossStation):
     """Looks up what finds a free slot of its shard (each shard a loss station of its own,
-    Erlang loss; the rest fail: ``seen_set_overload``, or ``seen_set_unavailable`` while
+    Erlang loss; the rest fail: ``<node>_overload``, or ``<node>_unavailable`` while
     stalled; the hot key's shard takes more than the others); among the lookups, Binomial
     shares are
     skipped as already seen (``seen_url``: one share for links found on pages, another for
@@ -36,8 +36,8 @@ class Lookup(LossStation):
     share of those that point to pages already seen are skipped as seen, not failed: losing
     them loses nothing."""
 
-    name = "seen_set"
-    causes = ("seen_set_overload", "seen_set_unavailable")
+    name = "lookup"
+    causes = ("overload", "unavailable")
 
     def __init__(
         self,
@@ -174,8 +174,8 @@ def _carries_links(feeder: Component) -> bool:
 class _Shard(LossStation):
     """One shard of a seen set: a loss station of its own."""
 
-    name = "seen_set_shard"
-    causes = ("shard_overload", "shard_unavailable")
+    name = "lookup_shard"
+    causes = ("overload", "unavailable")
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
@@ -186,7 +186,7 @@ class _Part(Component):
     """A share of a stream, as one shard sees it: the counts drawn for it, the expected
     counts and the dispersion thinned by its share."""
 
-    name = "seen_set_part"
+    name = "lookup_part"
 
     def __init__(self, env: simpy.Environment, ledger: Ledger) -> None:
         super().__init__(env, np.random.default_rng(0), ledger)  # draws nothing

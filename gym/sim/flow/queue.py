@@ -22,7 +22,6 @@ from gym.sim.flow.base import (
     connect_upstream,
     one_of,
     thinned,
-    view_of,
 )
 from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads
 from gym.sim.flow.fleet import Fleet
@@ -36,8 +35,8 @@ from gym.system.topology import Node, Topology
 
 
 class Queue(RatedComponent):
-    """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fetcher quota);
-    what is left beyond ``buffer`` overflows (cause ``frontier_overflow``). In front of a
+    """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fleet quota);
+    what is left beyond ``buffer`` overflows (its cause, ``<node>_overflow``). In front of a
     slotted fleet (:attr:`~gym.sim.flow.fleet.Fleet.slotted`) the fleet's part is the
     slots it has free (:meth:`_to_slots`).
 
@@ -48,8 +47,8 @@ class Queue(RatedComponent):
     new ones by mistake (``bloom_false_positive``: coverage lost); all are skipped, not
     failed."""
 
-    name = "frontier"
-    causes = ("frontier_overflow",)
+    name = "queue"
+    causes = ("overflow",)
     holds_work = True
 
     def __init__(
@@ -96,72 +95,97 @@ class Queue(RatedComponent):
         self.requeued[tick] += n
 
     def _advance(self, t0: int, t1: int) -> None:
-        if self.rows is None:
-            self._advance_run(t0, t1)
-            return
-        fleet = self.fleet
-        if fleet is None or (isinstance(fleet, Fleet) and fleet.rows is not None):
-            self._advance_rows(t0, t1)  # (a batched fleet is never slotted)
-        else:  # a run's own fleets (slotted: each books its slots start by start)
-            for k in range(self.rows):
-                view_of(self, k)._advance_run(t0, t1)
+        fleet = one_of(self.fleet)
+        if isinstance(fleet, Fleet) and fleet.slotted:
+            # Each run's own fleet books its slots start by start: run by run.
+            for k in range(self.rows or 1):
+                self.row(k)._advance_slotted(t0, t1)  # type: ignore[attr-defined]
+        else:
+            self._advance_paired(t0, t1)
 
-    def _advance_rows(self, t0: int, t1: int) -> None:
-        """:meth:`_advance_run` for every run of a batch at once, to the last digit: the
-        quotas are alike in every run (:meth:`_paired` once, for all); the runs in
-        which nothing waits and nothing arrives beyond them pass through, and the others'
+    def _advance_paired(self, t0: int, t1: int) -> None:
+        """A stretch of one run, or of every run of a batch at once, where the two quotas
+        pair (:meth:`_paired`, alike in every run: worked out once): the runs in which
+        nothing waits and nothing arrives beyond the limit pass through, and the others'
         queues are each run's walk (:func:`_queue`); what follows is the same array
-        operations on every row (on a passing row they change nothing)."""
-        upstream, rows = self.upstream, self.rows
-        assert upstream is not None and rows is not None
+        operations on every run (on one that passed through they change nothing)."""
         if self.fleet is not None:
             self.fleet.reserve(t1)
-            limit, fleet_quota = self._paired(t0, t1)  # (alike in every run: once)
+            limit, fleet_quota = self._paired(t0, t1)
         else:
             limit = fleet_quota = self.capacity[t0:t1]
-        arrived = upstream.out[..., t0:t1]
-        self.arrived[:, t0:t1] = arrived
-        arrived, kept = self._skip(arrived, t0, t1)
-        if kept == 1.0:
-            np.add(upstream.dispersion[..., t0:t1], 0.0, out=self.dispersion[:, t0:t1])
-            self.expected[:, t0:t1] = upstream.expected[..., t0:t1]
-            self.periodic[:, t0:t1] = upstream.periodic[..., t0:t1]
-        else:
-            self.dispersion[:, t0:t1] = thinned(upstream.dispersion[..., t0:t1], kept)
-            self.expected[:, t0:t1] = kept * upstream.expected[..., t0:t1]
-            self.periodic[:, t0:t1] = False
-        self.pace[:, t0:t1] = upstream.pace[..., t0:t1]
-        self.depth[:, t0:t1] = upstream.depth[..., t0:t1]
-        self.jitter[:, t0:t1] = upstream.jitter[..., t0:t1]
-        self.fleet_bound[:, t0:t1] = False
-        queue = self.backlog[:, t0 - 1] if t0 > 0 else np.zeros(rows, dtype=np.int64)
-        requeued = self.requeued[:, t0:t1]
-        waits = (queue > 0) | requeued.any(axis=1) | (arrived > limit).any(axis=1)
+        arrived = self._arrivals(t0, t1)
+        queue = self.backlog[..., t0 - 1] if t0 > 0 else np.zeros(self.rows or (), np.int64)
+        requeued = self.requeued[..., t0:t1]
+        waits = (queue > 0) | requeued.any(axis=-1) | (arrived > limit).any(axis=-1)
         if not waits.any():  # nothing waits in any run: every run passes through
-            self.processed[:, t0:t1] = arrived
-            self.out[:, t0:t1] = arrived
+            self.processed[..., t0:t1] = arrived
+            self.out[..., t0:t1] = arrived
             return
-        dispatched = arrived.copy()
-        overflow = np.zeros_like(arrived)
-        held = np.zeros_like(arrived)
-        for k in np.flatnonzero(waits).tolist():
-            got = _queue(int(queue[k]), self.buffer, arrived[k] + requeued[k], limit)
-            dispatched[k], overflow[k], held[k] = got
-        self.processed[:, t0:t1] = dispatched
-        self.out[:, t0:t1] = dispatched
-        self.failed[self.causes[0]][:, t0:t1] = overflow
-        self.backlog[:, t0:t1] = held
-        paced = held > 0
-        self.dispersion[:, t0:t1][paced] = 0.0
-        self.jitter[:, t0:t1][paced] = 0.0
-        waited = np.concatenate((queue[:, None], held[:, :-1]), axis=1) > 0
-        unpaced = waited | (requeued > 0)
+        if self.rows is None:
+            sent, lost, held = _queue(int(queue), self.buffer, arrived + requeued, limit)
+        else:
+            sent, lost, held = arrived.copy(), np.zeros_like(arrived), np.zeros_like(arrived)
+            for k in np.flatnonzero(waits).tolist():
+                ran = _queue(int(queue[k]), self.buffer, arrived[k] + requeued[k], limit)
+                sent[k], lost[k], held[k] = ran
+        self._hand_out(sent, lost, held, queue, requeued, fleet_quota, t0, t1)
+
+    def _arrivals(self, t0: int, t1: int) -> IntArray:
+        """Record the arrivals of ticks [t0, t1) and the stream they come in (each run's):
+        what is left after the seen set's skips (:meth:`_skip`)."""
+        upstream = self.upstream
+        assert upstream is not None
+        offered = upstream.out[..., t0:t1]
+        self.arrived[..., t0:t1] = offered
+        arrived, kept = self._skip(offered, t0, t1)
+        if kept == 1.0:  # nothing skipped: the stream as it came (thinned by 1: I + 0)
+            np.add(upstream.dispersion[..., t0:t1], 0.0, out=self.dispersion[..., t0:t1])
+            self.expected[..., t0:t1] = upstream.expected[..., t0:t1]
+            self.periodic[..., t0:t1] = upstream.periodic[..., t0:t1]
+        else:
+            self.dispersion[..., t0:t1] = thinned(upstream.dispersion[..., t0:t1], kept)
+            self.expected[..., t0:t1] = kept * upstream.expected[..., t0:t1]
+            self.periodic[..., t0:t1] = False
+        self.pace[..., t0:t1] = upstream.pace[..., t0:t1]
+        self.depth[..., t0:t1] = upstream.depth[..., t0:t1]
+        self.jitter[..., t0:t1] = upstream.jitter[..., t0:t1]
+        self.fleet_bound[..., t0:t1] = False
+        return arrived
+
+    def _hand_out(
+        self,
+        dispatched: IntArray,
+        overflow: IntArray,
+        held: IntArray,
+        queue: IntArray | int,
+        requeued: IntArray,
+        fleet_quota: IntArray,
+        t0: int,
+        t1: int,
+    ) -> None:
+        """Record what a stretch with URLs waiting handed out (each run's, after
+        ``queue`` waiting at its start), overflowed and held. With URLs waiting, hand-outs
+        follow the rate, evenly spaced (both engines pace them): a regular stream, whose
+        counts are what is expected."""
+        at = (..., slice(t0, t1))
+        self.processed[at] = dispatched
+        self.out[at] = dispatched
+        self.failed[self.causes[0]][at] = overflow
+        self.backlog[at] = held
+        paced = held > 0  # as a pass-through sees it, so chunks change nothing
+        self.dispersion[at][paced] = 0.0
+        self.jitter[at][paced] = 0.0  # handed out at the rate: re-paced here
+        start = np.asarray(queue, dtype=np.int64)[..., None]
+        unpaced = (np.concatenate((start, held[..., :-1]), axis=-1) > 0) | (requeued > 0)
         known = paced | unpaced
-        self.expected[:, t0:t1][known] = dispatched[known]
-        self.pace[:, t0:t1][unpaced] = np.inf
-        self.periodic[:, t0:t1][unpaced] = False
+        self.expected[at][known] = dispatched[known]
+        self.pace[at][unpaced] = np.inf  # a queue's bursts: the fleet paces
+        self.periodic[at][unpaced] = False
+        # URLs left waiting while the fleet's quota (with its bank) was the limit: its
+        # bucket spaces them.
         if self.fleet is not None:
-            self.fleet_bound[:, t0:t1] = paced & (dispatched >= fleet_quota)
+            self.fleet_bound[at] = paced & (dispatched >= fleet_quota)
 
     def _skip(self, arrived: IntArray, t0: int, t1: int) -> tuple[IntArray, float]:
         """Draw what the seen set skips of ``arrived`` (one run's, or a row per run) into
@@ -183,73 +207,30 @@ class Queue(RatedComponent):
             * (1.0 - self.false_positive_rate)
         )
 
-    def _advance_run(self, t0: int, t1: int) -> None:
-        """One run's stretch (of a batch: on its row's view)."""
-        assert self.upstream is not None
-        slotted = isinstance(self.fleet, Fleet) and self.fleet.slotted
-        if self.fleet is not None:
-            self.fleet.reserve(t1)
-            if slotted:
-                limit = fleet_quota = self.capacity[t0:t1]  # the slots' limit: below
-            else:
-                limit, fleet_quota = self._paired(t0, t1)
-        else:
-            limit = fleet_quota = self.capacity[t0:t1]
-        offered = self.upstream.out[t0:t1]
-        self.arrived[t0:t1] = offered
-        arrived, kept = self._skip(offered, t0, t1)
-        if kept == 1.0:  # nothing skipped: the stream as it came (thinned by 1: I + 0)
-            np.add(self.upstream.dispersion[t0:t1], 0.0, out=self.dispersion[t0:t1])
-            self.expected[t0:t1] = self.upstream.expected[t0:t1]
-            self.periodic[t0:t1] = self.upstream.periodic[t0:t1]
-        else:
-            self.dispersion[t0:t1] = thinned(self.upstream.dispersion[t0:t1], kept)
-            self.expected[t0:t1] = kept * self.upstream.expected[t0:t1]
-            self.periodic[t0:t1] = False
-        self.pace[t0:t1] = self.upstream.pace[t0:t1]
-        self.depth[t0:t1] = self.upstream.depth[t0:t1]
-        self.jitter[t0:t1] = self.upstream.jitter[t0:t1]
-        self.fleet_bound[t0:t1] = False
+    def _advance_slotted(self, t0: int, t1: int) -> None:
+        """One run's stretch in front of a slotted fleet (of a batch: on its row's view):
+        the fleet's part is the slots it has free (:meth:`_to_slots`)."""
+        assert self.fleet is not None
+        self.fleet.reserve(t1)
+        arrived = self._arrivals(t0, t1)
         queue = int(self.backlog[t0 - 1]) if t0 > 0 else 0
         requeued = self.requeued[t0:t1]
         if (
             queue == 0
             and not requeued.any()
-            and bool((arrived <= limit).all())
-            and (not slotted or self._slots_hold(arrived, t0, t1))
+            and bool((arrived <= self.capacity[t0:t1]).all())
+            and self._slots_hold(arrived, t0, t1)
         ):
-            # Nothing waits and nothing arrives beyond what can be handed out: pass through.
+            # Nothing waits and nothing arrives beyond what can be handed out: pass
+            # through; the bucket keeps what each tick's quota left, up to its depth.
             self.processed[t0:t1] = arrived
             self.out[t0:t1] = arrived
-            if slotted:  # the bucket keeps what each tick's quota left, up to its depth
-                depth = self._depth()
-                tokens = depth if self._tokens is None else self._tokens
-                self._tokens = min(depth, tokens + int((self.capacity[t0:t1] - arrived).sum()))
+            depth = self._depth()
+            tokens = depth if self._tokens is None else self._tokens
+            self._tokens = min(depth, tokens + int((self.capacity[t0:t1] - arrived).sum()))
             return
-        if slotted:
-            dispatched, overflow, held, fleet_quota = self._to_slots(
-                queue, arrived + requeued, t0, t1
-            )
-        else:
-            dispatched, overflow, held = _queue(queue, self.buffer, arrived + requeued, limit)
-        self.processed[t0:t1] = dispatched
-        self.out[t0:t1] = dispatched
-        self.failed[self.causes[0]][t0:t1] = overflow
-        self.backlog[t0:t1] = held
-        # With URLs waiting, hand-outs follow the rate, evenly spaced (both engines pace
-        # them): a regular stream, whose counts are what is expected.
-        paced = held > 0  # as the pass-through above sees it, so chunks change nothing
-        self.dispersion[t0:t1][paced] = 0.0
-        self.jitter[t0:t1][paced] = 0.0  # handed out at the rate: re-paced here
-        waited = np.concatenate(([queue], held[:-1])) > 0
-        known = paced | waited | (requeued > 0)
-        self.expected[t0:t1][known] = dispatched[known]
-        self.pace[t0:t1][waited | (requeued > 0)] = np.inf  # a queue's bursts: the fleet paces
-        self.periodic[t0:t1][waited | (requeued > 0)] = False
-        # URLs left waiting while the fleet's quota (with its bank) was the limit: its
-        # bucket spaces them.
-        if self.fleet is not None:
-            self.fleet_bound[t0:t1] = (held > 0) & (dispatched >= fleet_quota)
+        dispatched, overflow, held, room = self._to_slots(queue, arrived + requeued, t0, t1)
+        self._hand_out(dispatched, overflow, held, queue, requeued, room, t0, t1)
 
     def _depth(self) -> int:
         """The hand-out bucket's depth in whole URLs: max(1, drain x tick)."""
@@ -467,7 +448,7 @@ class Queue(RatedComponent):
 def _queue(
     queue: int, buffer: int, arriving: IntArray, limit: IntArray
 ) -> tuple[IntArray, IntArray, IntArray]:
-    """The frontier's per-tick rule: each tick the queue takes its arrivals, hands out up
+    """A queue's per-tick rule: each tick the queue takes its arrivals, hands out up
     to ``limit`` and drops what is left beyond ``buffer``, so what it holds is
     ``clip(held before + arriving - limit, 0, buffer)``: dispatched, overflow and held per
     tick, in whole numbers (the same as :func:`_queue_loop`, tick by tick).
@@ -524,7 +505,7 @@ _TURNS = 8
 def _queue_loop(
     queue: int, buffer: int, arriving: list[int], limit: list[int]
 ) -> tuple[IntArray, IntArray, IntArray]:
-    """The frontier's per-tick rule, tick by tick (a queue has memory, so this is a loop)."""
+    """A queue's per-tick rule, tick by tick (a queue has memory, so this is a loop)."""
     n = len(arriving)
     dispatched = [0] * n
     overflow = [0] * n

@@ -18,12 +18,12 @@ from gym.system.topology import Node
 
 
 class Service(LossStation):
-    """Resolves what finds a free slot (Erlang loss); the rest fail (``resolver_overload``,
-    or ``resolver_unavailable`` while stalled). A slowdown by f stretches lookups f times,
+    """Serves what finds a free slot (Erlang loss); the rest fail (``<node>_overload``, or
+    ``<node>_unavailable`` while stalled). A slowdown by f stretches services f times,
     dividing capacity by f."""
 
-    name = "resolver"
-    causes = ("resolver_overload", "resolver_unavailable")
+    name = "service"
+    causes = ("overload", "unavailable")
 
     def __init__(
         self,

@@ -20,7 +20,7 @@ class Source(Component):
     """Offers URLs: Poisson per tick (or exactly rate x tick, evenly spaced) at the current
     stage's rate."""
 
-    name = "client"
+    name = "source"
 
     def __init__(
         self,

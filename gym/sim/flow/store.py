@@ -17,12 +17,12 @@ from gym.system.topology import Node
 
 
 class Store(LossStation):
-    """Writes what finds a free slot (Erlang loss); the rest fail (``store_overload``, or
-    ``store_unavailable`` while stalled). A written page is served. Behind the async writer
-    it takes every write sent: the writer sends only what it has room for."""
+    """Writes what finds a free slot (Erlang loss); the rest fail (``<node>_overload``, or
+    ``<node>_unavailable`` while stalled). A written write is served. Behind a write buffer
+    it takes every write sent: the buffer sends only what it has room for."""
 
-    name = "page_store"
-    causes = ("store_overload", "store_unavailable")
+    name = "store"
+    causes = ("overload", "unavailable")
 
     def __init__(
         self,

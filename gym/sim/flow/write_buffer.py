@@ -3,7 +3,7 @@ async writer, in front of its page store).
 
 Per tick, with c the store's capacity and q the writes held:
 1. new writes go straight to the store while it has room: direct = min(arriving, c);
-2. the rest are held, up to ``buffer``; beyond it they fail (``writer_overflow``);
+2. the rest are held, up to ``buffer``; beyond it they fail (``<node>_overflow``);
 3. held writes are flushed into the room left below ``flush_ceiling`` x c:
    flush = min(q, max(0, floor(flush_ceiling x c) - direct)).
 So the writer never sends the store more than it can take, and a flush after a stall
@@ -30,10 +30,10 @@ from gym.system.topology import Node, Topology
 
 
 class WriteBuffer(Component):
-    """Holds the writes the page store cannot take and flushes them into its spare room."""
+    """Holds the writes its store cannot take and flushes them into its spare room."""
 
-    name = "async_writer"
-    causes = ("writer_overflow",)
+    name = "write_buffer"
+    causes = ("overflow",)
     holds_work = True
 
     def __init__(
