@@ -17,8 +17,8 @@ from gym.system.topology import Node
 
 
 class Cache(LossStation):
-    """Looks up what finds a free slot (Erlang loss; the rest fail: ``<node>_overload``, or
-    ``<node>_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
+    """Looks up what finds a free slot (Erlang loss; the rest fail: ``<prefix>_overload``, or
+    ``<prefix>_unavailable`` while stalled); hits among the lookups are Binomial(n, hit_ratio)."""
 
     name = "cache"
     causes = ("overload", "unavailable")

@@ -26,7 +26,7 @@ from gym.system.topology import Node, Topology
 
 class Lookup(LossStation):
     """Looks up what finds a free slot of its shard (each shard a loss station of its own,
-    Erlang loss; the rest fail: ``<node>_overload``, or ``<node>_unavailable`` while
+    Erlang loss; the rest fail: ``<prefix>_overload``, or ``<prefix>_unavailable`` while
     stalled; the hot key's shard takes more than the others); among the lookups, Binomial
     shares are
     skipped as already seen (``seen_url``: one share for links found on pages, another for

@@ -1,5 +1,5 @@
 """A station with concurrent slots and no waiting room (a cache, a service, a store, a
-seen-set shard): Erlang loss per tick, slots and slowdowns as in the request engine.
+lookup's shard): Erlang loss per tick, slots and slowdowns as in the request engine.
 
 One implementation for one run and for a batch of runs (``rows``): each step takes
 ``pick``, the runs it works on (``...`` for one run's station, whose per-tick arrays are
@@ -29,6 +29,7 @@ from gym.sim.flow.base import (
     per_row,
     running_max,
     steps,
+    view_of,
 )
 from gym.sim.flow.checked import (
     BELOW_CAPACITY,
@@ -76,8 +77,8 @@ class LossStation(RatedComponent):
 
     It has ``slots = round(rate x mean service time)`` (at least one), as in the request
     engine. Each tick a fraction B(slots, a) of the arrivals find every slot busy and fail
-    (its first cause, ``<node>_overload``; all of them fail as its second,
-    ``<node>_unavailable``, while it is stalled),
+    (its first cause, ``<prefix>_overload``; all of them fail as its second,
+    ``<prefix>_unavailable``, while it is stalled),
     with B Erlang's loss formula and ``a`` the tick's modified offered load
     (:mod:`gym.sim.erlang`): the arrivals of this tick and the ones before it still in service,
     a slowdown stretching the services that start under it. The expected loss is counted in
@@ -243,7 +244,7 @@ class LossStation(RatedComponent):
             return (..., None) if mask else (None, ...)
         if mask.all():
             return slice(None), None
-        # (indices, not a slice: the steps of the Erlang part write to copies of its rows)
+        # (the hard runs as indices, as the batch's steps have always taken them)
         return (np.flatnonzero(mask) if mask.any() else None), np.flatnonzero(~mask)
 
     def _each(self, pick: Pick) -> list[tuple[EllipsisType | int, LossStation]]:
@@ -252,7 +253,7 @@ class LossStation(RatedComponent):
         :class:`~gym.sim.flow.base.RowView` in a batch)."""
         if self.rows is None:
             return [(..., self)]
-        return [(i, self.row(k)) for i, k in enumerate(self._picked(pick))]  # type: ignore[misc]
+        return [(i, view_of(self, k)) for i, k in enumerate(self._picked(pick))]
 
     def _picked(self, pick: Pick) -> list[int]:
         """The runs of a batch ``pick`` names, in order."""
@@ -283,7 +284,7 @@ class LossStation(RatedComponent):
         never = never[..., t0 - lo :] | self._capped(upstream, lo, t0, t1)
         self._bound(upstream, lo, t0, t1)
         if never.all():  # a paced stream fills no tick, in any run
-            return self._take_easy(slice(None) if self.rows else ..., arriving, t0, t1)
+            return self._take_easy(... if self.rows is None else slice(None), arriving, t0, t1)
         roomy = never.all(axis=-1)
         up = self.rates[lo:t1] > 0
         mean = np.where(up, upstream.expected[..., lo:t1], 0.0)  # none start in a stall
@@ -383,9 +384,9 @@ class LossStation(RatedComponent):
         history[:, t0 - lo :] = admitted
         held = _offered(history, self.factors[lo:t1], self._holding)
         filling: np.ndarray = np.any(held[:, t0 - lo :] > self.slots * (1.0 + 1e-9), axis=1)
-        for i, run in self._each(pick):
-            if filling[i]:  # the fill-up's cut, run by run
-                share[i] = run._within_slots(admitted[i], t0, t1, lo)
+        picked = self._picked(pick)
+        for i in np.flatnonzero(filling).tolist():  # the fill-up's cut, run by run
+            share[i] = view_of(self, picked[i])._within_slots(admitted[i], t0, t1, lo)
         return share
 
     def _step(

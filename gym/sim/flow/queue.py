@@ -19,9 +19,11 @@ from gym.sim.flow.base import (
     Ledger,
     PerRow,
     RatedComponent,
+    Stacked,
     connect_upstream,
     one_of,
     thinned,
+    view_of,
 )
 from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads
 from gym.sim.flow.fleet import Fleet
@@ -36,7 +38,7 @@ from gym.system.topology import Node, Topology
 
 class Queue(RatedComponent):
     """Tail-drop queue: each tick, dispatch min(queue, hand-out quota, fleet quota);
-    what is left beyond ``buffer`` overflows (its cause, ``<node>_overflow``). In front of a
+    what is left beyond ``buffer`` overflows (its cause, ``<prefix>_overflow``). In front of a
     slotted fleet (:attr:`~gym.sim.flow.fleet.Fleet.slotted`) the fleet's part is the
     slots it has free (:meth:`_to_slots`).
 
@@ -98,14 +100,18 @@ class Queue(RatedComponent):
         fleet = one_of(self.fleet)
         if isinstance(fleet, Fleet) and fleet.slotted:
             # Each run's own fleet books its slots start by start: run by run.
-            for k in range(self.rows or 1):
-                self.row(k)._advance_slotted(t0, t1)  # type: ignore[attr-defined]
-        else:
+            if self.rows is None:
+                self._advance_slotted(t0, t1)
+            for k in range(self.rows or 0):
+                view_of(self, k)._advance_slotted(t0, t1)
+        else:  # (a batch's fleet is batched unless slotted: fleet.batch)
+            assert self.rows is None or not isinstance(self.fleet, Stacked)
             self._advance_paired(t0, t1)
 
     def _advance_paired(self, t0: int, t1: int) -> None:
-        """A stretch of one run, or of every run of a batch at once, where the two quotas
-        pair (:meth:`_paired`, alike in every run: worked out once): the runs in which
+        """A stretch of one run, or of every run of a batch at once, before no fleet or
+        where the two quotas pair (:meth:`_paired`, alike in every run: worked out once):
+        the runs in which
         nothing waits and nothing arrives beyond the limit pass through, and the others'
         queues are each run's walk (:func:`_queue`); what follows is the same array
         operations on every run (on one that passed through they change nothing)."""

@@ -18,8 +18,8 @@ from gym.system.topology import Node
 
 
 class Service(LossStation):
-    """Serves what finds a free slot (Erlang loss); the rest fail (``<node>_overload``, or
-    ``<node>_unavailable`` while stalled). A slowdown by f stretches services f times,
+    """Serves what finds a free slot (Erlang loss); the rest fail (``<prefix>_overload``, or
+    ``<prefix>_unavailable`` while stalled). A slowdown by f stretches services f times,
     dividing capacity by f."""
 
     name = "service"

@@ -17,8 +17,8 @@ from gym.system.topology import Node
 
 
 class Store(LossStation):
-    """Writes what finds a free slot (Erlang loss); the rest fail (``<node>_overload``, or
-    ``<node>_unavailable`` while stalled). A written write is served. Behind a write buffer
+    """Writes what finds a free slot (Erlang loss); the rest fail (``<prefix>_overload``, or
+    ``<prefix>_unavailable`` while stalled). A write it takes is served. Behind a write buffer
     it takes every write sent: the buffer sends only what it has room for."""
 
     name = "store"

@@ -3,7 +3,7 @@ async writer, in front of its page store).
 
 Per tick, with c the store's capacity and q the writes held:
 1. new writes go straight to the store while it has room: direct = min(arriving, c);
-2. the rest are held, up to ``buffer``; beyond it they fail (``<node>_overflow``);
+2. the rest are held, up to ``buffer``; beyond it they fail (``<prefix>_overflow``);
 3. held writes are flushed into the room left below ``flush_ceiling`` x c:
    flush = min(q, max(0, floor(flush_ceiling x c) - direct)).
 So the writer never sends the store more than it can take, and a flush after a stall
