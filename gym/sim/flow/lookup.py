@@ -18,7 +18,7 @@ from gym.sim import waiting
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, RatedComponent, thinned
 from gym.sim.flow.graph_latency import LossLatency, Rows, spread
 from gym.sim.flow.links import Links
-from gym.sim.flow.loss import LossStation
+from gym.sim.flow.loss import LossStation, whole_losses
 from gym.sim.record import Tally
 from gym.sim.rounded import loss_slots
 from gym.system.topology import Node, Topology
@@ -145,11 +145,8 @@ class Lookup(LossStation):
         self.typical.upstream.fill(up, one, self.other, t0, t1)  # type: ignore[union-attr]
         self.typical.advance(t1)
         expected = rest * self.typical.loss_expected[t0:t1]
-        cum = np.floor(self._lost_carry_rest + np.cumsum(expected) + 1e-9)
-        lost_rest = np.minimum(rest, np.diff(cum, prepend=0.0).astype(np.int64))
-        if len(cum):
-            carry = self._lost_carry_rest + float(expected.sum()) - float(cum[-1])
-            self._lost_carry_rest = min(max(carry, 0.0), 1.0 - 1e-12)
+        lost_rest, self._lost_carry_rest = whole_losses(self._lost_carry_rest, expected)
+        lost_rest = np.minimum(rest, lost_rest)
         lost = lost_hot + lost_rest
         taken: IntArray = arriving - lost
         self.arrived[t0:t1] = arriving

@@ -678,7 +678,7 @@ class LossStation(RatedComponent):
         """One run's takes and losses where no walk counts its busy slots: Erlang's loss
         ``loss`` of its arrivals in whole URLs (the fraction carried to the next stretch),
         none taken where ``down``, then kept to its slots by :meth:`_hold`."""
-        lost, self._lost_carry = _whole_losses(self._lost_carry, arriving * loss)
+        lost, self._lost_carry = whole_losses(self._lost_carry, arriving * loss)
         taken = np.where(down, 0, arriving - lost)
         held: tuple[IntArray, IntArray] = self._hold(taken, lost, full, t0, t1, lo)
         return held
@@ -839,7 +839,7 @@ def _offered(
     return load
 
 
-def _whole_losses(carry: float, expected: np.ndarray) -> tuple[IntArray, float]:
+def whole_losses(carry: float, expected: np.ndarray) -> tuple[IntArray, float]:
     """Expected losses ``expected`` (per tick) in whole URLs, counted on from the fraction
     ``carry`` not yet a whole URL; and the fraction left."""
     cum = np.floor(carry + np.cumsum(expected) + 1e-9)
