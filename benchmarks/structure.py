@@ -21,9 +21,16 @@ running the code:
   cyclomatic complexity over 20);
 - **files naming a kind outside its home**: a file names a kind when it has the kind's name
   as a string (``"fleet"``), names its declaration's classes (``FleetNode``,
-  ``FleetParams``) or imports its modules; its homes are the modules named after it;
+  ``FleetParams``) or imports its modules (``gym.system.kinds.fleet``,
+  ``gym.sim.flow.fleet``, ``gym.sim.request.fleet``); its homes are the modules named after
+  it;
 - **class names defined twice** in the package, and **framework internals** touched: a
-  private name of typer, click or SimPy.
+  private name of typer, click or SimPy;
+- **crawler words in the engines**: lines of ``gym/sim`` that name a crawler component
+  (fetch, frontier, page store, async writer, resolver, seen set, DNS) rather than a kind;
+  and the engine modules that **import the crawler's compile step**
+  (``gym.system.crawler``). The crawler's words belong where it is compiled and in what
+  a crawler run prints.
 
 Prints a table and writes the figures as JSON; exits 0 (a measure, not a gate: the tests
 hold what has been reached).
@@ -51,7 +58,8 @@ def modules() -> dict[Path, ast.Module]:
 
 
 def rel(path: Path) -> str:
-    return str(path.relative_to(ROOT))
+    """``path`` from the project's root (as given, outside it: a test's files)."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
 
 
 def design_checks(trees: dict[Path, ast.Module]) -> list[str]:
@@ -171,20 +179,31 @@ def kind_mentions(trees: dict[Path, ast.Module], root: Path = ROOT) -> dict[str,
         names = _names(tree) | {
             a.name for n in ast.walk(tree) if isinstance(n, ast.alias) for a in [n]
         }
-        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)} | {
-            a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names
-        }
+        imported = _imported(tree)
         for kind in KINDS:
             if path.stem == kind:
                 continue
             camel = "".join(w.title() for w in kind.split("_"))
-            if (
-                kind in strings
-                or {f"{camel}Node", f"{camel}Params"} & names
-                or any(m.split(".")[-1] == kind for m in imported if m.startswith("gym."))
-            ):
+            homes = {f"{package}.{kind}" for package in HOME_PACKAGES}
+            if kind in strings or {f"{camel}Node", f"{camel}Params"} & names or homes & imported:
                 found[kind].append(str(path.relative_to(root)))
     return dict(found)
+
+
+#: The packages that hold a module for each kind (its declaration, its engines' rules).
+HOME_PACKAGES = ("gym.system.kinds", "gym.sim.flow", "gym.sim.request")
+
+
+def _imported(tree: ast.Module) -> set[str]:
+    """The modules a module imports (``from a import b``: ``a`` and ``a.b``, either of
+    which may be the module)."""
+    out = set()
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Import):
+            out |= {a.name for a in n.names}
+        elif isinstance(n, ast.ImportFrom) and n.module:
+            out |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+    return out
 
 
 def twice_named(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
@@ -194,6 +213,37 @@ def twice_named(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
             if isinstance(node, ast.ClassDef):
                 where[node.name].append(rel(path))
     return {name: paths for name, paths in sorted(where.items()) if len(paths) > 1}
+
+
+#: A crawler component's word, where an engine should say the kind's.
+CRAWLER_WORDS = re.compile(
+    r"fetch|frontier|page.store|async.writer|\bwriters?\b|resolver|seen.set|seen-url|\bdns\b",
+    re.IGNORECASE,
+)
+ENGINES = PACKAGE / "sim"
+
+
+def crawler_words(root: Path = ENGINES) -> list[str]:
+    """Each line of the engines' modules that names a crawler component, as ``file:line``."""
+    return [
+        f"{rel(path)}:{i}"
+        for path in sorted(root.rglob("*.py"))
+        for i, line in enumerate(path.read_text().splitlines(), 1)
+        if CRAWLER_WORDS.search(line)
+    ]
+
+
+def crawler_imports(trees: dict[Path, ast.Module], root: Path = ENGINES) -> list[str]:
+    """The engine modules that import the crawler's compile step (``gym.system.crawler``)."""
+    found = []
+    for path, tree in trees.items():
+        if not path.is_relative_to(root):
+            continue
+        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        if "gym.system.crawler" in names:
+            found.append(rel(path))
+    return found
 
 
 def internals() -> list[str]:
@@ -228,6 +278,8 @@ def measure() -> dict[str, Any]:
         "kind_files": kinds,
         "class_names_twice": twice_named(trees),
         "framework_internals": internals(),
+        "crawler_words_in_engines": crawler_words(),
+        "engines_importing_the_crawler": crawler_imports(trees),
     }
 
 
@@ -239,6 +291,8 @@ GOALS = [
     ("blocks rated D-F", "blocks_d_to_f", 5),
     ("class names defined twice", "class_names_twice", 0),
     ("framework internals touched", "framework_internals", 0),
+    ("crawler words in the engines (lines)", "crawler_words_in_engines", 0),
+    ("engine modules importing the crawler", "engines_importing_the_crawler", 0),
 ]
 
 

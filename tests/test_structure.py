@@ -255,6 +255,36 @@ def test_the_kind_mention_check_can_fail(tmp_path: Path) -> None:
     assert found == {"fleet": ["reader.py"], "store": ["other.py"]}
 
 
+def test_the_engines_speak_in_kind_words() -> None:
+    """Issue 40: the engines (``gym/sim``) name kinds, not the crawler's components, and
+    none imports the crawler's compile step: a crawler design reaches them as the graph
+    its loading compiled (a links node's spread read from its edge, a run's causes from
+    its topology)."""
+    from benchmarks.structure import crawler_imports, crawler_words, modules
+
+    assert crawler_words() == []
+    assert crawler_imports(modules()) == []
+
+
+def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
+    """A line naming a crawler component, and an engine module importing the crawler's
+    compile step, are found; kind words, and "a crawler design", are not."""
+    from benchmarks.structure import crawler_imports, crawler_words
+
+    (tmp_path / "a.py").write_text(
+        '"""The page store."""\n# a fleet\'s service\nx = 1  # the Fetchers\n'
+        "# a crawler design's graph\n# a deep-crawl surge\n# its writer flushes\n"
+    )
+    assert [w.split(":")[-1] for w in crawler_words(tmp_path)] == ["1", "3", "6"]
+    trees = {
+        tmp_path / "sim" / "x.py": ast.parse("from gym.system.crawler import CAUSES"),
+        tmp_path / "sim" / "y.py": ast.parse("from gym.system.topology import Node"),
+        tmp_path / "z.py": ast.parse("import gym.system.crawler"),
+    }
+    found = crawler_imports(trees, root=tmp_path / "sim")
+    assert [Path(f).name for f in found] == ["x.py"]
+
+
 def test_no_framework_internals() -> None:
     """No private name of typer (or its vendored click) or SimPy is touched: the command
     grammar is typer's public classes subclassed (gym/cli/program.py), not patched."""

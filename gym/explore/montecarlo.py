@@ -174,12 +174,10 @@ def evaluate_batch(b: Batch) -> list[dict[str, Any]]:
 #: run's arrays until its results are summed up, so big batches are split by it.
 BATCH_BYTES = 384 * 2**20
 
-#: Bytes of per-tick arrays one run holds per node of its topology and tick, at most: a
-#: node's tallies and stream figures (measured on the shipped designs: 149 B for the
-#: reference's nodes, 308 B on average for a design with a seen-URL lookup, whose shards
-#: keep their own; ``tests/test_batch.py`` checks the bound on five designs and graphs).
-NODE_TICK_BYTES = {"lookup": 1024}
-NODE_TICK_BYTES_DEFAULT = 200
+#: Bytes of per-tick arrays one run holds per node of its topology and tick, at most, are
+#: its kind's flow rule's (:attr:`gym.sim.flow.rules.FlowRule.tick_bytes`: 200 B unless
+#: its kind says more; ``tests/test_batch.py`` checks the bound on five designs and
+#: graphs); a component where flows divide, join or wait on an edge holds the default.
 RETRY_TICK_BYTES = 400  # a retry policy's feed and tries, per node that has one
 #: What a run holds per node whatever its ticks (its component's objects, generators, the
 #: record's and the metrics' per-window figures): 6-13 KB measured on drawn graphs, all
@@ -228,11 +226,12 @@ def _settings(t: Task) -> tuple[str, int, int]:
 
 def run_bytes(t: Task) -> int:
     """At most what one run of ``t`` holds, in bytes: its per-tick arrays by the scenario's
-    ticks and the topology's nodes (:data:`NODE_TICK_BYTES`, more with a retry policy) and
+    ticks and the topology's nodes (each kind's ``tick_bytes``, more with a retry policy) and
     the components where flows divide, join or wait on an edge, and what each of those
     holds whatever the ticks (:data:`NODE_RUN_BYTES`). A design that does not load counts
     as one node (its batch fails at once anyway)."""
     from gym.core.errors import GymError
+    from gym.sim.flow.rules import TICK_BYTES, rule_for
     from gym.system import compiled
 
     ticks = math.ceil(float(t.scenario.get("duration_s", 0)) * 1000.0 / t.tick_ms)
@@ -241,8 +240,7 @@ def run_bytes(t: Task) -> int:
         scenario = Scenario.model_validate(t.scenario)
         graph = compiled.system_topology(design, scenario)
         per_tick = sum(
-            NODE_TICK_BYTES.get(n.kind, NODE_TICK_BYTES_DEFAULT)
-            + (RETRY_TICK_BYTES if n.retry is not None else 0)
+            rule_for(n.kind).tick_bytes + (RETRY_TICK_BYTES if n.retry is not None else 0)
             for n in graph.nodes
         )
         # Where flows divide (a port per edge), join or wait on an edge, components too.
@@ -250,10 +248,10 @@ def run_bytes(t: Task) -> int:
         joins = sum(len(graph.inputs(n.name)) > 1 for n in graph.nodes)
         waits = sum(bool(e.delay_ticks(t.tick_ms)) for e in graph.edges)
         extra = sum(k for k in outs if k > 1) + joins + waits
-        per_tick += NODE_TICK_BYTES_DEFAULT * extra
+        per_tick += TICK_BYTES * extra
         parts = len(graph.nodes) + extra
     except (GymError, ValueError):
-        per_tick, parts = NODE_TICK_BYTES_DEFAULT, 1
+        per_tick, parts = TICK_BYTES, 1
     return max(1, ticks) * per_tick + NODE_RUN_BYTES * parts
 
 

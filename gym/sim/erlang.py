@@ -1,4 +1,4 @@
-"""Erlang loss for the flow engine's stations without a queue (cache, resolver, store).
+"""Erlang loss for the flow engine's stations without a queue (cache, service, store).
 
 A station with ``c`` concurrent slots and no waiting room turns away a request that finds
 every slot busy. For Poisson arrivals offering ``a`` Erlangs (arrival rate x mean service
@@ -7,7 +7,7 @@ distribution::
 
     B(0, a) = 1,    B(k, a) = a B(k-1, a) / (k + a B(k-1, a))
 
-Load in a crawl changes over time (a surge, a crash, a stall's end), so each tick uses the
+Load in a run changes over time (a surge, a crash, a stall's end), so each tick uses the
 *modified offered load* (Jagerman 1975; Massey and Whitt 1994): the mean number of
 requests an unlimited station would have in service during that tick, from the arrivals
 of this tick and the ticks before it, weighted by how long a service lasts. At a steady
@@ -62,7 +62,7 @@ def erlang_b_peaked(
         and (regular is None or _same(regular))
     ):
         # A steady stretch: every tick asks about the same load (600 ticks of one load on
-        # the starter's resolver). Each tick's loss is worked out on its own, with the same
+        # the starter's service). Each tick's loss is worked out on its own, with the same
         # operations on the same bits, so one tick's is every tick's.
         one = erlang_b_peaked(slots, a[:1], given[:1], None if regular is None else regular[:1])
         return np.full(len(a), one[0])
@@ -183,7 +183,7 @@ def _inverse_b_each(c: np.ndarray, a: np.ndarray) -> np.ndarray:
 
 def jittered(window_s: np.ndarray, jitter_s: np.ndarray) -> np.ndarray:
     """How Poisson-like a periodic stream looks in windows of ``window_s`` once each URL is
-    moved by an independent time of spread ``jitter_s`` (random fetch or lookup times):
+    moved by an independent time of spread ``jitter_s`` (random service or lookup times):
     the dispersion of its counts, 1 - E[(w - |D|)+] / w with D the difference of two such
     moves (normal, variance 2 sigma^2). 0 without jitter, about 2 sigma / (sqrt(pi) w)
     for a small one, and toward 1 (Poisson) once the moves dwarf the window."""

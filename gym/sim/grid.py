@@ -1,5 +1,5 @@
 """The numbers the engines' grid gives a design: concurrent slots of a station, the
-fetch-start bucket's depth, the most a paced stream brings in a window, the store slots a
+start bucket's depth of a paced fleet, the most a paced stream brings in a window, the store slots a
 write buffer may fill. Both engines use them; :mod:`gym.analysis.rounding` warns where
 they move a figure the design states."""
 
@@ -13,14 +13,14 @@ import numpy as np
 from gym.models import ServiceTime
 from gym.system.kinds.fleet import FleetParams
 
-#: Fetch times less variable than this (coefficient of variation) have their starts paced
+#: Service times less variable than this (coefficient of variation) have their starts paced
 #: in the request engine: nearly fixed times stay in step and would start in bursts.
 PACED_BELOW_CV = 0.5
 
 
 def paced_starts(fleet: FleetParams) -> bool:
     """Whether the engines pace a fleet's starts through a bucket at live replicas x
-    rps_per_replica: a fleet declared ``paced`` (the crawler's fetchers are) with fixed or
+    rps_per_replica: a fleet declared ``paced`` with fixed or
     nearly fixed service times (cv below PACED_BELOW_CV), as the flow engine's per-tick
     quota paces them. Otherwise its slots are c parallel servers (an M/D/c queue with fixed
     times), a free slot starting the next waiting job at once."""
@@ -41,14 +41,14 @@ def drawn_service(service: ServiceTime, paced: bool, tick_ms: int) -> bool:
     return random and not (paced and service.cv_value < PACED_BELOW_CV) and ticks >= 1 - 1e-9
 
 
-#: The request engine's fetch-start bucket (paced fetch starts), as a share of one
+#: The request engine's start bucket (a paced fleet's starts), as a share of one
 #: tick's starts, at least one token: no window of w seconds starts more than
-#: rate x w + that depth fetches (:func:`paced_most`).
+#: rate x w + that depth services (:func:`paced_most`).
 PACING_DEPTH = 0.05
 
 
 def start_depth(rate_per_s: Any, tick_ms: int) -> Any:
-    """The request engine's fetch-start bucket depth at ``rate_per_s``: PACING_DEPTH of a
+    """The request engine's start bucket depth at ``rate_per_s``: PACING_DEPTH of a
     tick's starts, at least one token (numbers or numpy arrays)."""
     return np.maximum(1.0, PACING_DEPTH * rate_per_s * tick_ms / 1000.0)
 
@@ -62,7 +62,7 @@ def paced_most(rate_per_s: Any, depth: Any, window_s: Any) -> Any:
 
 
 def flush_slots(flush_ceiling: float, slots: int) -> int:
-    """The store slots the request engine's writer may fill: floor(ceiling x slots), at
+    """The store slots the request engine's write buffer may fill: floor(ceiling x slots), at
     least one (else a store of one or two slots would never take a held write back)."""
     return max(1, math.floor(flush_ceiling * slots + 1e-9))
 

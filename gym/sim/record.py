@@ -13,7 +13,6 @@ import numpy as np
 
 from gym.sim.latency import Samples
 from gym.sim.timeline import Timeline
-from gym.system.crawler import CAUSES
 
 if TYPE_CHECKING:
     from gym.sim.flow.base import Component
@@ -81,10 +80,11 @@ class RunRecord:
     in_flight_end: dict[str, int]
     #: Per component and end_to_end (the flow engine's worked out on first use).
     latency: Mapping[str, Samples] = field(default_factory=dict)
-    #: Every failure cause the system can record, in its order (the crawler's always list
-    #: the writer's, with or without one).
-    causes: tuple[str, ...] = CAUSES
-    #: URLs made in the run, per tick, by the node that made them (links found on fetched
+    #: Every failure cause the system can record, in its order (its topology's, where the
+    #: compile step lists them: a crawler's always list its write buffer's, with or
+    #: without one; else its components' own).
+    causes: tuple[str, ...] = ()
+    #: URLs made in the run, per tick, by the node that made them (links found on
     #: pages): part of ``offered``, which is the source's load plus these.
     created: dict[str, IntArray] = field(default_factory=dict)
     #: The topology that ran (built once from the design, when the run starts).
@@ -95,7 +95,7 @@ class RunRecord:
         return int(sum(int(t.served.sum()) for t in self.components.values()))
 
     def links_found(self) -> int:
-        """URLs the run made (links found on fetched pages), part of ``offered``."""
+        """URLs the run made (links found on pages), part of ``offered``."""
         return sum(int(a.sum()) for a in self.created.values())
 
     def retries(self) -> dict[str, int]:
@@ -107,8 +107,8 @@ class RunRecord:
         }
 
     def writes_saved(self) -> int:
-        """Store writes content hashing saved (at the resolver, or with the link-discovery
-        loop at the DNS cache)."""
+        """Store writes content hashing saved (where the topology finishes
+        duplicate bodies: ``writes_saved`` in a tally)."""
         return sum(
             int(t.extra["writes_saved"].sum())
             for t in self.components.values()
@@ -142,7 +142,7 @@ class RunRecord:
         seed: int,
         offered: IntArray,
         components: list[Component],
-        causes: tuple[str, ...] = CAUSES,
+        causes: tuple[str, ...],
         in_transit: dict[str, int] | None = None,
         created: dict[str, IntArray] | None = None,
     ) -> RunRecord:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from gym.core.text import Unit
 from gym.models import ServiceTime
 from gym.sim.grid import PACED_BELOW_CV, flush_slots, station_slots
-from gym.sim.timeline import VALID_TICKS_MS, fetch_ticks
+from gym.sim.timeline import VALID_TICKS_MS, hold_ticks
 
 if TYPE_CHECKING:
     from gym.system.topology import Node, Topology
@@ -29,10 +29,10 @@ TOLERANCE = 0.01
 
 def service_ticks(field: str, what: str, mean: float, tick_ms: int, unit: Unit) -> list[str]:
     """A fleet's service time as the flow engine holds it, in whole ticks."""
-    used = fetch_ticks(mean, tick_ms) * tick_ms
+    used = hold_ticks(mean, tick_ms) * tick_ms
     if not moved(used, mean):
         return []
-    hint = tick_hint(lambda t: not moved(fetch_ticks(mean, t) * t, mean))
+    hint = tick_hint(lambda t: not moved(hold_ticks(mean, t) * t, mean))
     return [
         f"{field}: {mean:g} ms runs as {used:g} ms on {tick_ms} ms ticks "
         f"({change(used, mean)}): the flow engine holds each {what} for whole ticks, at "
@@ -124,9 +124,9 @@ def flow_flushes(
 
 
 def flow_drain(ceiling: float, rate: float, tick_ms: int) -> float:
-    """What the flow engine's store takes a second while its writer flushes: the store
+    """What the flow engine's store takes a second while its write buffer flushes: the store
     takes n or n + 1 whole writes a tick (a share p of the ticks n + 1, n + p = rate x
-    tick), the writer fills floor(ceiling x that) of them, at least one."""
+    tick), the buffer fills floor(ceiling x that) of them, at least one."""
     per_tick = rate * tick_ms / 1000.0
     n = math.floor(per_tick + 1e-9)
     p = per_tick - n

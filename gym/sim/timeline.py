@@ -139,9 +139,9 @@ def matters_to(
     event: Event, component: str | None, affected_by: dict[str, set[str]] | None = None
 ) -> bool:
     """Whether ``event`` can explain what happens at ``component``: the load, its own
-    faults, and those of the nodes ``affected_by`` names for it (the crawler's frontier
-    backs up when the fetchers behind it lose replicas, its async writer fills when the
-    store stalls)."""
+    faults, and those of the nodes ``affected_by`` names for it (a queue backs
+    up when the fleet behind it loses replicas, a write buffer fills when its store
+    stalls)."""
     if component is None or event.target is None:
         return True
     table = {} if affected_by is None else affected_by
@@ -171,9 +171,10 @@ def fault_name(fault: CrashFault | StallFault | SlowdownFault) -> str:
     return f"{fault.target} slowdown x{fault.factor:g}"
 
 
-def fetch_ticks(mean_ms: float, tick_ms: int) -> int:
-    """A fetch time in whole ticks, at least one: how long the flow engine holds a fetch
-    (:mod:`gym.analysis.rounding` warns when this changes it by more than 1%)."""
+def hold_ticks(mean_ms: float, tick_ms: int) -> int:
+    """A fleet's service time in whole ticks, at least one: how long the flow engine holds
+    one of its services (:mod:`gym.analysis.rounding` warns when this changes it by more
+    than 1%)."""
     return max(1, math.floor(mean_ms / tick_ms + 0.5))
 
 

@@ -138,12 +138,14 @@ def graph_problems(design: GraphDesign) -> list[tuple[str, str]]:
 
 def topology(design: GraphDesign) -> Topology:
     """The :class:`gym.system.topology.Topology` of a graph design."""
+    from gym.system import kinds
     from gym.system.topology import Edge, Node, Topology
 
     nodes = []
     for name, spec in design.graph.nodes.items():
         kind: str = getattr(spec, "kind")  # noqa: B009  (a union built from the kinds)
-        nodes.append(Node(name, kind, None if kind == "source" else spec))
+        # A source's load is the scenario's: its node carries no parameters.
+        nodes.append(Node(name, kind, None if kinds.kind(kind).source else spec))
     edges = tuple(Edge(e.source, e.target, e.share, e.delay_s) for e in design.graph.edges)
     return Topology(tuple(nodes), edges)
 

@@ -28,6 +28,7 @@ from gym.sim.record import Tally
 if TYPE_CHECKING:
     from gym.models import Scenario
     from gym.sim.timeline import Timeline
+    from gym.system.topology import Topology
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
@@ -132,6 +133,9 @@ class Component:
     #: Whether URLs can still be inside at the end of a run (a queue, a fleet, a buffer);
     #: the run record lists those in ``in_flight_end``.
     holds_work: bool = False
+    #: Whether what it sends on are new URLs it made (a links node's: links found on
+    #: pages), which a lookup tells from the rest (:attr:`gym.system.kinds.Kind.creates`).
+    creates: bool = False
 
     def __init__(
         self,
@@ -162,7 +166,7 @@ class Component:
         # stations downstream depends on it (:func:`gym.sim.erlang.erlang_b_peaked`).
         self.dispersion = np.ones(shape)
         # The spread (standard deviation, s) of the random times the stream's URLs went
-        # through since it was last paced (a fetch, a lookup): it scatters a paced stream
+        # through since it was last paced (a fleet's service, a lookup): it scatters a paced stream
         # toward Poisson over windows shorter than it (gym.sim.erlang.jittered).
         self.jitter = np.zeros(shape)
         # The URLs expected to be sent on in each tick given the pipeline's state: the
@@ -343,6 +347,7 @@ class Build:
     seed: int
     scenario: Scenario
     timeline: Timeline
+    graph: Topology
 
 
 def connect_upstream(

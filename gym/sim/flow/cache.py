@@ -1,5 +1,4 @@
-"""The ``cache`` kind: a hit is served at once, a miss goes on (the crawler's DNS and
-seen-URL cache, in front of its resolver)."""
+"""The ``cache`` kind: a hit is served at once, a miss goes on (to the node behind it)."""
 
 from __future__ import annotations
 

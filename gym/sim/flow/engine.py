@@ -1,9 +1,8 @@
 """The flow engine: integer counts of URLs per tick through a topology, on SimPy.
 
 Build: one component per node of the topology (:mod:`gym.system.topology`), by its kind
-(:mod:`gym.system.kinds`); a crawler design is the built-in crawler graph
-(:mod:`gym.system.crawler`),
-client -> frontier -> fetchers -> cache -> resolver -> [async_writer] -> page_store.
+(:mod:`gym.system.kinds`); every design is a graph by then (a crawler design the one its
+loading compiles, :func:`gym.system.compiled.system_topology`).
 Connect: each component to the ones its edges join it to, and each scenario event becomes
 a SimPy process on the node it acts on (a load stage on the sources, a crash on a fleet, a
 stall or a slowdown on its target). Simulate: SimPy runs the timeline; every event first
@@ -192,10 +191,7 @@ class _Batch:
         """A component per node, by its kind's rule: one batched component for all the
         runs where the kind has one for this node, else one per run."""
         env, ledger, scenario, timeline = self.env, self.ledger, self.scenario, self.timeline
-        builds = [
-            Build(env=env, ledger=ledger, seed=seed, scenario=scenario, timeline=timeline)
-            for seed in self.seeds
-        ]
+        builds = [Build(env, ledger, seed, scenario, timeline, self.graph) for seed in self.seeds]
         for name in self.order:
             node = self.graph.node(name)
             k = kinds.kind(node.kind)

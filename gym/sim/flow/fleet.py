@@ -1,12 +1,12 @@
 """The ``fleet`` kind: replicas that start the jobs the queue in front of them hands out
-(the crawler's fetchers, whose jobs are fetches pulled from its frontier).
+(its services).
 
-A fetch started in tick k finishes in tick k + L, L = the fetch time in ticks (at
+A service started in tick k finishes in tick k + L, L = the service time in ticks (at
 least 1). Starts are limited to live replicas x rps_per_replica per second, so a
-replica never holds more than rps_per_replica x fetch time fetches in flight.
+replica never holds more than rps_per_replica x service time services in flight.
 Starts are spread evenly over the live replicas; when c of the n live replicas crash,
-c/n of the fetches in flight (rounded down) are on them and fail (``crash_loss``), or
-go back to the head of the frontier if the design says ``on_crash: requeue``.
+c/n of the services in flight (rounded down) are on them and fail (``crash_loss``), or
+go back to the head of its queue if the node says ``on_crash: requeue``.
 
 A fleet not declared ``paced`` (a graph design's, by default) of a mean service time of a
 tick or more (:attr:`Fleet.slotted`) starts no more than its slots have free instead: live
@@ -50,7 +50,7 @@ from gym.sim.grid import (
 )
 from gym.sim.record import Tally
 from gym.sim.rounded import service_ticks, where
-from gym.sim.timeline import fetch_ticks
+from gym.sim.timeline import hold_ticks
 from gym.system.kinds.fleet import FleetParams
 from gym.system.topology import Node, Topology
 
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
 
 
 class Fleet(Component):
-    """Replicas x rps_per_replica fetches/s, each fetch taking the service mean."""
+    """Replicas x rps_per_replica starts/s, each service taking the service mean."""
 
     name = "fleet"
     causes = ("crash_loss",)
@@ -77,16 +77,16 @@ class Fleet(Component):
         self.replicas = config.replicas
         self.rps_per_replica = config.rps_per_replica
         self.requeue_on_crash = config.on_crash == "requeue"
-        self.fetch_ticks = fetch_ticks(config.service.mean_ms, ledger.tick_ms)
+        self.hold_ticks = hold_ticks(config.service.mean_ms, ledger.tick_ms)
         self.down = 0
         self.upstream: Component | None = None  # the queue that feeds it, set by the engine
         self.live = ledger.zeros()  # live replicas during each tick
         self.requeued = ledger.zeros(rows=rows)  # jobs in flight sent back to its queue
         ticks = config.service.mean_ms / ledger.tick_ms
-        # A fixed fetch time shifts the start stream as it is; random ones scatter it (the
+        # A fixed service time shifts the start stream as it is; random ones scatter it (the
         # stations downstream see how much, over the time they hold a slot).
         self.fixed_time = config.service.dist == "deterministic"
-        # A fleet declared paced (the crawler's fetchers) with fixed or nearly fixed times
+        # A fleet declared paced with fixed or nearly fixed times
         # has its starts metered through a bucket in both engines; else it is c parallel
         # servers.
         self.paced = paced_starts(config)
@@ -100,13 +100,13 @@ class Fleet(Component):
         # shorter than a tick keep the rate's quota (a slot starts several a tick).
         self.slotted = not self.paced and ticks >= 1.0 - 1e-9
         # Random times, c parallel servers: each start's service time is drawn, and
-        # its slot frees, and its fetch ends, in the tick drawn: one array for both.
+        # its slot frees, and its service ends, in the tick drawn: one array for both.
         self.drawn = drawn_times(config, ledger.tick_ms)
         self.service = config.service
         self._draws: np.random.Generator | None = None  # its holds and orders (drawn)
         self._block, self._pos = np.zeros(0), 0  # service ends drawn, not yet taken (_ends)
-        # Fetches finishing in each tick (a drawn hold may end any time after the run).
-        pad = ledger.n_ticks + 1 if self.drawn else self.fetch_ticks
+        # Services finishing in each tick (a drawn hold may end any time after the run).
+        pad = ledger.n_ticks + 1 if self.drawn else self.hold_ticks
         self._due = ledger.zeros(pad, rows=rows)
         self._last = ledger.n_ticks + pad - 1  # the pad's last tick
         self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
@@ -115,7 +115,7 @@ class Fleet(Component):
         # from it.
         self._returned: list[tuple[int, IntArray]] = []
         self._ramp_rng: np.random.Generator | None = None
-        # A start holds its slot for the service time, not the rounded fetch ticks: it
+        # A start holds its slot for the service time, not the rounded service ticks: it
         # frees it ``hold`` ticks later, or for the fraction of a tick beyond them (in
         # units of 2^-LATE_BITS) one tick later: a share of each tick's starts, the rest
         # of a whole start carried (in whole numbers: the same in any stride).
@@ -147,7 +147,7 @@ class Fleet(Component):
         return quota
 
     def held(self, t0: int) -> int:
-        """The slots fetches begun before tick ``t0`` hold through it (those freeing one in
+        """The slots services begun before tick ``t0`` hold through it (those freeing one in
         it, at its instant, leave it to a start of that tick)."""
         return int(self.frees[t0 + 1 : None if self.drawn else t0 + self.hold + 2].sum())
 
@@ -242,12 +242,12 @@ class Fleet(Component):
         self.arrived[..., t0:t1] = starts
         self.processed[..., t0:t1] = starts
         if not self.drawn:  # (a drawn service's end is booked with its start: start_in)
-            self._due[..., t0 + self.fetch_ticks : t1 + self.fetch_ticks] += starts
+            self._due[..., t0 + self.hold_ticks : t1 + self.hold_ticks] += starts
         done = self._due[..., t0:t1]
         self.out[..., t0:t1] = done
-        first = max(t0, self.fetch_ticks)  # the first tick whose fetches started in the run
+        first = max(t0, self.hold_ticks)  # the first tick whose services began in the run
         if t1 > first and not self.drawn:  # (a drawn fleet's stream: _drawn_stream)
-            lag = self.fetch_ticks
+            lag = self.hold_ticks
             began_at = slice(first - lag, t1 - lag)
             began = self.processed[..., began_at]
             finished = done[..., first - t0 :]
@@ -268,7 +268,7 @@ class Fleet(Component):
                 self.dispersion[..., first:t1][bound] = 1.0
             if self.fixed_time and self.paced:
                 # Starts are paced by live replicas x rps_per_replica (the request engine's
-                # start bucket); a fixed fetch time keeps the spacing.
+                # start bucket); a fixed service time keeps the spacing.
                 # An evenly spaced stream slower than the bucket passes it unchanged.
                 bucket = self.live[began_at] * self.rps_per_replica
                 pace = up.pace[..., began_at]
@@ -341,8 +341,8 @@ class Fleet(Component):
                 self._returned.append((end, opened))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
-        """Take the crashed replicas' share of the fetches in flight at ``tick`` (in each
-        run of a batch: its fetches in flight are its own)."""
+        """Take the crashed replicas' share of the services in flight at ``tick`` (in
+        each run of a batch: its services in flight are its own)."""
         if self.rows is None:
             self._lose_run(tick, crashed)
         else:
@@ -351,7 +351,7 @@ class Fleet(Component):
 
     def _lose_run(self, tick: int, crashed: int) -> None:
         """:meth:`_lose_in_flight` in one run (of a batch: on its row's view)."""
-        pending = self._due[tick : None if self.drawn else tick + self.fetch_ticks]
+        pending = self._due[tick : None if self.drawn else tick + self.hold_ticks]
         total = int(pending.sum())
         lost_total = total * crashed // self.up
         if lost_total == 0:
@@ -374,7 +374,7 @@ class Fleet(Component):
             self.failed[self.causes[0]][tick] += lost_total
 
     def in_flight_end(self) -> int:
-        """Fetches started and due after the last tick."""
+        """Services started and due after the last tick."""
         return int(self._due[self.t :].sum())
 
     def tally(self) -> Tally:
@@ -395,7 +395,7 @@ def finished(tally: Tally, params: FleetParams, tick_ms: int) -> tuple[np.ndarra
     drawn fleet (:attr:`Fleet.drawn`), whose ends are scattered, what no crash took in a
     service time after (:func:`crash_kept`)."""
     n = len(tally.processed)
-    lag = fetch_ticks(params.service.mean_ms, tick_ms)
+    lag = hold_ticks(params.service.mean_ms, tick_ms)
     if drawn_times(params, tick_ms):
         live = tally.extra.get("live", np.full(n, params.replicas))
         kept = crash_kept(live, lag)
@@ -474,7 +474,7 @@ def fluid(
         rho = np.clip(np.where(slots > 0, rate / tick_s / (slots * mu), 1.0), 0.0, 1.0)
     cs2 = p.service.cv_value**2
     departed = 1.0 + (1.0 - rho**2) * (scv - 1.0) + rho**2 * (cs2 - 1.0) / np.sqrt(servers)
-    lag = fetch_ticks(p.service.mean_ms, record.timeline.tick_ms)
+    lag = hold_ticks(p.service.mean_ms, record.timeline.tick_ms)
     _, survived = finished(tally, p, record.timeline.tick_ms)
     if p.on_crash == "requeue":
         survived = np.ones(n)  # what a crash takes goes back to the queue
@@ -519,7 +519,7 @@ def rounding(node: Node, _graph: Topology, tick_ms: int, unit: Unit) -> list[str
     if drawn_times(p, tick_ms):
         return []  # each service time drawn (gym.sim.grid.drawn_times): not rounded
     field = where(node, "service.mean_ms")
-    job = (node.names or {}).get("job", "service")  # what one is called: a crawler's "fetch"
+    job = (node.names or {}).get("job", "service")  # what one is called (its design's word)
     return service_ticks(field, job, p.service.mean_ms, tick_ms, unit)
 
 

@@ -14,8 +14,8 @@ join, rates add. Around a loop the passes repeat until no rate moves.
 The SCV follows the queueing network analyzer's rules (Whitt 1983): a share p of a stream
 has SCV p c^2 + 1 - p; joined streams the rate-weighted mean of theirs; a fleet's
 departures 1 + (1 - rho^2)(c_a^2 - 1) + rho^2 (c_s^2 - 1) / sqrt(c) (Whitt's linking
-equation, c servers at utilization rho; a crawler's fetchers whose starts are paced, one
-server at the fleet's rate). The flow engine's own expected counts and dispersions are for its loss
+equation, c servers at utilization rho; a fleet whose starts are paced, one server at
+the fleet's rate). The flow engine's own expected counts and dispersions are for its loss
 stations' Erlang formula; where a queue holds a few URLs by chance they turn into the
 counts handed out, whose noise would come back round a loop as load (a feedback queue's
 arrival rate read 2.6% high), hence this network of its own.
@@ -146,7 +146,7 @@ def _through(
     keep = np.ones(len(rate))
     if f"{name}/loss_share" in got:  # a loss station: its Erlang share turned away
         keep = keep * (1.0 - got[f"{name}/loss_share"])
-        if tally.skipped:  # and what it skips, tick by tick (a seen set's seen URLs)
+        if tally.skipped:  # and what it skips, tick by tick (a lookup's seen URLs)
             skipped = sum(tally.skipped.values(), np.zeros(len(rate)))
             took = np.maximum(tally.processed, 1)
             keep = keep * np.where(tally.processed > 0, np.clip(1.0 - skipped / took, 0, 1), 1.0)

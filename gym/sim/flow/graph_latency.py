@@ -1,5 +1,5 @@
-"""The flow engine's latency, per node and end to end, of every design (a crawler's as the
-graph it compiles to), from the run's per-tick counts, its fluid network
+"""The flow engine's latency, per node and end to end, of every design (each a graph),
+from the run's per-tick counts, its fluid network
 (:mod:`gym.sim.flow.fluid`: each queue's arrival rate and SCV, its fluid backlog) and each
 node's service-time distribution (docs/model.md, *Latency in the flow engine*).
 
@@ -9,10 +9,10 @@ has no row); the loss stations' shared one, :class:`LossLatency`, is here:
 
 - **queue**: where its *fluid* backlog (the expected arrivals against the rate it hands
   out at: its drain, never more than its fleet starts) is above 0, the URLs wait what its
-  counts say, first in, first out (:func:`gym.sim.latency.fifo_segments`, as the
-  crawler's frontier); elsewhere the stationary wait of its fleet's slots or its token
-  buckets at the tick's load (:mod:`gym.sim.waiting`), no longer than the load has had
-  time to build since it last changed.
+  counts say, first in, first out (:func:`gym.sim.latency.fifo_segments`); elsewhere the
+  stationary wait of its fleet's slots or its token buckets at the tick's load
+  (:mod:`gym.sim.waiting`), no longer than the load has had time to build since it last
+  changed.
 - **fleet**: its service time; **cache, service, store**: their service time, stretched by
   a slowdown in force; **write buffer**: 0 for a write straight to its store, else how long
   its counts held the write (first in, first out).
@@ -108,7 +108,7 @@ class Model:
         self.tally: Tally = est.record.components[name]
         t = self.tally
         # What went on (or finished here): what arrived, less what it failed or skipped
-        # (a seen set's skips are lookups it did, but no URL of theirs goes further).
+        # (a lookup's skips are lookups it did, but no URL of theirs goes further).
         gone = sum((v for v in (*t.failed.values(), *t.skipped.values())), np.zeros(est.n))
         passed = t.arrived - gone
         self.kept = share(passed, t.arrived, 1.0)

@@ -1,5 +1,5 @@
-"""Links found on fetched pages: :class:`Links` reads a copy of the pages its feeder passes
-on (a tee edge) and yields Poisson(links per page) links per page, new URLs of the crawl
+"""The ``links`` kind: links found on pages. :class:`Links` reads a copy of the pages its
+feeder passes on (a tee edge) and yields Poisson(links per page) links per page, new URLs
 that the run adds to its offered load."""
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ import simpy
 from gym.core.streams import stream
 from gym.sim.flow.base import Build, Component, Ledger
 from gym.sim.timeline import links_schedule
-from gym.system.crawler import LINK_DELAY_S
 from gym.system.topology import Node
 
 
@@ -21,6 +20,7 @@ class Links(Component):
     links (a sum of Poisson counts is Poisson: Poisson(L x pages) per tick)."""
 
     name = "links"
+    creates = True
 
     def __init__(
         self,
@@ -55,7 +55,10 @@ class Links(Component):
 
 def build(b: Build, node: Node) -> Links:
     per = links_schedule(node.params.links_per_page, b.scenario, b.timeline)
-    spread = round(2 * LINK_DELAY_S * 1000.0 / b.timeline.tick_ms)  # (0, 2 x delay]
+    # Its links reach their target spread over (0, 2 x its edge's delay], the delay their
+    # mean (as the request engine spreads them).
+    delay_s = max((e.delay_s for e in b.graph.outputs(node.name)), default=0.0)
+    spread = round(2 * delay_s * 1000.0 / b.timeline.tick_ms)
     return Links(b.env, stream(b.seed, node.name), b.ledger, per, spread)
 
 

@@ -422,7 +422,7 @@ class LossStation(RatedComponent):
         begun in the last service time, at most :func:`~gym.sim.grid.paced_most` of them
         at the fastest pace, deepest bucket and longest slowdown in the station's memory.
         (Erlang's formula cannot know that a stream has a minimum spacing: 2 slots of 20
-        ms behind one 100/s fetcher never turn a write away.) Each run's shortcuts first
+        ms behind one 100/s replica never turn a write away.) Each run's shortcuts first
         (:meth:`_never_full_at_once`), the rest for all at once."""
         out = np.zeros(pace.shape, dtype=bool)
         n = pace.shape[-1]

@@ -1,6 +1,5 @@
 """The ``queue`` kind: it holds up to ``buffer`` URLs and hands out at most ``drain_rps``
-per second, never more than the live replicas of the fleet it feeds can start (the
-crawler's frontier, in front of its fetchers)."""
+per second, never more than the live replicas of the fleet it feeds can start."""
 
 from __future__ import annotations
 
@@ -42,12 +41,9 @@ class Queue(RatedComponent):
     slotted fleet (:attr:`~gym.sim.flow.fleet.Fleet.slotted`) the fleet's part is the
     slots it has free (:meth:`_to_slots`).
 
-    The hand-out rate is min(drain_rps, active hosts / crawl delay): politeness lets each
-    back queue (one host) release one URL per crawl delay. At the door, the seen set drops
-    URLs crawled before (``seen_url``), URLs recognized by canonicalization as variants of
-    known ones (``url_variant``) and, if it is a Bloom filter, a fraction fp_rate of the
-    new ones by mistake (``bloom_false_positive``: coverage lost); all are skipped, not
-    failed."""
+    The hand-out rate is ``drain_rps``. At the door it skips shares of what arrives: seen before
+    (``seen_url``), variants of known ones (``url_variant``) and new ones taken for
+    seen by mistake (``bloom_false_positive``: coverage lost); skipped, not failed."""
 
     name = "queue"
     causes = ("overflow",)
@@ -139,7 +135,7 @@ class Queue(RatedComponent):
 
     def _arrivals(self, t0: int, t1: int) -> IntArray:
         """Record the arrivals of ticks [t0, t1) and the stream they come in (each run's):
-        what is left after the seen set's skips (:meth:`_skip`)."""
+        what is left after the skips at its door (:meth:`_skip`)."""
         upstream = self.upstream
         assert upstream is not None
         offered = upstream.out[..., t0:t1]
@@ -194,7 +190,7 @@ class Queue(RatedComponent):
             self.fleet_bound[at] = paced & (dispatched >= fleet_quota)
 
     def _skip(self, arrived: IntArray, t0: int, t1: int) -> tuple[IntArray, float]:
-        """Draw what the seen set skips of ``arrived`` (one run's, or a row per run) into
+        """Draw what its door skips of ``arrived`` (one run's, or a row per run) into
         :attr:`skipped`, in each run's order (seen, variants, false positives: each from
         what the one before left): what is left, and the share it keeps."""
         fractions = (
@@ -250,7 +246,7 @@ class Queue(RatedComponent):
         assert isinstance(fleet, Fleet)
         n = t1 - t0
         span = fleet.hold + (1 if fleet.late else 0)
-        # Each tick's slots held by fetches begun before t0 (those freeing one in a later
+        # Each tick's slots held by services begun before t0 (those freeing one in a later
         # tick), and by the stride's own, each through ``span`` ticks from its start (a
         # drawn hold through the stride: its end is not drawn yet).
         later = fleet.frees[t0 + 1 : None if fleet.drawn else t1 + fleet.hold + 2]
@@ -268,7 +264,7 @@ class Queue(RatedComponent):
         self, queue: int, arriving: IntArray, t0: int, t1: int
     ) -> tuple[IntArray, IntArray, IntArray, IntArray]:
         """The queue's rule in front of a slotted fleet, tick by tick (a start holds a slot
-        for the fetch time, so each tick's room depends on the starts before it): each
+        for the service time, so each tick's room depends on the starts before it): each
         tick hands out up to its quota plus what its bucket holds, and no more than the
         slots have free. The bucket is the request engine's: max(1, drain x tick) whole
         URLs deep, full at the start, keeping what each tick's quota leaves (idle or not),
@@ -654,7 +650,7 @@ class QueueLatency(Model):
     def _counted(fleet: Any, tick_ms: int) -> bool:
         """Whether its counts wait as its fleet makes them, tick by tick, so that they are
         read everywhere: a fleet drawn as c random servers (``Fleet.drawn``), or one whose
-        starts a bucket paces (the crawler's fetchers: the counts meter them exactly)."""
+        starts a bucket paces (a paced fleet's: the counts meter them exactly)."""
         return drawn_times(fleet, tick_ms) or paced_starts(fleet)
 
     def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
@@ -668,7 +664,7 @@ class QueueLatency(Model):
         return out
 
     def rows(self, start: int) -> Rows:
-        """Where backed up, its counts' waits (as the crawler's frontier); elsewhere the
+        """Where backed up, its counts' waits (first in, first out); elsewhere the
         URLs that entered, at 0 with chance 1 - P and on the exponential tail else."""
         t_in, waits, w = self.counts.rows()
         keep = self.backed[t_in] & (t_in >= start)

@@ -1,4 +1,4 @@
-"""Retries with backoff at a loss station (the crawler's resolver and page store).
+"""Retries with backoff at a loss station (a service's calls, a store's writes).
 
 A request that finds every slot busy, or the station down, waits and tries again, up to
 the policy's attempts: retry r waits backoff x multiplier^(r - 1), drawn evenly within

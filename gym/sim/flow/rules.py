@@ -15,6 +15,11 @@ from gym.sim.flow.base import Build, Component, connect_upstream
 from gym.system.kinds import SHIPPED
 from gym.system.topology import Node
 
+#: Bytes of per-tick arrays one run's component holds per tick, at most, unless its kind
+#: says more (its module's ``TICK_BYTES``): its tallies and stream figures (149 B
+#: measured on the reference's nodes; ``tests/test_batch.py`` checks the bound).
+TICK_BYTES = 200
+
 
 @dataclass(frozen=True)
 class FlowRule:
@@ -40,6 +45,9 @@ class FlowRule:
     #: What the flow engine's grid does to its nodes' figures (a service time held whole
     #: ticks, a station's slots): :data:`gym.sim.rounded.Rounding`, or None: nothing.
     rounding: Callable[..., list[str]] | None = None
+    #: What one run's component of a node holds per tick, in bytes, at most: what a batch
+    #: of runs is sized by (:func:`gym.explore.montecarlo.run_bytes`).
+    tick_bytes: int = TICK_BYTES
 
 
 def _rule(module: Any) -> FlowRule:
@@ -51,6 +59,7 @@ def _rule(module: Any) -> FlowRule:
         getattr(module, "FLUID", None),
         getattr(module, "CHECKED", None),
         getattr(module, "ROUNDING", None),
+        getattr(module, "TICK_BYTES", TICK_BYTES),
     )
 
 

@@ -1,5 +1,4 @@
-"""The ``service`` kind: an external, concurrency-limited service without a queue (the
-crawler's DNS resolver)."""
+"""The ``service`` kind: an external, concurrency-limited service without a queue."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The ``source`` kind: the offered load, URLs per tick, from the scenario's load stages
-(the crawler's client)."""
+"""The ``source`` kind: the offered load, URLs per tick, from the scenario's load stages."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""The ``store`` kind: it takes at most ``rps`` writes per second, with no queue (the
-crawler's page store)."""
+"""The ``store`` kind: it takes at most ``rps`` writes per second, with no queue."""
 
 from __future__ import annotations
 
@@ -9,10 +8,10 @@ import numpy as np
 import simpy
 
 from gym.core.streams import stream
-from gym.models import PageStoreConfig
 from gym.sim.flow.base import Build, Component, Ledger, PerRow, connect_upstream, one_of
 from gym.sim.flow.graph_latency import LossLatency
 from gym.sim.flow.loss import LossStation, loss_behind_loss, loss_rounding
+from gym.system.kinds.store import StoreParams
 from gym.system.topology import Node
 
 
@@ -29,7 +28,7 @@ class Store(LossStation):
         env: simpy.Environment,
         rng: np.random.Generator | PerRow,
         ledger: Ledger,
-        config: PageStoreConfig,
+        config: StoreParams,
         rows: int | None = None,
     ) -> None:
         super().__init__(env, rng, ledger, config.rps, config.service, rows=rows)

@@ -1,12 +1,11 @@
-"""The ``write_buffer`` kind: a write-behind buffer in front of a store (the crawler's
-async writer, in front of its page store).
+"""The ``write_buffer`` kind: a write-behind buffer in front of a store.
 
 Per tick, with c the store's capacity and q the writes held:
 1. new writes go straight to the store while it has room: direct = min(arriving, c);
 2. the rest are held, up to ``buffer``; beyond it they fail (``<prefix>_overflow``);
 3. held writes are flushed into the room left below ``flush_ceiling`` x c:
    flush = min(q, max(0, floor(flush_ceiling x c) - direct)).
-So the writer never sends the store more than it can take, and a flush after a stall
+So the buffer never sends the store more than it can take, and a flush after a stall
 never lifts the store above the ceiling. Counts only: the rule does not keep writes in
 arrival order (new writes may overtake held ones).
 """
@@ -20,12 +19,12 @@ import simpy
 
 from gym.core.streams import stream
 from gym.core.text import Unit
-from gym.models import AsyncWriterConfig
 from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream
 from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads, seconds
 from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, spread
 from gym.sim.record import RunRecord, Tally
 from gym.sim.rounded import flow_flushes, where
+from gym.system.kinds.write_buffer import WriteBufferParams
 from gym.system.topology import Node, Topology
 
 
@@ -41,7 +40,7 @@ class WriteBuffer(Component):
         env: simpy.Environment,
         rng: np.random.Generator,
         ledger: Ledger,
-        config: AsyncWriterConfig,
+        config: WriteBufferParams,
     ) -> None:
         super().__init__(env, rng, ledger)
         self.buffer = config.buffer
@@ -95,7 +94,7 @@ class WriteBuffer(Component):
 def _write_behind(
     held: int, buffer: int, arriving: list[int], room: list[int], ceiling: list[int]
 ) -> tuple[IntArray, IntArray, IntArray, IntArray, IntArray]:
-    """The writer's per-tick rule (see the module docstring), tick by tick."""
+    """The buffer's per-tick rule (see the module docstring), tick by tick."""
     n = len(arriving)
     direct = [0] * n
     excess = [0] * n
@@ -130,7 +129,7 @@ def connect(
 
 class BufferLatency(Model):
     """A write buffer: 0 for a write its store took at once; a held one waits what its
-    counts say, first in, first out (as the crawler's writer)."""
+    counts say, first in, first out."""
 
     def __init__(self, est: Estimate, name: str) -> None:
         super().__init__(est, name)

@@ -6,8 +6,8 @@ library maps a node's type to its behaviour): the module named after each shippe
 (:data:`gym.system.kinds.SHIPPED`), imported on first use; a kind of your own registers
 its rule with :func:`register`. A rule is a :class:`~gym.sim.request.base.Rule` (or, for a source,
 :class:`~gym.sim.request.source.SourceRule`) built from the run, the node and its cause
-names. :mod:`gym.sim.request.engine` walks every topology, the crawler's built-in graph
-included.
+names. :mod:`gym.sim.request.engine` walks every topology (a crawler design's
+the graph its loading compiles).
 """
 
 from __future__ import annotations

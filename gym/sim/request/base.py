@@ -51,15 +51,15 @@ class Url:
         self.t = t  # arrival instant
         self.ka = ka  # arrival tick: the window its latencies count in
         self.measured = measured  # arrived after the warm-up
-        self.t_start = 0.0  # the start of its fetch
-        self.replica: Replica | None = None  # where it is fetched
-        self.dead = False  # its fetch was cut short by a crash
+        self.t_start = 0.0  # the start of its service at a fleet
+        self.replica: Replica | None = None  # the fleet replica serving it
+        self.dead = False  # its service was cut short by a crash
         self.t_mark = 0.0  # when it reached the node it is at
         self.end = 0.0  # the end of a write a write buffer took a store slot for
         self.tries = 0  # tries at a loss station that retries
 
     def again(self) -> Url:
-        """The same URL for a new try at a fetch (after a crash): the old one's callbacks
+        """The same URL for a new try at a fleet (after a crash): the old one's callbacks
         still come due, and find it dead."""
         url = Url(self.t, self.ka, self.measured)
         url.t_mark, url.end = self.t_mark, self.end
@@ -108,7 +108,7 @@ class Log:
         for counts in (*failed.values(), *skipped.values()):
             outflow = outflow + counts
         backlog = np.cumsum(inflow - outflow)
-        if "requeued_in" in extra:  # a queue's requeued fetches come back in
+        if "requeued_in" in extra:  # a queue's requeued work comes back in
             extra["requeued"] = extra.pop("requeued_in")
         return Tally(
             self.name,
@@ -200,6 +200,16 @@ class Rule:
 
     def start(self) -> None:
         """Schedule the rule's own work at the start of the run (a write buffer's flusher)."""
+
+    # Tees: a rule a tee edge may feed (a copy of what a node passes on) overrides both.
+    def tee_to(self, target: Rule, delay_s: float) -> None:
+        """Fed by a tee: send what it makes of the copies to ``target``, ``delay_s`` later
+        on average (its one edge's delay)."""
+        raise TypeError(f"a tee edge cannot feed {self.name}: its kind takes no copies")
+
+    def tee(self, url: Url) -> None:
+        """A copy of ``url``, passed on by the node whose tee feeds this rule."""
+        raise NotImplementedError
 
     def tally(self) -> Tally:
         raise NotImplementedError

@@ -4,7 +4,7 @@ Each node's kind has its rule (:mod:`gym.sim.request`, a module per kind); the e
 builds one per node, joins them along the edges and runs the kernel. Where a node has
 several outgoing edges each URL takes edge i with chance share i (a stream per node,
 ``<node>/route``); an edge with a delay holds the URL that long on the way. A tee edge
-(the crawler's links) sees every URL its node passes on. Faults act on the nodes they
+(to a ``links`` node) sees every URL its node passes on. Faults act on the nodes they
 name, on the tick grid. The run ends in the same :class:`~gym.sim.record.RunRecord` as the
 flow engine, with per-node and end-to-end latencies.
 
@@ -26,8 +26,6 @@ from gym.sim.record import RunRecord
 from gym.sim.request import rule_for
 from gym.sim.request.base import Rule, Run, Url, latency_of, run_kernel
 from gym.sim.request.kernel import Kernel
-from gym.sim.request.links import LinksRule
-from gym.sim.request.lookup import LookupRule
 from gym.sim.request.source import Progress, SourceRule
 from gym.sim.timeline import Timeline
 from gym.system import kinds
@@ -67,18 +65,16 @@ class Engine:
                 [self.rules[e.source] for e in graph.inputs(name) if e.source in self.rules],
                 [self.rules[e.target] for e in graph.outputs(name)],
             )
-        # Tees: the links rules a node's passed-on URLs are copied to (each a page).
-        tees: dict[str, list[LinksRule]] = {}
+        # Tees: the rules a node's passed-on URLs are copied to (a links node: each a
+        # page), each sending what it makes along its one edge.
+        tees: dict[str, list[Rule]] = {}
         for name in self.order:
             for e in graph.tees(name):
-                links = self.rules[e.target]
-                assert isinstance(links, LinksRule)
-                tees.setdefault(name, []).append(links)
+                copies = self.rules[e.target]
+                tees.setdefault(name, []).append(copies)
                 (edge,) = graph.outputs(e.target)
-                target = self.rules[edge.target]
-                assert isinstance(target, LookupRule)
-                links.target = target
-                links.delay = edge.delay_ticks(timeline.tick_ms) * timeline.tick_s
+                delay_s = edge.delay_ticks(timeline.tick_ms) * timeline.tick_s
+                copies.tee_to(self.rules[edge.target], delay_s)
         self.source.onward = self._onward(self.source.name)
         for name, rule in self.rules.items():
             rule.onward = onward = self._onward(name)
@@ -150,8 +146,9 @@ class Engine:
         for name, rule in self.rules.items():
             in_flight[name] += rule.transit
         causes = tuple(c for r in self.rules.values() for c in r.log.failed)
-        # Links rules make URLs: part of what was offered, not components of the record.
-        makers = [n for n, r in self.rules.items() if isinstance(r, LinksRule)]
+        # Nodes that make URLs (links): part of what was offered, not components of the
+        # record.
+        makers = [n for n in self.rules if kinds.kind(self.graph.node(n).kind).creates]
         created = {n: tallies.pop(n).out for n in makers}
         for name in makers:
             in_flight.pop(name)
@@ -221,7 +218,7 @@ def run(
     progress: Progress | None = None,
 ) -> RunRecord:
     """Simulate ``design`` under ``scenario``, every URL walked through ``topology``: the
-    design's graph (a crawler's built-in one), built once when the run starts. The design
+    design's graph (a crawler design's compiled one), built once when the run starts. The design
     itself is not read: its topology carries everything the walk needs."""
     del design  # the engines' common signature (gym.api): the flow engine's latency reads it
     return run_graph(

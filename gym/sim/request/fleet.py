@@ -1,4 +1,4 @@
-"""The ``fleet`` kind: replicas with fetch slots, fed by one queue.
+"""The ``fleet`` kind: replicas with service slots, fed by one queue.
 
 Its jobs start and run in the waiting room of the queue in front of it
 (:class:`~gym.sim.request.stations.WaitingRoom`, built by :mod:`gym.sim.request.queue`); a
@@ -17,7 +17,7 @@ from gym.system.topology import Node, Topology
 
 
 class FleetRule(Rule):
-    """A fleet: a URL reaches it with its fetch done, and goes straight on."""
+    """A fleet: a URL reaches it with its service done, and goes straight on."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
         super().__init__(run, node, causes, extra=("requeued",))

@@ -1,9 +1,9 @@
-"""The crawler request engine's event loop: a heap of callbacks, ordered as SimPy orders
+"""The request engine's event loop: a heap of callbacks, ordered as SimPy orders
 its events.
 
 SimPy keeps an event per timeout, a process per URL and a generator resumed at each of
 its steps; about 3 events a URL, most of a run's time. This loop keeps only what the
-crawler's pipeline needs: a heap of ``(time, key, callback, argument)`` entries. The key
+walk needs: a heap of ``(time, key, callback, argument)`` entries. The key
 is SimPy's tie-break: an urgent entry (an interrupt) before a normal one at the same
 instant, then the order they were scheduled in. A run through this loop therefore steps
 through the same events in the same order as the same model written with SimPy
@@ -39,8 +39,8 @@ class Kernel:
     __slots__ = (
         "fifo",
         "fifo_delay",
+        "heap",
         "now",
-        "queue",
         "seq",
         "stream",
         "stream_callback",
@@ -49,7 +49,7 @@ class Kernel:
 
     def __init__(self) -> None:
         self.now = 0.0
-        self.queue: list[Entry] = []
+        self.heap: list[Entry] = []
         self.seq = 0
         self.fifo: deque[Entry] = deque()
         self.fifo_delay: float | None = None
@@ -61,7 +61,7 @@ class Kernel:
         """Call ``callback(arg)`` ``delay`` seconds from now (SimPy's Timeout: the time is
         ``now + delay``, rounded as SimPy rounds it)."""
         self.seq += 1
-        heappush(self.queue, (self.now + delay, self.seq + NORMAL, callback, arg))
+        heappush(self.heap, (self.now + delay, self.seq + NORMAL, callback, arg))
 
     def schedule_fifo(self, delay: float, callback: Callback, arg: Any = None) -> None:
         """:meth:`schedule`, for the one constant ``delay`` of this kernel's FIFO: its
@@ -76,7 +76,7 @@ class Kernel:
         """Call ``callback(arg)`` now, before any normal entry at this instant (SimPy's
         Interruption)."""
         self.seq += 1
-        heappush(self.queue, (self.now, self.seq, callback, arg))
+        heappush(self.heap, (self.now, self.seq, callback, arg))
 
     def at_tick(self, tick: int, tick_s: float, callback: Callback, arg: Any = None) -> None:
         """Call ``callback(arg)`` at the start of ``tick`` (now, if that has passed)."""
@@ -95,16 +95,16 @@ class Kernel:
         """End the run at ``until``: entries at that instant scheduled after now are not
         run (SimPy's ``run(until=...)`` schedules an urgent stop)."""
         self.seq += 1
-        heappush(self.queue, (until, self.seq, None, None))
+        heappush(self.heap, (until, self.seq, None, None))
 
     def run(self) -> None:
         """Step through the heap, the FIFO and the arrivals in order of time, then key,
         until the stop entry (:meth:`stop_at` must have been called)."""
-        queue, fifo = self.queue, self.fifo
+        heap, fifo = self.heap, self.fifo
         times, key, arrive = self.stream, self.stream_key, self.stream_callback
         i, n = 0, len(times)
         while True:
-            top = queue[0]
+            top = heap[0]
             if fifo and fifo[0] < top:
                 top = fifo[0]
                 from_heap = False
@@ -118,7 +118,7 @@ class Kernel:
                     arrive(t)
                     continue
             if from_heap:
-                heappop(queue)
+                heappop(heap)
             else:
                 fifo.popleft()
             callback = top[2]
@@ -130,7 +130,7 @@ class Kernel:
                 # Arrivals of the old one still to come (a tick's last instant can round
                 # to just after the next tick's start) wait in the heap, with their keys.
                 for j in range(i, n):
-                    heappush(queue, (times[j], key + j, arrive, times[j]))
+                    heappush(heap, (times[j], key + j, arrive, times[j]))
                 times, key, arrive = self.stream, self.stream_key, self.stream_callback
                 i, n = 0, len(times)
 

@@ -1,6 +1,6 @@
 """The ``links`` kind: links found on pages. Each page a tee edge copies here yields
 Poisson(links per page) new URLs (:meth:`LinksRule.page`), sent along its one edge to a
-seen set, each at its own instant; it fails and holds nothing."""
+lookup, each at its own instant; it fails and holds nothing."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class LinksRule(Rule):
         self.rng = stream(run.seed, node.name)
         self.draws: list[int] = []
         self.drawn_for = -1.0
-        self.target: LookupRule  # set by the engine, with the delay of its edge
+        self.target: LookupRule  # its edge's target, and its delay (tee_to)
         self.delay = 0.0
         self.rng_waits = stream(run.seed, f"{node.name}/waits")
         self.waits: list[float] = []
@@ -37,7 +37,7 @@ class LinksRule(Rule):
         return [most * (1.0 - self.waits.pop()) for _ in range(count)]
 
     def page(self, now: float) -> int:
-        """A page is fetched at ``now``: the number of links it yields (counted here)."""
+        """A page passed on at ``now``: the number of links it yields (counted here)."""
         run, log = self.run, self.log
         k = run.k(now)
         per = float(self.per_page[min(k, run.n - 1)])
@@ -51,8 +51,14 @@ class LinksRule(Rule):
         log.out[k] += count
         return count
 
+    def tee_to(self, target: Rule, delay_s: float) -> None:
+        """Its links go to ``target``, a lookup, ``delay_s`` after their page on average."""
+        if not isinstance(target, LookupRule):
+            raise TypeError(f"{self.name}'s links go to a lookup, not to {target.name}")
+        self.target, self.delay = target, delay_s
+
     def tee(self, _url: Url) -> None:
-        """A page passed the tee: its links go to the seen set, spread evenly over twice
+        """A page passed the tee: its links go to the lookup, spread evenly over twice
         the edge's delay (each at its own instant, the delay their mean: a parser emits
         them one by one, not at once)."""
         kernel = self.run.kernel

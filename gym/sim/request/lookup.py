@@ -1,4 +1,4 @@
-"""The ``lookup`` kind: the crawler's seen-URL set, a loss station whose lookups skip what
+"""The ``lookup`` kind: a set of the URLs seen so far, a loss station whose lookups skip what
 was seen before (the kind's skip causes, tested in order); the new URLs go on when their
 lookup ends. Links reach it in batches (:meth:`LookupRule.batch`)."""
 
@@ -14,7 +14,7 @@ from gym.system.topology import Node, Topology
 
 
 class LookupRule(LossRule):
-    """A seen-URL set, sharded by URL hash (each shard a loss station of its own)."""
+    """A set of the URLs seen, sharded by URL hash (each shard a loss station of its own)."""
 
     def __init__(self, run: Run, node: Node, causes: tuple[str, ...]) -> None:
         p = node.params

@@ -1,6 +1,6 @@
 """What a cache, an external service and a store share: a loss station (slots and no
 queue, Erlang loss) that finishes a share of what it answers, and retries what it fails
-when its node has a retry policy (a crawler's resolver and page store)."""
+when its node has a retry policy (a service's calls, a store's writes)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The ``queue`` kind: its seen set at the door, then a waiting room handing out at its
+"""The ``queue`` kind: its skips at the door, then a waiting room handing out at its
 rate; in front of a fleet, the fleet's waiting room (the fleet's jobs run here)."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class QueueRule(Rule):
         p, run = self.params, self.run
         self.room = WaitingRoom(
             run.kernel,
-            self._fetched,
+            self._served,
             tick_ms=run.tick_ms,
             front=self.log,
             fleet=fleet.log if fleet else None,
@@ -38,7 +38,7 @@ class QueueRule(Rule):
             buffer=p.buffer,
             drain=p.drain_rps,
             fleet_params=fleet.params if fleet else None,
-            fetch_rng=stream(run.seed, fleet.name) if fleet else None,
+            service_rng=stream(run.seed, fleet.name) if fleet else None,
             crash_cause=fleet.crash_cause if fleet else "",
         )
         if fleet is not None:
@@ -61,8 +61,8 @@ class QueueRule(Rule):
         url.t_mark = now
         self.room.enter(url)
 
-    def _fetched(self, url: Url) -> None:
-        """Handed out (its fetch done, in front of a fleet): on its way."""
+    def _served(self, url: Url) -> None:
+        """Handed out (its service done, in front of a fleet): on its way."""
         run = self.run
         if url.measured:
             run.sample(self.name, url, url.t_start - url.t_mark)

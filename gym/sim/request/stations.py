@@ -1,5 +1,5 @@
 """The stations a URL meets: :class:`LossSlots`, slots and no queue (a cache, a
-service, a store, a seen set), and :class:`WaitingRoom`, a queue's waiting room in front
+service, a store, a lookup's shard), and :class:`WaitingRoom`, a queue's waiting room in front
 of a fleet's replicas' slots, driven by callbacks on the kernel."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from gym.sim.request.sampling import Sampler
 
 class LossSlots:
     """A loss station URL by URL: ``slots`` concurrent requests and no queue (cache,
-    resolver, store; the flow engine's is :class:`gym.sim.flow.loss.LossStation`).
+    service, store; the flow engine's is :class:`gym.sim.flow.loss.LossStation`).
 
     A request holds a slot until its service ends. Slots are freed lazily: the station
     keeps the end times of the requests in service in a heap and drops the past ones
@@ -110,32 +110,32 @@ class LossSlots:
 class Replica:
     """One replica of a fleet: its slots, how many are busy, whether it is up."""
 
-    __slots__ = ("busy", "downs", "fetching", "slots", "up")
+    __slots__ = ("busy", "downs", "serving", "slots", "up")
 
     def __init__(self, slots: int) -> None:
         self.slots = slots
         self.busy = 0
         self.up = True
         self.downs = 0  # crashes so far: a slot due to open before the last one stays shut
-        # The URLs fetching here, in the order they started (a dict, not a set: a crash
+        # The URLs serving here, in the order they started (a dict, not a set: a crash
         # interrupts them in a fixed order, so requeued URLs line up the same every run).
-        self.fetching: dict[Url, None] = {}
+        self.serving: dict[Url, None] = {}
 
 
 class WaitingRoom:
-    """A queue's waiting room in front of a fleet's fetch slots, driven by callbacks.
+    """A queue's waiting room in front of a fleet's slots, driven by callbacks.
 
     The queue hands URLs out through a token bucket refilled at ``drain`` per second, one
     tick's worth deep like the flow engine's per-tick quota; a URL that finds the waiting
     room full (``buffer``) is turned away. The replicas are c slots each, and a free slot
     starts the next waiting URL at once: an M/G/c station, M/D/c with fixed times.
 
-    A fleet declared ``paced`` (the crawler's fetchers; :func:`~gym.sim.grid.paced_starts`)
+    A fleet declared ``paced`` (:func:`~gym.sim.grid.paced_starts`)
     with deterministic or nearly fixed times (cv below PACED_BELOW_CV) has its starts paced at
     live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts deep), as
-    the flow engine's fetcher quota paces them: there, when a backlog forms, every free
-    slot would start at once, finish at once one fetch time later, and repeat the burst
-    every fetch time, and the crawler's stations downstream lose more than the flow engine
+    the flow engine's fleet quota paces them: there, when a backlog forms, every free
+    slot would start at once, finish at once one service time later, and repeat the burst
+    every service time, and the stations downstream lose more than the flow engine
     says (0.7-1.0 availability points on three of tests/test_engines_agree.py's designs).
     The price: its queue waits as one server at the fleet's rate (M/D/1 at c mu), not
     M/D/c. An unpaced fleet (a graph's, by default) with fixed times: a replica back from a crash
@@ -146,7 +146,7 @@ class WaitingRoom:
     A queue that feeds no fleet (``fleet`` None) hands out at its rate alone: the URL
     goes on as soon as the bucket has a token for it.
 
-    :meth:`enter` is a URL's arrival, :meth:`done` the end of its fetch (``fetched`` is
+    :meth:`enter` is a URL's arrival, :meth:`done` the end of its service (``handed_on`` is
     called with it then), :meth:`interrupted` a crash cutting it short; each schedules
     what a process per URL would have waited on, in the same order.
     """
@@ -154,7 +154,7 @@ class WaitingRoom:
     def __init__(
         self,
         kernel: Kernel,
-        fetched: Callable[[Url], None],
+        handed_on: Callable[[Url], None],
         *,
         tick_ms: int,
         front: Log,
@@ -163,11 +163,11 @@ class WaitingRoom:
         buffer: int,
         drain: float,
         fleet_params: Any = None,
-        fetch_rng: np.random.Generator | None = None,
+        service_rng: np.random.Generator | None = None,
         crash_cause: str = "crash_loss",
     ) -> None:
         self.env = kernel
-        self.fetched = fetched
+        self.handed_on = handed_on
         self.tick_ms = tick_ms
         self.tick_s = tick_ms / 1000.0
         self.per_s = 1000.0 / tick_ms
@@ -184,17 +184,17 @@ class WaitingRoom:
         self.refilled_at = 0.0
         self.wake_pending = False
         self.fleet_params = fleet_params
-        self._fetch_rng = fetch_rng
+        self._service_rng = service_rng
         self._ramp_rng: np.random.Generator | None = None  # made at the first return
         # The fleet's start rate when paced: live replicas x rps_per_replica (set again
         # on a crash), 5% of a tick's starts deep; unpaced, a bucket that never runs dry.
         self.start_rate = 0.0
         self.start_depth = math.inf
-        self.fixed_fetch = False
+        self.fixed_service = False
         if fleet_params is not None:
-            assert fetch_rng is not None
+            assert service_rng is not None
             f = fleet_params
-            self.fetch: Callable[[], float] = Sampler(f.service, fetch_rng)
+            self.service_time: Callable[[], float] = Sampler(f.service, service_rng)
             self.on_crash = f.on_crash
             self.paced = paced_starts(f)
             # An unpaced fleet of fixed or nearly fixed times: a replica back
@@ -208,15 +208,15 @@ class WaitingRoom:
                 self.start_depth = float(start_depth(self.start_rate, tick_ms))
             self.fleet_rates: list[tuple[int, float]] = [(0, f.replicas * f.rps_per_replica)]
             self.live_log: list[tuple[int, int]] = [(0, f.replicas)]
-            # Fixed fetch times end in the order they start: the kernel's FIFO (one
+            # Fixed service times end in the order they start: the kernel's FIFO (one
             # constant delay per kernel), not its heap.
             if f.service.dist == "deterministic":
                 delay = f.service.mean_ms / 1000.0
                 if kernel.fifo_delay in (None, delay):
                     kernel.fifo_delay = delay
-                    self.fixed_fetch = True
+                    self.fixed_service = True
         else:
-            self.fetch = _no_time  # handed out: on its way at once
+            self.service_time = _no_time  # handed out: on its way at once
             self.on_crash = "fail"
             self.paced = self.ramp = False
             self.replicas = [Replica(1 << 62)]
@@ -262,7 +262,7 @@ class WaitingRoom:
         return None
 
     def dispatch(self) -> None:
-        """Hand waiting URLs to free fetch slots while the drain allows."""
+        """Hand waiting URLs to free fleet slots while the drain allows."""
         while self.waiting and not self.stalls and self.free > 0:
             self._refill()
             if self.tokens < 1.0 or self.start_tokens < 1.0:
@@ -278,14 +278,14 @@ class WaitingRoom:
             self.start_tokens -= 1.0
             r.busy += 1
             self.free -= 1
-            self._start_fetch(self.waiting.popleft(), r)
+            self._start_service(self.waiting.popleft(), r)
 
     def _woken(self, _: object) -> None:
         self.wake_pending = False
         self.dispatch()
 
-    def _start_fetch(self, url: Url, r: Replica) -> None:
-        """Count a fetch that starts now on ``r`` and schedule its end."""
+    def _start_service(self, url: Url, r: Replica) -> None:
+        """Count a service that starts now on ``r`` and schedule its end."""
         env = self.env
         now = env.now
         k = int(now * self.per_s + 1e-9)
@@ -295,20 +295,20 @@ class WaitingRoom:
         if fleet is not None:
             fleet.arrived[k] += 1
             fleet.processed[k] += 1
-        r.fetching[url] = None
+        r.serving[url] = None
         url.t_start = now
         url.replica = r
-        if self.fixed_fetch:
-            env.schedule_fifo(self.fetch(), self.done, url)
+        if self.fixed_service:
+            env.schedule_fifo(self.service_time(), self.done, url)
         else:
-            env.schedule(self.fetch(), self.done, url)
+            env.schedule(self.service_time(), self.done, url)
 
     def full(self) -> bool:
         """Whether a URL arriving now would be turned away (a full waiting room)."""
         return len(self.waiting) >= self.buffer
 
     def enter(self, url: Url, requeued: bool = False) -> None:
-        """A URL joins the queue: it starts a fetch at once if a slot and both buckets
+        """A URL joins the queue: it starts a service at once if a slot and both buckets
         allow and nobody waits; else it waits (at the head if a crash requeued it), or is
         turned away from a full waiting room."""
         if not self.waiting and self.free > 0 and not self.stalls:
@@ -324,7 +324,7 @@ class WaitingRoom:
                     self.tokens, self.start_tokens = tokens - 1.0, starts - 1.0
                     replica.busy += 1
                     self.free -= 1
-                    self._start_fetch(url, replica)
+                    self._start_service(url, replica)
                     return
             self.tokens, self.start_tokens = tokens, starts
         if len(self.waiting) >= self.buffer:
@@ -337,26 +337,26 @@ class WaitingRoom:
             self.waiting.append(url)
         if self.free > 0 and not self.wake_pending:
             # A slot is free but a bucket is short of a token: wake up when it refills,
-            # not only when some fetch ends.
+            # not only when some service ends.
             self.dispatch()
 
     def done(self, url: Url) -> None:
-        """A fetch ends: its slot is free for the next URL, and the URL goes on."""
+        """A service ends: its slot is free for the next URL, and the URL goes on."""
         if url.dead:  # a crash cut it short; the URL went on from the interrupt
             return
         r = url.replica
         assert r is not None
-        r.fetching.pop(url, None)
+        r.serving.pop(url, None)
         r.busy -= 1
         self.free += 1
         if self.fleet is not None:
             self.fleet.out[int(self.env.now * self.per_s + 1e-9)] += 1
         if self.waiting:
             self.dispatch()
-        self.fetched(url)
+        self.handed_on(url)
 
     def interrupted(self, url: Url) -> None:
-        """A crash cut the URL's fetch short: it fails, or goes back to the queue's head."""
+        """A crash cut the URL's service short: it fails, or goes back to the queue's head."""
         url.dead = True
         fleet = self.fleet
         assert fleet is not None
@@ -380,16 +380,16 @@ class WaitingRoom:
         self.env.at_tick(start, self.tick_s, down)
 
     def _crash_down(self, fault: CrashFault, tick: int) -> list[Replica]:
-        """Take ``fault.replicas`` live replicas down; interrupt their fetches, in the order
+        """Take ``fault.replicas`` live replicas down; interrupt their services, in the order
         they started (each an urgent callback, as SimPy interrupts a process)."""
         victims = [r for r in self.replicas if r.up][: fault.replicas]
         for r in victims:
             self.free -= r.slots - r.busy
             r.up, r.busy = False, 0
             r.downs += 1
-            for url in list(r.fetching):
+            for url in list(r.serving):
                 self.env.urgent(self.interrupted, url)
-            r.fetching.clear()
+            r.serving.clear()
         self._log_fleet(tick)
         return victims
 
@@ -399,8 +399,8 @@ class WaitingRoom:
             if self.ramp:
                 # Its slots open one by one over slots / rps_per_replica (ramp_openings).
                 if self._ramp_rng is None:
-                    assert self._fetch_rng is not None
-                    self._ramp_rng = substream(self._fetch_rng, "ramp")
+                    assert self._service_rng is not None
+                    self._ramp_rng = substream(self._service_rng, "ramp")
                 r.busy = r.slots
                 rate = self.fleet_params.rps_per_replica
                 for delay in ramp_openings(self._ramp_rng, r.slots, rate).tolist():

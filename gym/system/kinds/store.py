@@ -17,7 +17,12 @@ if TYPE_CHECKING:
     from gym.system.topology import Topology
 
 
-class StoreNode(PageStoreConfig):
+#: A store's parameters, as its engines read them (a graph's store node, and the crawler's
+#: page store section as it runs, are both one).
+StoreParams = PageStoreConfig
+
+
+class StoreNode(StoreParams):
     """A store node in a graph design."""
 
     kind: Literal["store"] = Field(description="Node kind.")

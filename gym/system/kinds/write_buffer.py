@@ -16,7 +16,12 @@ if TYPE_CHECKING:
     from gym.system.topology import Node, Topology
 
 
-class WriteBufferNode(AsyncWriterConfig):
+#: A write buffer's parameters, as its engines read them (a graph's write buffer node,
+#: and the crawler's async writer section, are both one).
+WriteBufferParams = AsyncWriterConfig
+
+
+class WriteBufferNode(WriteBufferParams):
     """A write buffer node in a graph design."""
 
     kind: Literal["write_buffer"] = Field(description="Node kind.")
