@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -443,6 +444,37 @@ def test_no_write_buffer_before_a_store_a_cache_feeds() -> None:
         app, ["run", str(SYSTEMS / "url-shortener-undersized.yaml"), "-s", str(SHORTENER)]
     ).stdout
     assert "write_buffer" not in text and "A higher hit ratio at cache sends it fewer" in text
+
+
+def test_a_crawlers_node_moves_are_its_compiled_graphs(tmp_path: Path) -> None:
+    """Issue 40: a crawler design runs as the graph its loading compiles; the fix reads the
+    changes of that graph's kinds and writes each field where the crawler's sections hold
+    it. The starter's fetchers (a fleet) lose work in the chaos scenario's crash: the
+    fleet's on_crash: requeue, set at fetchers.on_crash and nothing else. With the
+    scenario's resolver at 1,000 lookups/s (its busiest second asks more) the
+    resolver (a service) loses lookups overloaded and the service kind raises its rate,
+    but a crawler's resolver rate is the scenario's: its design file cannot say it, so
+    no move names it."""
+    from gym.explore import moves
+    from gym.system.kinds import kind
+    from gym.system.kinds.base import Seen
+
+    result = gym.simulate(STARTER, CHAOS)
+    found = {m.name: m for m in moves.moves(result)}
+    changed = found["fetchers.on_crash=requeue"].apply(result.design)
+    assert isinstance(changed, gym.Design) and changed.fetchers.on_crash == "requeue"
+    assert changed.model_dump(exclude={"fetchers"}) == result.design.model_dump(
+        exclude={"fetchers"}
+    )
+    slow = tmp_path / "slow-resolver.yaml"
+    slow.write_text(CHAOS.read_text().replace("resolver: {rps: 5000}", "resolver: {rps: 1000}"))
+    result = gym.simulate(STARTER, slow)
+    m = result.metrics.components["resolver"]
+    lost = {c: int(n.sum()) for c, n in m.failed.items()}
+    peak = float(np.nanmax(m.demand))
+    seen = Seen("resolver", {"resolver": {"kind": "service", "rps": 1000}}, [], lost, peak)
+    assert lost["resolver_overload"] > 0 and kind("service").changes(seen)
+    assert not any(name.startswith("resolver") for name in (m.name for m in moves.moves(result)))
 
 
 def test_graph_advice_offers_no_retries_and_a_crashed_fleet_can_requeue() -> None:

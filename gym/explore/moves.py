@@ -11,20 +11,21 @@ a design the fix's unit search then starts from (:mod:`gym.explore.fix`):
 - ``dedup.canonicalize: true``, ``dedup.content_hash: true``: the dedup layers the
   scenario's variants and duplicate bodies call for;
 - ``frontier.structure: two_stage``: a global FIFO frontier made polite;
-- ``fetchers.on_crash: requeue``: a crash's fetches in flight sent back to the frontier
-  (the run lost some);
 - ``discovery``: a seen-URL set of one shard (the unit search adds shards), where the
   scenario's pages carry links and the design follows none; taken out where they carry
   none;
 - ``async_writer`` taken out: its unit spent elsewhere;
 - ``retries``: backoff with jitter and a budget of tries (writes or lookups failed at the
   store or resolver, and the design retries none, or in lockstep with no backoff);
-- a ``write_buffer`` node in a graph, before a store that lost writes while down or
-  overloaded, holding at least the writes it lost (not before a store a cache feeds:
-  its misses are reads);
-- ``on_crash: requeue`` on a graph's fleet that lost work in a crash;
-- a graph service's rate raised to its busiest second's demand at 80% (a service costs
-  no units, so the unit search never changes it).
+- each node's kind's own changes (``Kind.changes``, in its declaration), on the graph
+  that ran, a crawler's compiled one included, wherever the design file holds the
+  fields they set: ``on_crash: requeue`` on a fleet that lost work in a crash (a
+  crawler's ``fetchers.on_crash``); a service's rate raised to its busiest second's
+  demand at 80% (a service costs no units, so the unit search never changes it; a
+  crawler's resolver is the scenario's, not its design's); a ``write_buffer`` node
+  before a store that lost writes while down or overloaded, holding at least the writes
+  it lost (not before a store a cache feeds: its misses are reads; a graph design's
+  only: a crawler's write buffer is its ``async_writer`` section).
 """
 
 from __future__ import annotations
@@ -38,10 +39,11 @@ import numpy as np
 
 from gym.explore.changes import with_field
 from gym.models import Design, Scenario
-from gym.system.compiled import either
+from gym.system.compiled import either, parameter_paths
 from gym.system.graph import GraphDesign
 from gym.system.kinds import kind
 from gym.system.kinds.base import NodeChange, Seen
+from gym.system.topology import Node
 
 if TYPE_CHECKING:
     from gym.analysis.metrics import Metrics
@@ -64,12 +66,14 @@ class Move:
 
 
 def moves(result: Result) -> list[Move]:
-    """The moves that could matter to ``result``'s failing run."""
+    """The moves that could matter to ``result``'s failing run: its graph's nodes' changes,
+    each kind's own (:func:`_node_moves`), and for a crawler design its add-ons' around
+    them."""
     crawler, graph = either(result.design)
-    if crawler is not None:
-        return _crawler_moves(result, crawler.design)
-    assert graph is not None
-    return _graph_moves(result, graph)
+    if crawler is None:
+        assert graph is not None
+        return _node_moves(result, _graph_path)
+    return _crawler_moves(result, crawler.design)
 
 
 def both(a: Move, b: Move) -> Move:
@@ -93,12 +97,15 @@ def _switch(path: str, value: Any, lesson: str, trap: str | None = None) -> Move
 
 def _crawler_moves(result: Result, design: Design) -> list[Move]:
     """The moves that could matter to a crawler design's failing run, in the order the fix
-    tries them."""
+    tries them: its add-ons' (the page store's layout, dedup, sections, the frontier's
+    structure, retries) and its compiled graph's nodes' changes where its sections hold
+    the fields they set (the fetchers' ``on_crash``)."""
     lost = result.metrics.failed_by_cause
     return [
         *_store_and_dedup_moves(design, result.scenario),
         *_section_moves(design, result.scenario),
-        *_frontier_and_fetcher_moves(design, lost),
+        *_frontier_moves(design),
+        *_node_moves(result, partial(_crawler_path, design)),
         *_retry_moves(design, lost),
     ]
 
@@ -186,28 +193,18 @@ def _section_moves(design: Design, scenario: Scenario) -> list[Move]:
     return out
 
 
-def _frontier_and_fetcher_moves(design: Design, lost: Mapping[str, int]) -> list[Move]:
-    """A global FIFO frontier made polite, and the fetchers' crashed fetches requeued (the
-    run lost some)."""
-    out = []
-    if design.frontier.structure == "global_fifo":
-        out.append(
-            _switch(
-                "frontier.structure",
-                "two_stage",
-                "a two-stage frontier: polite to every host, priorities first",
-                "frontier structure",
-            )
+def _frontier_moves(design: Design) -> list[Move]:
+    """A global FIFO frontier made polite."""
+    if design.frontier.structure != "global_fifo":
+        return []
+    return [
+        _switch(
+            "frontier.structure",
+            "two_stage",
+            "a two-stage frontier: polite to every host, priorities first",
+            "frontier structure",
         )
-    if design.fetchers.on_crash == "fail" and lost.get("crash_loss", 0):
-        out.append(
-            _switch(
-                "fetchers.on_crash",
-                "requeue",
-                "requeue a crashed replica's fetches instead of failing them",
-            )
-        )
-    return out
+    ]
 
 
 def _retry_moves(design: Design, lost: Mapping[str, int]) -> list[Move]:
@@ -232,21 +229,46 @@ def _retry_lesson(writes: bool, lookups: bool, none: bool) -> str:
     return f"retry failed {what} with backoff, a bounded number of times"
 
 
-def _graph_moves(result: Result, design: GraphDesign) -> list[Move]:
-    """The moves that could matter to a graph design's failing run, node by node: each
-    kind's own changes (``Kind.changes`` in its declaration: a fleet's crashed work
-    requeued, a service's rate raised, a write buffer before a store)."""
-    data = design.model_dump(mode="json", by_alias=True)
-    nodes: dict[str, Any] = data["graph"]["nodes"]
-    edges: list[dict[str, Any]] = data["graph"]["edges"]
+#: Where a design file writes node ``name``'s ``field`` (None where it cannot say it).
+PathOf = Callable[[str, str], str | None]
+
+
+def _graph_path(name: str, field: str) -> str:
+    return f"graph.nodes.{name}.{field}"
+
+
+def _crawler_path(design: Design, name: str, field: str) -> str | None:
+    """A crawler's node's field in its section (``fetchers.on_crash``), or None: not a
+    section's (the resolver's rate is the scenario's, the cache's is bought in units)."""
+    return parameter_paths(design, field).get(name)
+
+
+def _node_moves(result: Result, path_of: PathOf) -> list[Move]:
+    """Node by node of the graph that ran, each kind's own changes (``Kind.changes`` in its
+    declaration: a fleet's crashed work requeued, a service's rate raised, a write buffer
+    before a store), where the design file can say them (``path_of``; a node put before
+    another in a graph design only)."""
+    graph = result.metrics.record.topology
+    assert graph is not None  # both engines record the topology they ran
+    nodes = {n.name: _written(n) for n in graph.nodes}
+    edges = [{"from": e.source, "to": e.target} for e in graph.edges if not e.tee]
     m = result.metrics
     out = []
     for name, node in nodes.items():
         if name not in m.components:
             continue
         seen = Seen(name, nodes, edges, _lost(m, name), _peak(m.components[name].demand))
-        out += [_move(c, nodes) for c in kind(node["kind"]).changes(seen)]
+        for change in kind(node["kind"]).changes(seen):
+            move = _move(change, name, nodes, path_of)
+            if move is not None:
+                out.append(move)
     return out
+
+
+def _written(node: Node) -> dict[str, Any]:
+    """A node's fields as a graph design writes them (its kind, its parameters)."""
+    params = {} if node.params is None else node.params.model_dump(mode="json", by_alias=True)
+    return {**params, "kind": node.kind}
 
 
 def _lost(m: Metrics, name: str) -> dict[str, int]:
@@ -260,17 +282,21 @@ def _peak(demand: np.ndarray) -> float:
     return float(seen.max()) if seen.size else 0.0
 
 
-def _move(change: NodeChange, nodes: dict[str, Any]) -> Move:
-    """A kind's change as a move of the fix: its fields set, its node put before another
-    (named as no node is)."""
+def _move(change: NodeChange, name: str, nodes: dict[str, Any], path_of: PathOf) -> Move | None:
+    """A kind's change at node ``name`` as a move of the fix: its fields set, its node put
+    before another (named as no node is); None where the design file cannot say it."""
+    paths = {field: path_of(name, field) for field in change.sets}
+    if None in paths.values() or (change.before is not None and path_of is not _graph_path):
+        return None
+    sets = {path: change.sets[field] for field, path in paths.items() if path is not None}
     before = change.before
     if before is None:
-        return Move(change.name, change.lesson, partial(_with_fields, sets=change.sets))
-    name, node, target = before
-    added = partial(_add_before, name=_unique(name, nodes), node=node, target=target)
+        return Move(change.name, change.lesson, partial(_with_fields, sets=sets))
+    new, node, target = before
+    added = partial(_add_before, name=_unique(new, nodes), node=node, target=target)
 
     def apply(d: Design | GraphDesign) -> Design | GraphDesign:
-        return _with_fields(added(d), change.sets)
+        return _with_fields(added(d), sets)
 
     return Move(change.name, change.lesson, apply)
 

@@ -85,8 +85,9 @@ Hint = Callable[["Topology", str, str, dict[str, str], int], "str | None"]
 
 @dataclass(frozen=True)
 class Seen:
-    """What a failing run measured at one node, for its kind's changes: the graph design's
-    nodes and edges as written (``from``/``to``), the work lost by cause (totals) and the
+    """What a failing run measured at one node, for its kind's changes: the nodes and edges
+    of the graph that ran (a crawler's compiled one), as a graph design writes them
+    (``kind`` and parameters; ``from``/``to``), the work lost by cause (totals) and the
     busiest second's demand."""
 
     name: str
@@ -107,8 +108,10 @@ class Seen:
 @dataclass(frozen=True)
 class NodeChange:
     """One structural change a kind suggests: its name, the lesson it teaches, the fields
-    it sets (dotted paths of the graph design) and a node it puts before another (its
-    name, its fields, the node it goes before: the edges into that node go into it)."""
+    it sets on the node (``{"on_crash": "requeue"}``: the fix writes each where the design
+    file has it, a graph's ``graph.nodes.<name>.on_crash``, a crawler's section) and a node
+    it puts before another (its name, its fields, the node it goes before: the edges into
+    that node go into it; a graph design's only)."""
 
     name: str
     lesson: str

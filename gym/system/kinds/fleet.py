@@ -121,7 +121,7 @@ def _changes(seen: Seen) -> list[NodeChange]:
         NodeChange(
             f"{seen.name}.on_crash=requeue",
             f"requeue a crashed replica's work at {seen.name} instead of failing it",
-            sets={f"graph.nodes.{seen.name}.on_crash": "requeue"},
+            sets={"on_crash": "requeue"},
         )
     ]
 

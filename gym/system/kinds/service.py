@@ -51,7 +51,7 @@ def _changes(seen: Seen) -> list[NodeChange]:
             f"{seen.name}.rps={rate:g}",
             f"{seen.name} is a service: it costs no units, so its rate is a choice, "
             f"not a purchase; its busiest second asked for {seen.peak_demand:,.0f}",
-            sets={f"graph.nodes.{seen.name}.rps": rate},
+            sets={"rps": rate},
         )
     ]
 
