@@ -27,10 +27,11 @@ running the code:
 - **class names defined twice** in the package, and **framework internals** touched: a
   private name of typer, click or SimPy;
 - **crawler words in the engines**: lines of ``gym/sim`` that name a crawler component
-  (fetch, frontier, page store, async writer, resolver, seen set, DNS) rather than a kind;
+  or add-on (fetch, frontier, page store, async writer, resolver, seen set, DNS, content
+  hashing, duplicate bodies, Bloom filter, politeness, crawl delay) rather than a kind;
   and the engine modules that **import the crawler's compile step**
-  (``gym.system.crawler``). The crawler's words belong where it is compiled and in what
-  a crawler run prints.
+  (``gym.system.crawler``, however written). The crawler's words belong where it is
+  compiled and in what a crawler run prints.
 
 Prints a table and writes the figures as JSON; exits 0 (a measure, not a gate: the tests
 hold what has been reached).
@@ -194,16 +195,32 @@ def kind_mentions(trees: dict[Path, ast.Module], root: Path = ROOT) -> dict[str,
 HOME_PACKAGES = ("gym.system.kinds", "gym.sim.flow", "gym.sim.request")
 
 
-def _imported(tree: ast.Module) -> set[str]:
+def _imported(tree: ast.Module, path: Path | None = None) -> set[str]:
     """The modules a module imports (``from a import b``: ``a`` and ``a.b``, either of
-    which may be the module)."""
+    which may be the module; a relative import resolved from the module's ``path``, taken
+    as under ``gym/``)."""
     out = set()
     for n in ast.walk(tree):
         if isinstance(n, ast.Import):
             out |= {a.name for a in n.names}
-        elif isinstance(n, ast.ImportFrom) and n.module:
-            out |= {n.module} | {f"{n.module}.{a.name}" for a in n.names}
+        elif isinstance(n, ast.ImportFrom):
+            module = _absolute(n, path)
+            if module:
+                out |= {module} | {f"{module}.{a.name}" for a in n.names}
     return out
+
+
+def _absolute(node: ast.ImportFrom, path: Path | None) -> str:
+    """An import's module, a relative one resolved from ``path`` (the package its file is
+    in, as under ``gym/``: ``gym/sim/flow/x.py`` is in ``gym.sim.flow``)."""
+    if not node.level:
+        return node.module or ""
+    if path is None:
+        return ""
+    parts = list(path.parts)
+    package = parts[len(parts) - 1 - parts[::-1].index("gym") : -1] if "gym" in parts else []
+    base = package[: len(package) - (node.level - 1)] if node.level > 1 else package
+    return ".".join([*base, *([node.module] if node.module else [])])
 
 
 def twice_named(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
@@ -217,7 +234,8 @@ def twice_named(trees: dict[Path, ast.Module]) -> dict[str, list[str]]:
 
 #: A crawler component's word, where an engine should say the kind's.
 CRAWLER_WORDS = re.compile(
-    r"fetch|frontier|page.store|async.writer|\bwriters?\b|resolver|seen.set|seen-url|\bdns\b",
+    r"fetch|frontier|page.?store|async.?writer|writer|resolver|seen.?set|seen-url|dns"
+    r"|content.?hash|duplicate.?bod|bloom.?filter|politeness|crawl.?delay",
     re.IGNORECASE,
 )
 ENGINES = PACKAGE / "sim"
@@ -234,16 +252,13 @@ def crawler_words(root: Path = ENGINES) -> list[str]:
 
 
 def crawler_imports(trees: dict[Path, ast.Module], root: Path = ENGINES) -> list[str]:
-    """The engine modules that import the crawler's compile step (``gym.system.crawler``)."""
-    found = []
-    for path, tree in trees.items():
-        if not path.is_relative_to(root):
-            continue
-        names = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
-        names |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
-        if "gym.system.crawler" in names:
-            found.append(rel(path))
-    return found
+    """The engine modules that import the crawler's compile step (``gym.system.crawler``,
+    however written: ``from gym.system import crawler`` and relative imports too)."""
+    return [
+        rel(path)
+        for path, tree in trees.items()
+        if path.is_relative_to(root) and "gym.system.crawler" in _imported(tree, path)
+    ]
 
 
 def internals() -> list[str]:

@@ -477,6 +477,27 @@ def test_a_crawlers_node_moves_are_its_compiled_graphs(tmp_path: Path) -> None:
     assert not any(name.startswith("resolver") for name in (m.name for m in moves.moves(result)))
 
 
+def test_a_crawler_field_the_scenario_changes_takes_no_node_move() -> None:
+    """A kind's change is worked out on the node as it ran; a crawler's section holds the
+    field as written. Under the JS-heavy scenario js-rendering's fetchers run at 2,000/s
+    a replica (rendering halves them) while its file says 4,000: a change to that rate
+    could not be written there, so the fix has no path for it; on_crash, which the
+    scenario leaves alone, goes to fetchers.on_crash."""
+    from gym.explore.moves import _crawler_path, _written
+    from gym.system.compiled import system_topology
+
+    design = gym.load_design(ROOT / "designs" / "levers" / "js-rendering.yaml")
+    scenario = gym.load_scenario(ROOT / "scenarios" / "levers" / "js-heavy.yaml")
+    node = _written(system_topology(design, scenario).node("fetchers"))
+    assert design.fetchers.rps_per_replica == 2 * node["rps_per_replica"]
+    assert _crawler_path(design, "fetchers", "rps_per_replica", node) is None
+    assert _crawler_path(design, "fetchers", "on_crash", node) == "fetchers.on_crash"
+    plain = _written(system_topology(design, gym.load_scenario(CHAOS)).node("fetchers"))
+    assert _crawler_path(design, "fetchers", "rps_per_replica", plain) == (
+        "fetchers.rps_per_replica"
+    )
+
+
 def test_graph_advice_offers_no_retries_and_a_crashed_fleet_can_requeue() -> None:
     """A graph design has no retry policy: a stalled service is told that nothing holds
     its requests, not to retry them. A graph fleet that lost work in a crash gets the

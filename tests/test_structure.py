@@ -267,22 +267,31 @@ def test_the_engines_speak_in_kind_words() -> None:
 
 
 def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
-    """A line naming a crawler component, and an engine module importing the crawler's
-    compile step, are found; kind words, and "a crawler design", are not."""
+    """A line naming a crawler component (in prose, CamelCase or snake_case), and an
+    engine module importing the crawler's compile step however written, are found; kind
+    words, "a crawler design" and other modules are not."""
     from benchmarks.structure import crawler_imports, crawler_words
 
     (tmp_path / "a.py").write_text(
         '"""The page store."""\n# a fleet\'s service\nx = 1  # the Fetchers\n'
         "# a crawler design's graph\n# a deep-crawl surge\n# its writer flushes\n"
+        "class SeenSet: ...\nwriter_overflow = 0\n# content hashing saves it\n"
+        "# a lookup's false positives\n"
     )
-    assert [w.split(":")[-1] for w in crawler_words(tmp_path)] == ["1", "3", "6"]
+    lines = [w.split(":")[-1] for w in crawler_words(tmp_path)]
+    assert lines == ["1", "3", "6", "7", "8", "9"]
+    sim = tmp_path / "gym" / "sim"
     trees = {
-        tmp_path / "sim" / "x.py": ast.parse("from gym.system.crawler import CAUSES"),
-        tmp_path / "sim" / "y.py": ast.parse("from gym.system.topology import Node"),
-        tmp_path / "z.py": ast.parse("import gym.system.crawler"),
+        sim / "a.py": ast.parse("from gym.system.crawler import CAUSES"),
+        sim / "b.py": ast.parse("from gym.system import crawler"),
+        sim / "flow" / "c.py": ast.parse("from ...system import crawler"),
+        sim / "flow" / "d.py": ast.parse("import gym.system.crawler as c"),
+        sim / "e.py": ast.parse("from gym.system.topology import Node"),
+        sim / "flow" / "f.py": ast.parse("from ..system import crawler"),  # gym.sim.system
+        tmp_path / "gym" / "z.py": ast.parse("import gym.system.crawler"),
     }
-    found = crawler_imports(trees, root=tmp_path / "sim")
-    assert [Path(f).name for f in found] == ["x.py"]
+    found = crawler_imports(trees, root=sim)
+    assert [Path(f).name for f in found] == ["a.py", "b.py", "c.py", "d.py"]
 
 
 def test_no_framework_internals() -> None:

@@ -231,7 +231,7 @@ def run_bytes(t: Task) -> int:
     holds whatever the ticks (:data:`NODE_RUN_BYTES`). A design that does not load counts
     as one node (its batch fails at once anyway)."""
     from gym.core.errors import GymError
-    from gym.sim.flow.rules import TICK_BYTES, rule_for
+    from gym.sim.flow.rules import TICK_BYTES
     from gym.system import compiled
 
     ticks = math.ceil(float(t.scenario.get("duration_s", 0)) * 1000.0 / t.tick_ms)
@@ -240,7 +240,7 @@ def run_bytes(t: Task) -> int:
         scenario = Scenario.model_validate(t.scenario)
         graph = compiled.system_topology(design, scenario)
         per_tick = sum(
-            rule_for(n.kind).tick_bytes + (RETRY_TICK_BYTES if n.retry is not None else 0)
+            _tick_bytes(n.kind) + (RETRY_TICK_BYTES if n.retry is not None else 0)
             for n in graph.nodes
         )
         # Where flows divide (a port per edge), join or wait on an edge, components too.
@@ -253,6 +253,17 @@ def run_bytes(t: Task) -> int:
     except (GymError, ValueError):
         per_tick, parts = TICK_BYTES, 1
     return max(1, ticks) * per_tick + NODE_RUN_BYTES * parts
+
+
+def _tick_bytes(kind: str) -> int:
+    """What a node of ``kind`` holds per tick in a flow run: its flow rule's figure, the
+    default for a kind with no flow rule (a kind of your own run by the request engine)."""
+    from gym.sim.flow.rules import TICK_BYTES, rule_for
+
+    try:
+        return rule_for(kind).tick_bytes
+    except KeyError:
+        return TICK_BYTES
 
 
 def run_tasks(

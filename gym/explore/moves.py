@@ -72,7 +72,7 @@ def moves(result: Result) -> list[Move]:
     crawler, graph = either(result.design)
     if crawler is None:
         assert graph is not None
-        return _node_moves(result, _graph_path)
+        return _node_moves(result, _graph_path, adds_nodes=True)
     return _crawler_moves(result, crawler.design)
 
 
@@ -105,7 +105,7 @@ def _crawler_moves(result: Result, design: Design) -> list[Move]:
         *_store_and_dedup_moves(design, result.scenario),
         *_section_moves(design, result.scenario),
         *_frontier_moves(design),
-        *_node_moves(result, partial(_crawler_path, design)),
+        *_node_moves(result, partial(_crawler_path, design), adds_nodes=False),
         *_retry_moves(design, lost),
     ]
 
@@ -229,25 +229,34 @@ def _retry_lesson(writes: bool, lookups: bool, none: bool) -> str:
     return f"retry failed {what} with backoff, a bounded number of times"
 
 
-#: Where a design file writes node ``name``'s ``field`` (None where it cannot say it).
-PathOf = Callable[[str, str], str | None]
+#: Where a design file writes node ``name``'s ``field``, given the node as it ran (None
+#: where the file cannot say it).
+PathOf = Callable[[str, str, dict[str, Any]], str | None]
 
 
-def _graph_path(name: str, field: str) -> str:
+def _graph_path(name: str, field: str, _node: dict[str, Any]) -> str:
     return f"graph.nodes.{name}.{field}"
 
 
-def _crawler_path(design: Design, name: str, field: str) -> str | None:
-    """A crawler's node's field in its section (``fetchers.on_crash``), or None: not a
-    section's (the resolver's rate is the scenario's, the cache's is bought in units)."""
-    return parameter_paths(design, field).get(name)
+def _crawler_path(design: Design, name: str, field: str, node: dict[str, Any]) -> str | None:
+    """A crawler's node's field in its section (``fetchers.on_crash``), where the section
+    writes the value the node ran with; else None: not a section's (the resolver's rate
+    is the scenario's, the cache's is bought in units), or a figure the scenario or the
+    catalog changes on the way (the fetchers' rate under JS rendering, a relational
+    page store's), which a change worked out on the node's would misplace."""
+    path = parameter_paths(design, field).get(name)
+    if path is None:
+        return None
+    section, key = path.split(".", 1)
+    written = getattr(design, section).model_dump(mode="json", by_alias=True).get(key)
+    return path if written == node.get(field) else None
 
 
-def _node_moves(result: Result, path_of: PathOf) -> list[Move]:
+def _node_moves(result: Result, path_of: PathOf, *, adds_nodes: bool) -> list[Move]:
     """Node by node of the graph that ran, each kind's own changes (``Kind.changes`` in its
     declaration: a fleet's crashed work requeued, a service's rate raised, a write buffer
     before a store), where the design file can say them (``path_of``; a node put before
-    another in a graph design only)."""
+    another only where the design file ``adds_nodes``: a graph design's)."""
     graph = result.metrics.record.topology
     assert graph is not None  # both engines record the topology they ran
     nodes = {n.name: _written(n) for n in graph.nodes}
@@ -259,7 +268,7 @@ def _node_moves(result: Result, path_of: PathOf) -> list[Move]:
             continue
         seen = Seen(name, nodes, edges, _lost(m, name), _peak(m.components[name].demand))
         for change in kind(node["kind"]).changes(seen):
-            move = _move(change, name, nodes, path_of)
+            move = _move(change, name, nodes, path_of, adds_nodes)
             if move is not None:
                 out.append(move)
     return out
@@ -282,11 +291,13 @@ def _peak(demand: np.ndarray) -> float:
     return float(seen.max()) if seen.size else 0.0
 
 
-def _move(change: NodeChange, name: str, nodes: dict[str, Any], path_of: PathOf) -> Move | None:
+def _move(
+    change: NodeChange, name: str, nodes: dict[str, Any], path_of: PathOf, adds_nodes: bool
+) -> Move | None:
     """A kind's change at node ``name`` as a move of the fix: its fields set, its node put
     before another (named as no node is); None where the design file cannot say it."""
-    paths = {field: path_of(name, field) for field in change.sets}
-    if None in paths.values() or (change.before is not None and path_of is not _graph_path):
+    paths = {field: path_of(name, field, nodes[name]) for field in change.sets}
+    if None in paths.values() or (change.before is not None and not adds_nodes):
         return None
     sets = {path: change.sets[field] for field, path in paths.items() if path is not None}
     before = change.before

@@ -107,8 +107,8 @@ class RunRecord:
         }
 
     def writes_saved(self) -> int:
-        """Store writes content hashing saved (where the topology finishes
-        duplicate bodies: ``writes_saved`` in a tally)."""
+        """Writes saved: what a node finished before any write (a service's
+        ``finish_share``, ``writes_saved`` in its tally)."""
         return sum(
             int(t.extra["writes_saved"].sum())
             for t in self.components.values()
@@ -162,7 +162,8 @@ class RunRecord:
 
     def check_conservation(self) -> None:
         """offered = served + failed + skipped + in flight at the end, exactly (skipped is 0
-        unless the scenario has seen URLs or the design a Bloom filter). A violation is a bug."""
+        unless a node skips some: a queue's or a lookup's skips at its door). A violation is
+        a bug."""
         offered = int(self.offered.sum())
         failed = sum(self.failed_by_cause().values())
         skipped = sum(self.skipped_by_cause().values())

@@ -134,7 +134,8 @@ class Component:
     #: the run record lists those in ``in_flight_end``.
     holds_work: bool = False
     #: Whether what it sends on are new URLs it made (a links node's: links found on
-    #: pages), which a lookup tells from the rest (:attr:`gym.system.kinds.Kind.creates`).
+    #: pages), which a lookup tells from the rest: its kind's
+    #: (:attr:`gym.system.kinds.base.Kind.creates`), set by the engine as it builds it.
     creates: bool = False
 
     def __init__(

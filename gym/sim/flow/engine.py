@@ -201,7 +201,7 @@ class _Batch:
             for component in parts:
                 if not k.source:
                     component.named(name, node.causes(k.causes))
-                component.holds_work = k.holds_work
+                component.holds_work, component.creates = k.holds_work, k.creates
             self.nodes[name] = Each(parts) if batched is None else batched
             for r in self.runs:
                 self.built[r][name] = self.nodes[name].row(r)

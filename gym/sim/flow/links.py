@@ -20,7 +20,6 @@ class Links(Component):
     links (a sum of Poisson counts is Poisson: Poisson(L x pages) per tick)."""
 
     name = "links"
-    creates = True
 
     def __init__(
         self,
@@ -56,7 +55,8 @@ class Links(Component):
 def build(b: Build, node: Node) -> Links:
     per = links_schedule(node.params.links_per_page, b.scenario, b.timeline)
     # Its links reach their target spread over (0, 2 x its edge's delay], the delay their
-    # mean (as the request engine spreads them).
+    # mean: the delay as written, where the request engine spreads them over twice the
+    # delay on the tick grid (0.04 s, not 0.05, on 20 ms ticks).
     delay_s = max((e.delay_s for e in b.graph.outputs(node.name)), default=0.0)
     spread = round(2 * delay_s * 1000.0 / b.timeline.tick_ms)
     return Links(b.env, stream(b.seed, node.name), b.ledger, per, spread)

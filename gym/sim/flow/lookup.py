@@ -34,8 +34,8 @@ class Lookup(LossStation):
     stalled; the hot key's shard takes more than the others); among the lookups, Binomial
     shares are
     skipped as already seen (``seen_url``: one share for links found on pages, another for
-    the rest), as variants of a known URL (``url_variant``) and as Bloom-filter false
-    positives (``bloom_false_positive``), in that order. Where lookups are lost, the links
+    the rest), as variants of a known URL (``url_variant``) and as new URLs taken for seen
+    by mistake (``bloom_false_positive``), in that order. Where lookups are lost, the links
     among them are a hypergeometric draw (the lost are any of the arrivals alike), and the
     share of those that point to pages already seen are skipped as seen, not failed: losing
     them loses nothing."""

@@ -31,11 +31,11 @@ class Service(LossStation):
         ledger: Ledger,
         rate: float,
         service: ServiceTime,
-        duplicate_bodies: float = 0.0,
+        finish_share: float = 0.0,
         rows: int | None = None,
     ) -> None:
         super().__init__(env, rng, ledger, rate, service, rows=rows)
-        self.duplicate_bodies = duplicate_bodies  # skipped by content hashing, if on
+        self.finish_share = finish_share  # what it answers and finishes: no write after it
         self.writes_saved = ledger.zeros(rows=rows)
 
     def tally(self) -> Tally:
@@ -47,13 +47,13 @@ class Service(LossStation):
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None
         resolved = self._take(self.upstream.out[..., t0:t1], t0, t1)
-        if self.duplicate_bodies > 0:
-            # Content hashing: a body already stored needs no write; the page is done.
-            same = self.binomial(resolved, self.duplicate_bodies)
+        if self.finish_share > 0:
+            # A share of what it answers is finished here: served, its write saved.
+            same = self.binomial(resolved, self.finish_share)
             self.served[..., t0:t1] = same
             self.writes_saved[..., t0:t1] = same
             resolved = resolved - same
-            kept = 1.0 - self.duplicate_bodies
+            kept = 1.0 - self.finish_share
             self.dispersion[..., t0:t1] = thinned(self.dispersion[..., t0:t1], kept)
             self.expected[..., t0:t1] *= kept
         self.out[..., t0:t1] = resolved
@@ -67,7 +67,7 @@ def build(b: Build, node: Node) -> Service:
         b.ledger,
         p.rps,
         p.service,
-        duplicate_bodies=p.finish_share,
+        finish_share=p.finish_share,
     )
 
 
@@ -85,7 +85,7 @@ def batch(builds: Sequence[Build], node: Node) -> Service | None:
         b.ledger,
         p.rps,
         p.service,
-        duplicate_bodies=p.finish_share,
+        finish_share=p.finish_share,
         rows=len(builds),
     )
 

@@ -220,7 +220,7 @@ def run(
     """Simulate ``design`` under ``scenario``, every URL walked through ``topology``: the
     design's graph (a crawler design's compiled one), built once when the run starts. The design
     itself is not read: its topology carries everything the walk needs."""
-    del design  # the engines' common signature (gym.api): the flow engine's latency reads it
+    del design  # the engines' common signature (gym.api): the topology carries the rest
     return run_graph(
         topology, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
     )
