@@ -30,8 +30,9 @@ running the code:
   or add-on (fetch, frontier, page store, async writer, resolver, seen set, DNS, content
   hashing, duplicate bodies, Bloom filter, politeness, crawl delay) rather than a kind;
   and the engine modules that **import the crawler's compile step**
-  (``gym.system.crawler``, however written). The crawler's words belong where it is
-  compiled and in what a crawler run prints.
+  (``gym.system.crawler``, however written), or **a design type** (``Design``,
+  ``GraphDesign``: an engine is handed the topology). The crawler's words belong where it
+  is compiled and in what a crawler run prints.
 
 Prints a table and writes the figures as JSON; exits 0 (a measure, not a gate: the tests
 hold what has been reached).
@@ -261,6 +262,22 @@ def crawler_imports(trees: dict[Path, ast.Module], root: Path = ENGINES) -> list
     ]
 
 
+def design_imports(trees: dict[Path, ast.Module], root: Path = ENGINES) -> list[str]:
+    """The engine modules that import a design type (``Design``, ``GraphDesign``): an
+    engine is handed the topology, never the design."""
+    return [
+        rel(path)
+        for path, tree in trees.items()
+        if path.is_relative_to(root)
+        and any(
+            a.name in ("Design", "GraphDesign")
+            for n in ast.walk(tree)
+            if isinstance(n, ast.ImportFrom)
+            for a in n.names
+        )
+    ]
+
+
 def internals() -> list[str]:
     return [
         f"{rel(path)}:{i} {m.group(0)}"
@@ -295,6 +312,7 @@ def measure() -> dict[str, Any]:
         "framework_internals": internals(),
         "crawler_words_in_engines": crawler_words(),
         "engines_importing_the_crawler": crawler_imports(trees),
+        "engines_importing_a_design_type": design_imports(trees),
     }
 
 
@@ -308,6 +326,7 @@ GOALS = [
     ("framework internals touched", "framework_internals", 0),
     ("crawler words in the engines (lines)", "crawler_words_in_engines", 0),
     ("engine modules importing the crawler", "engines_importing_the_crawler", 0),
+    ("engine modules importing a design type", "engines_importing_a_design_type", 0),
 ]
 
 

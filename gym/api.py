@@ -223,12 +223,12 @@ def simulate_many(
     module = importlib.import_module(ENGINE_MODULES[engine])
     if engine == "flow":
         records = module.run_many(
-            design, scenario, seeds=seeds, timeline=timeline, topology=topology, warmup_s=warmup_s
+            scenario, seeds=seeds, timeline=timeline, topology=topology, warmup_s=warmup_s
         )
     else:
         run: Engine = module.run
         kw = {"timeline": timeline, "topology": topology, "warmup_s": warmup_s}
-        records = [run(design, scenario, seed=s, progress=progress, **kw) for s in seeds]
+        records = [run(scenario, seed=s, progress=progress, **kw) for s in seeds]
     for record in records:
         record.topology = topology
     return [

@@ -377,7 +377,6 @@ def _flow_arrays(
 
     monkeypatch.setattr(flow.RunRecord, "collect", staticmethod(spy))
     flow.run(
-        d,
         sc,
         seed=3,
         timeline=Timeline(sc, 10),

@@ -257,20 +257,22 @@ def test_the_kind_mention_check_can_fail(tmp_path: Path) -> None:
 
 def test_the_engines_speak_in_kind_words() -> None:
     """Issue 40: the engines (``gym/sim``) name kinds, not the crawler's components, and
-    none imports the crawler's compile step: a crawler design reaches them as the graph
-    its loading compiled (a links node's spread read from its edge, a run's causes from
-    its topology)."""
-    from benchmarks.structure import crawler_imports, crawler_words, modules
+    none imports the crawler's compile step or a design type: a crawler design reaches
+    them as the graph its loading compiled (a links node's spread read from its edge, a
+    run's causes from its topology), and no engine is handed a design."""
+    from benchmarks.structure import crawler_imports, crawler_words, design_imports, modules
 
+    trees = modules()
     assert crawler_words() == []
-    assert crawler_imports(modules()) == []
+    assert crawler_imports(trees) == []
+    assert design_imports(trees) == []
 
 
 def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
     """A line naming a crawler component (in prose, CamelCase or snake_case), and an
     engine module importing the crawler's compile step however written, are found; kind
     words, "a crawler design" and other modules are not."""
-    from benchmarks.structure import crawler_imports, crawler_words
+    from benchmarks.structure import crawler_imports, crawler_words, design_imports
 
     (tmp_path / "a.py").write_text(
         '"""The page store."""\n# a fleet\'s service\nx = 1  # the Fetchers\n'
@@ -292,6 +294,12 @@ def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
     }
     found = crawler_imports(trees, root=sim)
     assert [Path(f).name for f in found] == ["a.py", "b.py", "c.py", "d.py"]
+    typed = {
+        sim / "g.py": ast.parse("from gym.models import CrashFault, Design"),
+        sim / "h.py": ast.parse("from gym.system.graph import GraphDesign"),
+        sim / "i.py": ast.parse("from gym.models import Scenario"),
+    }
+    assert [Path(f).name for f in design_imports(typed, root=sim)] == ["g.py", "h.py"]
 
 
 def test_no_framework_internals() -> None:

@@ -21,7 +21,7 @@ import numpy as np
 import simpy
 
 from gym.core.streams import stream
-from gym.models import CrashFault, Design, Scenario, SlowdownFault, StallFault
+from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
 from gym.sim import latency
 from gym.sim.flow import fluid, graph_latency
 from gym.sim.flow.base import Build, Component, Ledger, RowView, Stacked
@@ -32,12 +32,10 @@ from gym.sim.flow.source import Source
 from gym.sim.record import RunRecord
 from gym.sim.timeline import Timeline
 from gym.system import kinds
-from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
 
 def run(
-    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     seed: int,
@@ -47,15 +45,14 @@ def run(
     progress: object = None,
     step: int | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario`` with the flow engine: ``topology`` is the
-    design's, built once when the run starts (``progress`` is unused: a flow run takes
-    milliseconds).
+    """Simulate ``topology`` (a design's graph, built once when the run starts: a crawler
+    design's the one its loading compiles) under ``scenario`` with the flow engine
+    (``progress`` is unused: a flow run takes milliseconds).
 
     Components advance over the whole interval between two timeline events. ``step``
     also advances them every ``step`` ticks; the results do not depend on it (the tests
     check that every per-tick array is the same tick by tick as in one stride)."""
     return run_many(
-        design,
         scenario,
         seeds=[seed],
         timeline=timeline,
@@ -66,7 +63,6 @@ def run(
 
 
 def run_many(
-    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     seeds: Sequence[int],
@@ -75,7 +71,7 @@ def run_many(
     warmup_s: float = 0.0,
     step: int | None = None,
 ) -> list[RunRecord]:
-    """The runs of ``design`` under ``scenario`` for each of ``seeds``, advanced together
+    """The runs of ``topology`` under ``scenario`` for each of ``seeds``, advanced together
     (a batch): record k is the one :func:`run` gives for ``seeds[k]``, to the last digit."""
     built: list[dict[str, Component]] = [{} for _ in seeds]
     records = run_graph(topology, scenario, seeds, timeline, step, built=built)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from gym.core.streams import stream
-from gym.models import CrashFault, Design, Scenario, StallFault
+from gym.models import CrashFault, Scenario, StallFault
 from gym.sim.record import RunRecord
 from gym.sim.request import rule_for
 from gym.sim.request.base import Rule, Run, Url, latency_of, run_kernel
@@ -29,7 +29,6 @@ from gym.sim.request.kernel import Kernel
 from gym.sim.request.source import Progress, SourceRule
 from gym.sim.timeline import Timeline
 from gym.system import kinds
-from gym.system.graph import GraphDesign
 from gym.system.topology import Topology
 
 Hand = Callable[[Url], None]
@@ -208,7 +207,6 @@ def _fault(run: Run, rule: Rule, start: int, end: int, stall: int, factor: float
 
 
 def run(
-    design: Design | GraphDesign,
     scenario: Scenario,
     *,
     seed: int,
@@ -217,10 +215,9 @@ def run(
     warmup_s: float = 0.0,
     progress: Progress | None = None,
 ) -> RunRecord:
-    """Simulate ``design`` under ``scenario``, every URL walked through ``topology``: the
-    design's graph (a crawler design's compiled one), built once when the run starts. The design
-    itself is not read: its topology carries everything the walk needs."""
-    del design  # the engines' common signature (gym.api): the topology carries the rest
+    """Simulate ``topology`` under ``scenario``, every URL walked through it: a design's
+    graph (a crawler design's the one its loading compiles), built once when the run
+    starts; it carries everything the walk needs."""
     return run_graph(
         topology, scenario, seed=seed, timeline=timeline, warmup_s=warmup_s, progress=progress
     )
