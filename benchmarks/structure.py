@@ -26,6 +26,8 @@ running the code:
   it;
 - **class names defined twice** in the package, and **framework internals** touched: a
   private name of typer, click or SimPy;
+- **kinds a batch runs run by run**: the shipped kinds whose flow rule has no component
+  for a batch of runs, or none for some of their nodes (a graph's slotted fleet);
 - **crawler words in the engines**: lines of ``gym/sim`` that name a crawler component
   or add-on (fetch, frontier, page store, async writer, resolver, seen set, DNS, content
   hashing, duplicate bodies, Bloom filter, politeness, crawl delay) rather than a kind;
@@ -278,6 +280,23 @@ def design_imports(trees: dict[Path, ast.Module], root: Path = ENGINES) -> list[
     ]
 
 
+def per_run_kinds(trees: dict[Path, ast.Module], root: Path = ROOT) -> list[str]:
+    """The shipped kinds whose flow rule has no component for a batch of runs (no
+    ``batch``), or none for some nodes (a ``batch`` that may return None): a batch then
+    runs their nodes run by run, through the engine's adapters (``Each``, ``Stacked``)."""
+    out = []
+    for kind in KINDS:
+        tree = trees.get(root / "gym" / "sim" / "flow" / f"{kind}.py")
+        if tree is None:
+            continue
+        found = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "batch"]
+        if not found:
+            out.append(kind)
+        elif found[0].returns is None or "None" in ast.unparse(found[0].returns):
+            out.append(f"{kind} (some nodes)")
+    return out
+
+
 def internals() -> list[str]:
     return [
         f"{rel(path)}:{i} {m.group(0)}"
@@ -313,6 +332,7 @@ def measure() -> dict[str, Any]:
         "crawler_words_in_engines": crawler_words(),
         "engines_importing_the_crawler": crawler_imports(trees),
         "engines_importing_a_design_type": design_imports(trees),
+        "kinds_run_by_run_in_a_batch": per_run_kinds(trees),
     }
 
 
@@ -327,6 +347,7 @@ GOALS = [
     ("crawler words in the engines (lines)", "crawler_words_in_engines", 0),
     ("engine modules importing the crawler", "engines_importing_the_crawler", 0),
     ("engine modules importing a design type", "engines_importing_a_design_type", 0),
+    ("kinds a batch runs run by run", "kinds_run_by_run_in_a_batch", 0),
 ]
 
 

@@ -132,17 +132,19 @@ def test_a_batch_is_independent_of_its_other_runs() -> None:
         ("designs/reference.yaml", "scenarios/crawler-chaos.yaml", set()),
         ("designs/levers/canonicalized.yaml", "scenarios/crawler-chaos.yaml", set()),
         ("tests/golden/edges/requeue-fixed.yaml", "tests/golden/edges/every-fault.yaml", set()),
+        # A seen set, its links and the plumbing of a loop (a split, a delayed edge, a
+        # junction), and stations with a retry policy: one component for the batch too.
+        ("designs/levers/seen-set-4.yaml", "scenarios/levers/url-variants.yaml", set()),
+        ("designs/levers/retry-storm.yaml", "scenarios/levers/store-brownout.yaml", set()),
+        ("designs/writer-lossless.yaml", "scenarios/crawler-chaos.yaml", set()),
         # A graph's fleet of fixed times of a tick or more books its slots start by start:
-        # each run has its own, and the batched queue in front hands out run by run. A
-        # write buffer has no batched component.
-        (
-            "designs/systems/ingestion.yaml",
-            "scenarios/systems/ingestion.yaml",
-            {"consumers", "buffer"},
-        ),
+        # each run has its own, and the batched queue in front hands out run by run.
+        ("designs/systems/ingestion.yaml", "scenarios/systems/ingestion.yaml", {"consumers"}),
     ],
 )
-def test_which_nodes_a_batch_shares(design: str, scenario: str, own: set[str]) -> None:
+def test_which_nodes_a_batch_shares(
+    design: str, scenario: str, own: set[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     from gym.sim.flow import engine
     from gym.sim.flow.base import RowView
     from gym.sim.timeline import Timeline
@@ -151,10 +153,19 @@ def test_which_nodes_a_batch_shares(design: str, scenario: str, own: set[str]) -
     d = gym.load_design(ROOT / design)
     s = gym.load_scenario(ROOT / scenario)
     built: list[dict[str, Any]] = [{}, {}, {}]
+    each: list[str] = []  # what has a component per run: each node's, and the plumbing's
+    made = engine.Each.__init__
+
+    def counted(self: Any, parts: list[Any]) -> None:
+        each.append(parts[0].name)
+        made(self, parts)
+
+    monkeypatch.setattr(engine.Each, "__init__", counted)
     records = engine.run_graph(
         compiled.system_topology(d, s), s, [4, 5, 6], Timeline(s, 10), built=built
     )
     assert {n for n, c in built[0].items() if not isinstance(c, RowView)} == own
+    assert set(each) == own
     for k, record in enumerate(records):
         alone = gym.simulate(d, s, seed=record.seed).metrics.record
         record.latency = alone.latency  # (run_many adds the estimates: compared above)

@@ -302,6 +302,29 @@ def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
     assert [Path(f).name for f in design_imports(typed, root=sim)] == ["g.py", "h.py"]
 
 
+def test_a_batch_shares_every_kind_but_the_slotted_fleet() -> None:
+    """Issue 40: every shipped kind's flow rule has one component for a batch of runs (a
+    row per run), the lookup, links, the write buffer and stations with retries included;
+    a fleet has none where it is slotted (its queue books each run's slots start by
+    start)."""
+    from benchmarks.structure import modules, per_run_kinds
+
+    assert per_run_kinds(modules()) == ["fleet (some nodes)"]
+
+
+def test_the_per_run_kind_check_can_fail(tmp_path: Path) -> None:
+    """A kind's flow module with no ``batch``, or one that may return None, is found."""
+    from benchmarks.structure import per_run_kinds
+
+    flow = tmp_path / "gym" / "sim" / "flow"
+    trees = {
+        flow / "links.py": ast.parse("def build(b, node): ..."),
+        flow / "store.py": ast.parse("def batch(builds, node) -> Store | None: ..."),
+        flow / "cache.py": ast.parse("def batch(builds, node) -> Cache: ..."),
+    }
+    assert per_run_kinds(trees, root=tmp_path) == ["store (some nodes)", "links"]
+
+
 def test_no_framework_internals() -> None:
     """No private name of typer (or its vendored click) or SimPy is touched: the command
     grammar is typer's public classes subclassed (gym/cli/program.py), not patched."""

@@ -32,6 +32,9 @@ if TYPE_CHECKING:
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
+#: The generator of a component that draws nothing (a junction, a delayed edge).
+NO_DRAWS = np.random.default_rng(0)
+
 
 @dataclass
 class Ledger:
@@ -197,9 +200,7 @@ class Component:
 
     def binomial(self, n: IntArray, p: float) -> IntArray:
         """Binomial(n, p) draws from each run's generator (its row of ``n``)."""
-        if self.rows is None:
-            return self.rng.binomial(n, p)
-        return np.stack([rng.binomial(n[k], p) for k, rng in enumerate(per_row(self.rng))])
+        return binomial(self.rng, n, p)
 
     def row(self, k: int) -> Component:
         """Run ``k`` of a batched component; one run's component is its own."""
@@ -380,6 +381,22 @@ def per_row(value: object) -> PerRow:
     return value
 
 
+def binomial(rng: np.random.Generator | PerRow, n: IntArray, p: float) -> IntArray:
+    """Binomial(n, p) draws from one run's generator, or from each run's (a :class:`PerRow`)
+    for its row of ``n``: the draws each run makes alone."""
+    if isinstance(rng, PerRow):
+        return np.stack([g.binomial(n[k], p) for k, g in enumerate(rng)])
+    return rng.binomial(n, p)
+
+
+def poisson(rng: np.random.Generator | PerRow, mean: np.ndarray) -> IntArray:
+    """Poisson(mean) draws from one run's generator, or from each run's for its row of
+    ``mean``."""
+    if isinstance(rng, PerRow):
+        return np.stack([g.poisson(mean[k]) for k, g in enumerate(rng)])
+    return rng.poisson(mean)
+
+
 def row_value(value: object, k: int) -> object:
     """What a batched component's attribute ``value`` is for run ``k``."""
     if isinstance(value, np.ndarray):
@@ -390,6 +407,8 @@ def row_value(value: object, k: int) -> object:
         return value.parts[k]
     if isinstance(value, Component) and value.rows is not None:
         return value.row(k)
+    if isinstance(value, list) and value and isinstance(value[0], Component):
+        return [row_value(v, k) for v in value]  # (a junction's inputs, a splitter's ports)
     if isinstance(value, dict) and any(
         isinstance(v, np.ndarray) and v.ndim == 2 for v in value.values()
     ):

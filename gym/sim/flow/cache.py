@@ -50,10 +50,8 @@ def build(b: Build, node: Node) -> Cache:
     return Cache(b.env, stream(b.seed, node.name), b.ledger, p.hit_ratio, p.rps, p.service)
 
 
-def batch(builds: Sequence[Build], node: Node) -> Cache | None:
-    """One cache for the runs of a batch (none with a retry policy: each run has its own)."""
-    if node.retry is not None:
-        return None
+def batch(builds: Sequence[Build], node: Node) -> Cache:
+    """One cache for the runs of a batch, a row each, each run's own generator."""
     b, p = builds[0], node.params
     rngs = PerRow(stream(x.seed, node.name) for x in builds)
     return Cache(b.env, rngs, b.ledger, p.hit_ratio, p.rps, p.service, rows=len(builds))

@@ -24,7 +24,7 @@ from gym.core.streams import stream
 from gym.models import CrashFault, Scenario, SlowdownFault, StallFault
 from gym.sim import latency
 from gym.sim.flow import fluid, graph_latency
-from gym.sim.flow.base import Build, Component, Ledger, RowView, Stacked
+from gym.sim.flow.base import NO_DRAWS, Build, Component, Ledger, PerRow, RowView, Stacked
 from gym.sim.flow.junction import Delay, Junction, Splitter
 from gym.sim.flow.loss import LossStation
 from gym.sim.flow.rules import rule_for
@@ -125,6 +125,16 @@ class Each:
         return self.parts[k]
 
 
+def _whole(parts: Sequence[Component]) -> Component | None:
+    """The batched component each run's ``parts`` are rows of (a batch of two runs or
+    more), or None: each run has its own."""
+    first = parts[0]
+    if len(parts) < 2 or not isinstance(first, RowView):
+        return None
+    whole = first.whole()
+    return whole if all(isinstance(p, RowView) and p.whole() is whole for p in parts) else None
+
+
 def _batch_of(parts: list[Component]) -> Any:
     """Each run's component of one node (or edge), as a batched component reads it: the
     batched component itself, or the runs' own as a :class:`Stacked` (read as one)."""
@@ -173,9 +183,9 @@ class _Batch:
         self.order = graph.order()
         self.built: list[dict[str, Component]] = [{} for _ in self.runs] if built is None else built
         self.nodes: dict[str, Each | Component] = {}
-        self.splitters: dict[str, Each] = {}
-        self.junctions: dict[str, Each] = {}
-        self.delays: dict[str, list[Each]] = {}
+        self.splitters: dict[str, Each | Component] = {}
+        self.junctions: dict[str, Each | Component] = {}
+        self.delays: dict[str, list[Each | Component]] = {}
         #: What each edge carries, per run: the source's rows, a splitter's port, a delay.
         self.feeds: dict[tuple[str, str], list[Component]] = {}
         self.strides: list[int] = []  # the longest stride each delay or retry allows
@@ -229,19 +239,29 @@ class _Batch:
         rows = [self.built[r][name] for r in self.runs]
         if len(out) > 1:
             shares = [e.share for e in out]
-            split = [
-                Splitter(
-                    self.env,
-                    [stream(seed, f"{name}->{e.target}") for e in out],
-                    self.ledger,
-                    c,
-                    shares,
-                )
-                for seed, c in zip(self.seeds, rows, strict=True)
-            ]
-            self.splitters[name] = Each(list(split))
-            for i, e in enumerate(out):
-                self.feeds[(name, e.target)] = [s.ports[i] for s in split]
+            whole = _whole(rows)
+            if whole is not None:  # one splitter for the batch, each run's streams
+                rngs: list[Any] = [
+                    PerRow(stream(seed, f"{name}->{e.target}") for seed in self.seeds) for e in out
+                ]
+                split = Splitter(self.env, rngs, self.ledger, whole, shares, rows=len(rows))
+                self.splitters[name] = split
+                ports = [[port.row(r) for r in self.runs] for port in split.ports]
+            else:
+                splits = [
+                    Splitter(
+                        self.env,
+                        [stream(seed, f"{name}->{e.target}") for e in out],
+                        self.ledger,
+                        c,
+                        shares,
+                    )
+                    for seed, c in zip(self.seeds, rows, strict=True)
+                ]
+                self.splitters[name] = Each(list(splits))
+                ports = [[s.ports[i] for s in splits] for i in range(len(out))]
+            for e, feeds in zip(out, ports, strict=True):
+                self.feeds[(name, e.target)] = feeds
         else:
             self.feeds.update({(name, e.target): rows for e in out})
         self.feeds.update({(name, e.target): rows for e in self.graph.tees(name)})
@@ -250,9 +270,17 @@ class _Batch:
         """An edge with a delay hands its feeder's output on ``ticks`` later."""
         if not ticks:
             return
-        parts = [Delay(self.env, self.ledger, f, ticks) for f in self.feeds[(source, target)]]
-        self.feeds[(source, target)] = list(parts)
-        self.delays.setdefault(target, []).append(Each(list(parts)))
+        feeds = self.feeds[(source, target)]
+        whole = _whole(feeds)
+        delay: Each | Component
+        if whole is not None:
+            delay = Delay(self.env, self.ledger, whole, ticks, rows=len(feeds))
+            self.feeds[(source, target)] = [delay.row(r) for r in self.runs]
+        else:
+            parts = [Delay(self.env, self.ledger, f, ticks) for f in feeds]
+            self.feeds[(source, target)] = list(parts)
+            delay = Each(list(parts))
+        self.delays.setdefault(target, []).append(delay)
         self.strides.append(ticks)  # a delayed edge reads only ticks its feeder computed
 
     def _join_and_connect(self, name: str) -> None:
@@ -260,14 +288,7 @@ class _Batch:
         connects its component (each run's, or the batched one to batches)."""
         inputs = [self.feeds[(e.source, name)] for e in self.graph.inputs(name)]
         if len(inputs) > 1:
-            joins = [
-                Junction(
-                    self.env, stream(seed, f"{name}/join"), self.ledger, [i[r] for i in inputs]
-                )
-                for r, seed in zip(self.runs, self.seeds, strict=True)
-            ]
-            self.junctions[name] = Each(list(joins))
-            inputs = [list(joins)]
+            inputs = [self._join(name, inputs)]
         connect = rule_for(self.graph.node(name).kind).connect
         built, targets = self.built, [e.target for e in self.graph.outputs(name)]
         node_of = self.nodes[name]
@@ -279,16 +300,35 @@ class _Batch:
             outputs = [_batch_of([built[r][t] for r in self.runs]) for t in targets]
             connect(node_of, [_batch_of(i) for i in inputs], outputs)
 
+    def _join(self, name: str, inputs: list[list[Component]]) -> list[Component]:
+        """A junction adding ``inputs`` (each edge's, a component per run) into ``name``'s
+        input: one for the batch where each edge's is a batch's; each run's junction."""
+        wholes = [w for w in (_whole(i) for i in inputs) if w is not None]
+        if len(wholes) == len(inputs):
+            join = Junction(self.env, NO_DRAWS, self.ledger, wholes, rows=len(self.runs))
+            self.junctions[name] = join
+            return [join.row(r) for r in self.runs]
+        joins = [
+            Junction(self.env, NO_DRAWS, self.ledger, [i[r] for i in inputs]) for r in self.runs
+        ]
+        self.junctions[name] = Each(list(joins))
+        return list(joins)
+
     def _retry(self, name: str) -> None:
         """A retry policy on a loss station: its failures come back to it after their
         waits (a stretch no longer than the shortest wait)."""
         node = self.graph.node(name)
         if node.retry is None:
             return
-        for r, seed in zip(self.runs, self.seeds, strict=True):
-            station = self.built[r][name]
+        rngs = [stream(seed, f"{name}/retry") for seed in self.seeds]
+        node_of = self.nodes[name]
+        if not isinstance(node_of, Each):  # one station for the batch, each run's draws
+            assert isinstance(node_of, LossStation)
+            self.strides.append(node_of.retry(node.retry, PerRow(rngs)))
+            return
+        for station, rng in zip(node_of.parts, rngs, strict=True):
             assert isinstance(station, LossStation)
-            self.strides.append(station.retry(node.retry, stream(seed, f"{name}/retry")))
+            self.strides.append(station.retry(node.retry, rng))
 
     def sync(self, tick: int) -> None:
         """Advance every component to ``tick``, in strides no longer than the shortest
@@ -357,7 +397,7 @@ def _record(
     seed: int,
     timeline: Timeline,
     offers: list[str],
-    delays: dict[str, list[Each]],
+    delays: dict[str, list[Each | Component]],
     r: int,
 ) -> RunRecord:
     """The record of run ``r`` of a batch, from its components ``built``."""

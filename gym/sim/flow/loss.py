@@ -122,6 +122,7 @@ class LossStation(RatedComponent):
         self._lost_carry = 0.0 if self.fixed_time else 0.5
         self._owed = 0  # URLs the ledger turned away that Erlang's loss already counted
         self.retries: Retries | None = None  # a retry policy's machinery (gym.sim.flow.retry)
+        self.retry_counts: dict[str, IntArray] = {}  # its figures for the run record
         # Fixed services of at least a tick: the busy slots walked tick by tick.
         # Random services of several ticks: theirs drawn one by one (:class:`DrawnWalk`).
         walk: type[SlotWalk] | None = None
@@ -148,10 +149,11 @@ class LossStation(RatedComponent):
         #: The share of each tick's arrivals it turned away (Erlang's chance where none came).
         self.loss_share = np.zeros(shape)
 
-    def retry(self, policy: RetryPolicy, rng: np.random.Generator) -> int:
+    def retry(self, policy: RetryPolicy, rng: np.random.Generator | PerRow) -> int:
         """Retry what fails here under ``policy`` (after the upstream is connected): the
         longest stride, in ticks, the engine may advance it in."""
         self.retries = Retries(self, policy, rng)
+        self.retry_counts = self.retries.extra()  # (a run's view reads its rows)
         self.holds_work = True  # requests waiting to be tried again
         return self.retries.min_ticks
 
@@ -167,7 +169,7 @@ class LossStation(RatedComponent):
     def tally(self) -> Tally:
         tally = super().tally()
         if self.retries is not None:
-            tally.extra.update(self.retries.extra())
+            tally.extra.update(self.retry_counts)
         return tally
 
     def _quota(self, n: int) -> IntArray:

@@ -40,8 +40,7 @@ class Service(LossStation):
 
     def tally(self) -> Tally:
         tally = Tally.of(self, rate=self.rates, writes_saved=self.writes_saved)
-        if self.retries is not None:
-            tally.extra.update(self.retries.extra())
+        tally.extra.update(self.retry_counts)
         return tally
 
     def _advance(self, t0: int, t1: int) -> None:
@@ -74,10 +73,8 @@ def build(b: Build, node: Node) -> Service:
 connect = connect_upstream
 
 
-def batch(builds: Sequence[Build], node: Node) -> Service | None:
-    """One service for the runs of a batch (none with a retry policy: each run has its own)."""
-    if node.retry is not None:
-        return None
+def batch(builds: Sequence[Build], node: Node) -> Service:
+    """One service for the runs of a batch, a row each, each run's own generator."""
     b, p = builds[0], node.params
     return Service(
         b.env,

@@ -50,10 +50,8 @@ def build(b: Build, node: Node) -> Store:
     return Store(b.env, stream(b.seed, node.name), b.ledger, node.params)
 
 
-def batch(builds: Sequence[Build], node: Node) -> Store | None:
-    """One store for the runs of a batch (none with a retry policy: each run has its own)."""
-    if node.retry is not None:
-        return None
+def batch(builds: Sequence[Build], node: Node) -> Store:
+    """One store for the runs of a batch, a row each, each run's own generator."""
     b = builds[0]
     rngs = PerRow(stream(x.seed, node.name) for x in builds)
     return Store(b.env, rngs, b.ledger, node.params, rows=len(builds))

@@ -13,13 +13,22 @@ arrival order (new writes may overtake held ones).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import simpy
 
 from gym.core.streams import stream
 from gym.core.text import Unit
-from gym.sim.flow.base import Build, Component, IntArray, Ledger, connect_upstream
+from gym.sim.flow.base import (
+    Build,
+    Component,
+    IntArray,
+    Ledger,
+    PerRow,
+    Stacked,
+    connect_upstream,
+)
 from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads, seconds
 from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, spread
 from gym.sim.record import RunRecord, Tally
@@ -29,7 +38,8 @@ from gym.system.topology import Node, Topology
 
 
 class WriteBuffer(Component):
-    """Holds the writes its store cannot take and flushes them into its spare room."""
+    """Holds the writes its store cannot take and flushes them into its spare room: one
+    run's, or a batch's (``rows`` runs, each run's rule applied to its own row)."""
 
     name = "write_buffer"
     causes = ("overflow",)
@@ -38,18 +48,20 @@ class WriteBuffer(Component):
     def __init__(
         self,
         env: simpy.Environment,
-        rng: np.random.Generator,
+        rng: np.random.Generator | PerRow,
         ledger: Ledger,
         config: WriteBufferParams,
+        rows: int | None = None,
     ) -> None:
-        super().__init__(env, rng, ledger)
+        super().__init__(env, rng, ledger, rows=rows)
         self.buffer = config.buffer
         self.flush_ceiling = config.flush_ceiling
         self.upstream: Component | None = None  # what feeds it, set by the engine
         # The store it writes to (set by the engine): it sends what the store has room for.
-        self.store: Component | None = None
-        self.held_in = ledger.zeros()  # writes that had to be held (or overflowed) this tick
-        self.flushed = ledger.zeros()  # held writes flushed to the store this tick
+        # (A batch's reads each run's store where each run has its own: a Stacked.)
+        self.store: Component | Stacked | None = None
+        self.held_in = ledger.zeros(rows=rows)  # writes held (or overflowed) this tick
+        self.flushed = ledger.zeros(rows=rows)  # held writes flushed to the store this tick
 
     def _quota(self, n: int) -> IntArray:
         return np.full(n, self.buffer, dtype=np.int64)
@@ -59,36 +71,70 @@ class WriteBuffer(Component):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None and self.store is not None
-        self.store.reserve(t1)
-        arriving = self.upstream.out[t0:t1]
+        room = self._room(t1)[t0:t1]
+        arriving = self.upstream.out[..., t0:t1]
         # What it sends is its input's stream as it was, while it holds nothing; while it
         # holds or flushes writes, the counts it sends are what it decided (expected = sent,
         # and flushes are bursts no bucket paces).
         self.pass_on_stream(t0, t1, self.upstream)
-        room = self.store.capacity[t0:t1]
-        self.arrived[t0:t1] = arriving
-        held = int(self.backlog[t0 - 1]) if t0 > 0 else 0
-        if held == 0 and bool((arriving <= room).all()):
-            self.out[t0:t1] = arriving
-            self.processed[t0:t1] = arriving
+        self.arrived[..., t0:t1] = arriving
+        self.out[..., t0:t1] = arriving
+        self.processed[..., t0:t1] = arriving
+        busy = self._holding(arriving, room, t0)
+        if not busy:
             return
         # At least one write a tick where the store takes any (else a store taking one or
         # two a tick would never take a held write back).
         ceiling = np.floor(self.flush_ceiling * room + 1e-9).astype(np.int64)
-        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling)
+        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling).tolist()
+        for k, held in busy:
+            self._behind(k, held, arriving[k].tolist(), room.tolist(), ceiling, t0, t1)
+
+    def _room(self, t1: int) -> IntArray:
+        """Its store's capacity per tick, fixed up to ``t1`` (the timeline's: the same in
+        every run of a batch, each run's store reserved)."""
+        store = self.store
+        assert store is not None
+        parts = store.parts if isinstance(store, Stacked) else [store]
+        for part in parts:
+            part.reserve(t1)
+        room: IntArray = parts[0].capacity
+        return room
+
+    def _holding(self, arriving: IntArray, room: IntArray, t0: int) -> list[tuple[Any, int]]:
+        """The runs that hold writes or get more than their store takes in ticks [t0, ...):
+        ``...`` for one run's buffer, each batch's row, with what each held before."""
+        held = self.backlog[..., t0 - 1] if t0 > 0 else np.zeros(self.rows or (), np.int64)
+        if self.rows is None:
+            return [(..., int(held))] if held or (arriving > room).any() else []
+        busy = (held > 0) | (arriving > room).any(axis=1)
+        return [(k, int(held[k])) for k in np.flatnonzero(busy).tolist()]
+
+    def _behind(
+        self,
+        k: Any,
+        held: int,
+        arriving: list[int],
+        room: list[int],
+        ceiling: list[int],
+        t0: int,
+        t1: int,
+    ) -> None:
+        """Run ``k``'s ticks [t0, t1) under the buffer's rule, from ``held`` writes."""
         direct, excess, overflow, flushed, backlog = _write_behind(
-            held, self.buffer, arriving.tolist(), room.tolist(), ceiling.tolist()
+            held, self.buffer, arriving, room, ceiling
         )
-        self.out[t0:t1] = direct + flushed
+        at = (k, slice(t0, t1))
+        self.out[at] = direct + flushed
         busy = (excess > 0) | (flushed > 0)
-        self.expected[t0:t1] = np.where(busy, direct + flushed, self.expected[t0:t1])
-        self.pace[t0:t1] = np.where(flushed > 0, np.inf, self.pace[t0:t1])
-        self.periodic[t0:t1] &= ~busy
-        self.processed[t0:t1] = direct + excess - overflow
-        self.held_in[t0:t1] = excess
-        self.flushed[t0:t1] = flushed
-        self.failed[self.causes[0]][t0:t1] = overflow
-        self.backlog[t0:t1] = backlog
+        self.expected[at] = np.where(busy, direct + flushed, self.expected[at])
+        self.pace[at] = np.where(flushed > 0, np.inf, self.pace[at])
+        self.periodic[at] &= ~busy
+        self.processed[at] = direct + excess - overflow
+        self.held_in[at] = excess
+        self.flushed[at] = flushed
+        self.failed[self.causes[0]][at] = overflow
+        self.backlog[at] = backlog
 
 
 def _write_behind(
@@ -117,6 +163,13 @@ def _write_behind(
 
 def build(b: Build, node: Node) -> WriteBuffer:
     return WriteBuffer(b.env, stream(b.seed, node.name), b.ledger, node.params)
+
+
+def batch(builds: Sequence[Build], node: Node) -> WriteBuffer:
+    """One buffer for the runs of a batch, a row each (it draws nothing)."""
+    b = builds[0]
+    rngs = PerRow(stream(x.seed, node.name) for x in builds)
+    return WriteBuffer(b.env, rngs, b.ledger, node.params, rows=len(builds))
 
 
 def connect(
