@@ -137,9 +137,11 @@ def test_a_batch_is_independent_of_its_other_runs() -> None:
         ("designs/levers/seen-set-4.yaml", "scenarios/levers/url-variants.yaml", set()),
         ("designs/levers/retry-storm.yaml", "scenarios/levers/store-brownout.yaml", set()),
         ("designs/writer-lossless.yaml", "scenarios/crawler-chaos.yaml", set()),
-        # A graph's fleet of fixed times of a tick or more books its slots start by start:
-        # each run has its own, and the batched queue in front hands out run by run.
-        ("designs/systems/ingestion.yaml", "scenarios/systems/ingestion.yaml", {"consumers"}),
+        # A graph's fleet of a tick or more a service books its slots start by start, each
+        # run's own (the queue in front hands out run by run, on each run's view), and
+        # a fleet of random times draws each one: one component for the batch all the same.
+        ("designs/systems/ingestion.yaml", "scenarios/systems/ingestion.yaml", set()),
+        ("tests/golden/edges/requeue-random.yaml", "tests/golden/edges/every-fault.yaml", set()),
     ],
 )
 def test_which_nodes_a_batch_shares(

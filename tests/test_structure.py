@@ -302,14 +302,13 @@ def test_the_crawler_word_checks_can_fail(tmp_path: Path) -> None:
     assert [Path(f).name for f in design_imports(typed, root=sim)] == ["g.py", "h.py"]
 
 
-def test_a_batch_shares_every_kind_but_the_slotted_fleet() -> None:
+def test_a_batch_shares_every_kind() -> None:
     """Issue 40: every shipped kind's flow rule has one component for a batch of runs (a
-    row per run), the lookup, links, the write buffer and stations with retries included;
-    a fleet has none where it is slotted (its queue books each run's slots start by
-    start)."""
+    row per run), the lookup, links, the write buffer, stations with retries and slotted
+    and drawn fleets included."""
     from benchmarks.structure import modules, per_run_kinds
 
-    assert per_run_kinds(modules()) == ["fleet (some nodes)"]
+    assert per_run_kinds(modules()) == []
 
 
 def test_the_per_run_kind_check_can_fail(tmp_path: Path) -> None:

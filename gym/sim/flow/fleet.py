@@ -20,7 +20,7 @@ servers make it and a finite queue before them fills as often as it does in theo
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import simpy
@@ -36,6 +36,7 @@ from gym.sim.flow.base import (
     Ledger,
     PerRow,
     connect_upstream,
+    per_row,
     tick_quota,
     view_of,
 )
@@ -110,7 +111,9 @@ class Fleet(Component):
         self._due = ledger.zeros(pad, rows=rows)
         self._last = ledger.n_ticks + pad - 1  # the pad's last tick
         self.slots_per_replica = station_slots(config.rps_per_replica, config.service.mean_ms)
-        self.slots = ledger.zeros()  # slots open during each tick (reserved with the quota)
+        # Slots open during each tick (reserved with the quota; each run's, where replicas
+        # back from a crash open theirs one by one, as each run draws).
+        self.slots = ledger.zeros(rows=rows if self.slotted else None)
         # Replicas back from a crash, one by one: the tick, and its slots open by each tick
         # from it.
         self._returned: list[tuple[int, IntArray]] = []
@@ -121,8 +124,14 @@ class Fleet(Component):
         # of a whole start carried (in whole numbers: the same in any stride).
         self.hold = int(ticks + 1e-9)
         self.late = round((ticks - self.hold) * (1 << LATE_BITS)) if self.slotted else 0
-        self.frees = self._due if self.drawn else ledger.zeros(self.hold + 2)  # slots freed
+        # Slots freed each tick.
+        self.frees = self._due if self.drawn else ledger.zeros(self.hold + 2, rows=rows)
         self._late_carry = 0
+        if rows is not None and self.slotted:  # each run's own (its RowView's to use)
+            for name in ("_draws", "_block", "_pos", "_returned", "_ramp_rng", "_late_carry"):
+                value = getattr(self, name)
+                each = (value if name != "_returned" else [] for _ in range(rows))
+                setattr(self, name, PerRow(each))
 
     @property
     def up(self) -> int:
@@ -136,15 +145,22 @@ class Fleet(Component):
         self.live[a:b] = self.up
         self.rates[a:b] = self.up * self.rps_per_replica
         if self.slotted:
-            self.slots[a:b] = self.up * self.slots_per_replica
+            self.slots[..., a:b] = self.up * self.slots_per_replica
             # Replicas back from a crash open their slots one by one, as the request
             # engine's do (gym.sim.grid.ramp_openings): those not open yet in each tick.
-            for tick, opened in self._returned:
-                ticks = np.arange(max(a, tick), b)
-                ticks = ticks[ticks - tick < len(opened)]
-                if len(ticks):
-                    self.slots[ticks] -= opened[-1] - opened[ticks - tick]
+            for slots, returned in self._each_run(self.slots, self._returned):
+                for tick, opened in returned:
+                    ticks = np.arange(max(a, tick), b)
+                    ticks = ticks[ticks - tick < len(opened)]
+                    if len(ticks):
+                        slots[ticks] -= opened[-1] - opened[ticks - tick]
         return quota
+
+    def _each_run(self, rows: IntArray, values: Any) -> list[tuple[IntArray, Any]]:
+        """Each run's row of ``rows`` with its own of ``values`` (a batch's PerRow)."""
+        if self.rows is None:
+            return [(rows, values)]
+        return list(zip(rows, per_row(values), strict=True))
 
     def held(self, t0: int) -> int:
         """The slots services begun before tick ``t0`` hold through it (those freeing one in
@@ -302,12 +318,12 @@ class Fleet(Component):
         tick's end are, on average, its ends over a service time's ticks (Little's law),
         and the ends expected in a tick are those in flight when it began over the mean
         service time in ticks (as c random servers end, exactly for exponential times)."""
-        busy = np.empty(t1 - t0)
-        busy[0] = self.backlog[t0 - 1] if t0 > 0 else 0
-        busy[1:] = self.backlog[t0 : t1 - 1]
-        self.expected[t0:t1] = busy * (self.ledger.tick_ms / self.service.mean_ms)
-        self.dispersion[t0:t1] = 1.0
-        self.jitter[t0:t1] = 0.0
+        busy = np.empty(self.backlog[..., t0:t1].shape)
+        busy[..., 0] = self.backlog[..., t0 - 1] if t0 > 0 else 0
+        busy[..., 1:] = self.backlog[..., t0 : t1 - 1]
+        self.expected[..., t0:t1] = busy * (self.ledger.tick_ms / self.service.mean_ms)
+        self.dispersion[..., t0:t1] = 1.0
+        self.jitter[..., t0:t1] = 0.0
 
     def crash(
         self, fault: CrashFault, start: int, end: int | None
@@ -322,23 +338,36 @@ class Fleet(Component):
             # Replicas still opening their slots go down first, as the request engine
             # takes the lowest-numbered live ones (those back from the earliest crash):
             # their slots not open yet are gone with them.
-            ramping = [(t, o) for t, o in self._returned if t + len(o) > start]
-            self._returned = ramping[crashed:]
+            self._returned = self._ramping(start, crashed)
         if end is None:
             return
         yield self.env.timeout(end - start)
         self.ledger.sync(end)
         self.down -= crashed
         if crashed and self.slotted:
-            # The ticks from its return in which each of their slots opens, the same
-            # draws as the request engine's; then how many are open in each.
-            if self._ramp_rng is None:
-                self._ramp_rng = substream(self.rng, "ramp")
-            spr, tick_s = self.slots_per_replica, self.ledger.tick_ms / 1000.0
-            for _ in range(crashed):  # one entry a replica
-                at = ramp_openings(self._ramp_rng, spr, self.rps_per_replica)
-                opened = np.cumsum(np.bincount((at / tick_s).astype(np.int64)))
-                self._returned.append((end, opened))
+            for k in range(self.rows) if self.rows is not None else [None]:
+                (self if k is None else view_of(self, k))._return(end, crashed)
+
+    def _ramping(self, start: int, crashed: int) -> list[tuple[int, IntArray]]:
+        """The replicas still opening their slots at ``start`` but the ``crashed`` first
+        (each run's, in a batch: their openings are its own draws)."""
+        if self.rows is not None and self.slotted:
+            each = [view_of(self, k)._ramping(start, crashed) for k in range(self.rows)]
+            return PerRow(each)
+        ramping = [(t, o) for t, o in self._returned if t + len(o) > start]
+        return ramping[crashed:]
+
+    def _return(self, end: int, crashed: int) -> None:
+        """``crashed`` replicas back at ``end`` (one run's): the ticks from then in which
+        each of their slots opens, the same draws as the request engine's; then how many
+        are open in each."""
+        if self._ramp_rng is None:
+            self._ramp_rng = substream(self.rng, "ramp")
+        spr, tick_s = self.slots_per_replica, self.ledger.tick_ms / 1000.0
+        for _ in range(crashed):  # one entry a replica
+            at = ramp_openings(self._ramp_rng, spr, self.rps_per_replica)
+            opened = np.cumsum(np.bincount((at / tick_s).astype(np.int64)))
+            self._returned.append((end, opened))
 
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
         """Take the crashed replicas' share of the services in flight at ``tick`` (in
@@ -436,13 +465,13 @@ def build(b: Build, node: Node) -> Fleet:
     return Fleet(b.env, stream(b.seed, node.name), b.ledger, node.params)
 
 
-def batch(builds: Sequence[Build], node: Node) -> Fleet | None:
-    """One fleet for the runs of a batch, a row each; none for a slotted fleet (its queue
-    books each run's slots start by start: each run has its own)."""
+def batch(builds: Sequence[Build], node: Node) -> Fleet:
+    """One fleet for the runs of a batch, a row each, each run's own generator (a slotted
+    fleet's slots, starts and draws each run's own: its queue books them run by run, on
+    each run's view)."""
     b = builds[0]
     rngs = PerRow(stream(x.seed, node.name) for x in builds)
-    fleet = Fleet(b.env, rngs, b.ledger, node.params, rows=len(builds))
-    return None if fleet.slotted else fleet
+    return Fleet(b.env, rngs, b.ledger, node.params, rows=len(builds))
 
 
 connect = connect_upstream
