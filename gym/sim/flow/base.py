@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 import simpy
@@ -32,8 +32,16 @@ if TYPE_CHECKING:
 
 IntArray = np.ndarray  # int64 per-tick tallies
 
-#: The generator of a component that draws nothing (a junction, a delayed edge).
-NO_DRAWS = np.random.default_rng(0)
+
+class _NoDraws:
+    """The generator of a component that draws nothing (a junction, a delayed edge): one
+    for every run, so any draw from it is an error, not a tie between runs."""
+
+    def __getattr__(self, name: str) -> object:
+        raise AssertionError(f"a component that draws nothing asked its generator for {name}")
+
+
+NO_DRAWS: Any = _NoDraws()
 
 
 @dataclass
@@ -408,7 +416,9 @@ def row_value(value: object, k: int) -> object:
     if isinstance(value, Component) and value.rows is not None:
         return value.row(k)
     if isinstance(value, list) and value and isinstance(value[0], Component):
-        return [row_value(v, k) for v in value]  # (a junction's inputs, a splitter's ports)
+        # A junction's inputs, a splitter's ports: each run's, in a list of its own (to
+        # read: what is added to it is not the batch's).
+        return [row_value(v, k) for v in value]
     if isinstance(value, dict) and any(
         isinstance(v, np.ndarray) and v.ndim == 2 for v in value.values()
     ):

@@ -71,7 +71,7 @@ class WriteBuffer(Component):
 
     def _advance(self, t0: int, t1: int) -> None:
         assert self.upstream is not None and self.store is not None
-        room = self._room(t1)[t0:t1]
+        room = self._room(t1)[..., t0:t1]
         arriving = self.upstream.out[..., t0:t1]
         # What it sends is its input's stream as it was, while it holds nothing; while it
         # holds or flushes writes, the counts it sends are what it decided (expected = sent,
@@ -86,19 +86,24 @@ class WriteBuffer(Component):
         # At least one write a tick where the store takes any (else a store taking one or
         # two a tick would never take a held write back).
         ceiling = np.floor(self.flush_ceiling * room + 1e-9).astype(np.int64)
-        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling).tolist()
+        ceiling = np.where(room > 0, np.maximum(ceiling, 1), ceiling)
         for k, held in busy:
-            self._behind(k, held, arriving[k].tolist(), room.tolist(), ceiling, t0, t1)
+            at = k if room.ndim > arriving[k].ndim else ...  # (each run's store: its row)
+            rooms, ceilings = room[at].tolist(), ceiling[at].tolist()
+            self._behind(k, held, arriving[k].tolist(), rooms, ceilings, t0, t1)
 
     def _room(self, t1: int) -> IntArray:
-        """Its store's capacity per tick, fixed up to ``t1`` (the timeline's: the same in
-        every run of a batch, each run's store reserved)."""
+        """Its store's capacity per tick, fixed up to ``t1``: one row (a store's capacity
+        is the timeline's, alike in every run of a batch), or a row per run where each run
+        has a store of its own (a kind with no batched form)."""
         store = self.store
         assert store is not None
-        parts = store.parts if isinstance(store, Stacked) else [store]
-        for part in parts:
-            part.reserve(t1)
-        room: IntArray = parts[0].capacity
+        if isinstance(store, Stacked):
+            for part in store.parts:
+                part.reserve(t1)
+            return np.stack([part.capacity for part in store.parts])
+        store.reserve(t1)
+        room: IntArray = store.capacity
         return room
 
     def _holding(self, arriving: IntArray, room: IntArray, t0: int) -> list[tuple[Any, int]]:
