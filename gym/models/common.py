@@ -64,6 +64,12 @@ Rate = Annotated[float, Field(ge=MIN_RATE, le=MAX_RATE)]
 """A capacity or a load in units per second: finite, from 0.001/s to 1e9/s."""
 
 
+#: Service times less variable than this (coefficient of variation) are nearly fixed: the
+#: request engine paces a paced fleet's starts only for them (more variable ones would not
+#: stay in step), and a grid rounding their slots up moves what they hold.
+NEARLY_FIXED_CV = 0.5
+
+
 class ServiceTime(InputModel):
     """How long one unit of work takes at a component.
 
@@ -110,6 +116,11 @@ class ServiceTime(InputModel):
         if self.dist == "exponential":
             return 1.0
         return self.cv or 0.0
+
+    @property
+    def nearly_fixed(self) -> bool:
+        """Fixed, or less variable than :data:`NEARLY_FIXED_CV`."""
+        return self.cv_value < NEARLY_FIXED_CV
 
 
 class FieldError(ValueError):

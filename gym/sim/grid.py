@@ -10,35 +10,11 @@ from typing import Any
 
 import numpy as np
 
-from gym.models import ServiceTime
-from gym.system.kinds.fleet import FleetParams
+from gym.models.common import NEARLY_FIXED_CV
 
 #: Service times less variable than this (coefficient of variation) have their starts paced
 #: in the request engine: nearly fixed times stay in step and would start in bursts.
-PACED_BELOW_CV = 0.5
-
-
-def paced_starts(fleet: FleetParams) -> bool:
-    """Whether the engines pace a fleet's starts through a bucket at live replicas x
-    rps_per_replica: a fleet declared ``paced`` with fixed or
-    nearly fixed service times (cv below PACED_BELOW_CV), as the flow engine's per-tick
-    quota paces them. Otherwise its slots are c parallel servers (an M/D/c queue with fixed
-    times), a free slot starting the next waiting job at once."""
-    return fleet.paced and fleet.service.cv_value < PACED_BELOW_CV
-
-
-def drawn_times(fleet: FleetParams, tick_ms: int) -> bool:
-    """Whether the flow engine draws each of a fleet's service times (the request engine
-    draws every one): random times, a tick or more on average, in slots that are c
-    parallel servers (not paced). Shorter random times are served at a quota a tick."""
-    return drawn_service(fleet.service, fleet.paced, tick_ms)
-
-
-def drawn_service(service: ServiceTime, paced: bool, tick_ms: int) -> bool:
-    """:func:`drawn_times` for a fleet of ``service`` times, declared ``paced`` or not."""
-    ticks = service.mean_ms / tick_ms
-    random = service.dist != "deterministic"
-    return random and not (paced and service.cv_value < PACED_BELOW_CV) and ticks >= 1 - 1e-9
+PACED_BELOW_CV = NEARLY_FIXED_CV
 
 
 #: The request engine's start bucket (a paced fleet's starts), as a share of one

@@ -43,8 +43,6 @@ from gym.sim.flow.base import (
 from gym.sim.flow.fluid import Network
 from gym.sim.flow.graph_latency import Estimate, Model, Rows, share, spread
 from gym.sim.grid import (
-    drawn_times,
-    paced_starts,
     ramp_openings,
     start_depth,
     station_slots,
@@ -90,7 +88,7 @@ class Fleet(Component):
         # A fleet declared paced with fixed or nearly fixed times
         # has its starts metered through a bucket in both engines; else it is c parallel
         # servers.
-        self.paced = paced_starts(config)
+        self.paced = config.starts_paced
         self.spread = config.service.cv_value * config.service.mean_ms / 1000.0  # s, std
         self._carry = 0.0
         # An unpaced fleet of fixed times is c parallel servers, as in the request engine:
@@ -102,7 +100,7 @@ class Fleet(Component):
         self.slotted = not self.paced and ticks >= 1.0 - 1e-9
         # Random times, c parallel servers: each start's service time is drawn, and
         # its slot frees, and its service ends, in the tick drawn: one array for both.
-        self.drawn = drawn_times(config, ledger.tick_ms)
+        self.drawn = config.drawn(ledger.tick_ms)
         self.service = config.service
         self._draws: np.random.Generator | None = None  # its holds and orders (drawn)
         self._block, self._pos = np.zeros(0), 0  # service ends drawn, not yet taken (_ends)
@@ -425,7 +423,7 @@ def finished(tally: Tally, params: FleetParams, tick_ms: int) -> tuple[np.ndarra
     service time after (:func:`crash_kept`)."""
     n = len(tally.processed)
     lag = hold_ticks(params.service.mean_ms, tick_ms)
-    if drawn_times(params, tick_ms):
+    if params.drawn(tick_ms):
         live = tally.extra.get("live", np.full(n, params.replicas))
         kept = crash_kept(live, lag)
         return tally.processed * kept, kept
@@ -494,7 +492,7 @@ def fluid(
     tally = record.components[name]
     net.rate[name], net.scv[name] = rate, scv
     live = tally.extra.get("live", np.full(n, p.replicas)).astype(np.float64)
-    paced = paced_starts(p)
+    paced = p.starts_paced
     slots = live * station_slots(p.rps_per_replica, p.service.mean_ms)
     net.slots[name] = slots
     mu = 1000.0 / p.service.mean_ms
@@ -545,8 +543,8 @@ FLUID = fluid
 def rounding(node: Node, _graph: Topology, tick_ms: int, unit: Unit) -> list[str]:
     """A fleet's service time held whole ticks (not where each is drawn)."""
     p = node.params
-    if drawn_times(p, tick_ms):
-        return []  # each service time drawn (gym.sim.grid.drawn_times): not rounded
+    if p.drawn(tick_ms):
+        return []  # each service time drawn (FleetParams.drawn): not rounded
     field = where(node, "service.mean_ms")
     job = (node.names or {}).get("job", "service")  # what one is called (its design's word)
     return service_ticks(field, job, p.service.mean_ms, tick_ms, unit)

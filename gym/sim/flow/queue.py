@@ -28,7 +28,7 @@ from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads
 from gym.sim.flow.fleet import Fleet
 from gym.sim.flow.fluid import Network, fluid_queue
 from gym.sim.flow.graph_latency import Estimate, Fifo, Model, Rows, share, since_change, spread
-from gym.sim.grid import PACED_BELOW_CV, drawn_times, paced_starts, start_depth
+from gym.sim.grid import PACED_BELOW_CV, start_depth
 from gym.sim.record import RunRecord, Tally
 from gym.sim.timeline import VALID_TICKS_MS
 from gym.system.kinds.fleet import FleetParams
@@ -647,11 +647,11 @@ class QueueLatency(Model):
         self.chance = np.where(self.backed, 0.0, chance)
 
     @staticmethod
-    def _counted(fleet: Any, tick_ms: int) -> bool:
+    def _counted(fleet: FleetParams, tick_ms: int) -> bool:
         """Whether its counts wait as its fleet makes them, tick by tick, so that they are
         read everywhere: a fleet drawn as c random servers (``Fleet.drawn``), or one whose
         starts a bucket paces (a paced fleet's: the counts meter them exactly)."""
-        return drawn_times(fleet, tick_ms) or paced_starts(fleet)
+        return fleet.drawn(tick_ms) or fleet.starts_paced
 
     def draw(self, k: np.ndarray, u: np.ndarray) -> np.ndarray:
         backed = self.backed[k]
@@ -739,7 +739,7 @@ def _why_random_fleet(p: FleetParams, tick_ms: int, drains: bool) -> str:
     """What the flow engine was measured to get wrong before such a fleet, each that
     applies."""
     said = []
-    if not drawn_times(p, tick_ms):
+    if not p.drawn(tick_ms):
         said.append(
             "the flow engine serves a fleet of times shorter than a tick at a quota a tick, "
             f"too smoothly, so the queue overflows too rarely (checked on M/M/4/K: {SUB_TICK})"
@@ -750,7 +750,7 @@ def _why_random_fleet(p: FleetParams, tick_ms: int, drains: bool) -> str:
             "began frees its slot after the tick's arrivals, so the queue overflows too often "
             f"(checked on M/M/4/K: {DRAWN_FEW_TICKS})"
         )
-    if drains and drawn_times(p, tick_ms):
+    if drains and p.drawn(tick_ms):
         said.append(
             "its queue's drain_rps is near the fleet's capacity, and the flow engine keeps "
             "tokens the queue's bucket would waste while the fleet's slots are busy, so it "

@@ -17,7 +17,6 @@ from gym.core.streams import substream
 from gym.models import CrashFault, ServiceTime
 from gym.sim.grid import (
     PACED_BELOW_CV,
-    paced_starts,
     ramp_openings,
     start_depth,
     station_slots,
@@ -130,7 +129,7 @@ class WaitingRoom:
     room full (``buffer``) is turned away. The replicas are c slots each, and a free slot
     starts the next waiting URL at once: an M/G/c station, M/D/c with fixed times.
 
-    A fleet declared ``paced`` (:func:`~gym.sim.grid.paced_starts`)
+    A fleet declared ``paced`` (:attr:`~gym.system.kinds.fleet.FleetParams.starts_paced`)
     with deterministic or nearly fixed times (cv below PACED_BELOW_CV) has its starts paced at
     live replicas x ``rps_per_replica`` (a second bucket, 5% of a tick's starts deep), as
     the flow engine's fleet quota paces them: there, when a backlog forms, every free
@@ -196,7 +195,7 @@ class WaitingRoom:
             f = fleet_params
             self.service_time: Callable[[], float] = Sampler(f.service, service_rng)
             self.on_crash = f.on_crash
-            self.paced = paced_starts(f)
+            self.paced = f.starts_paced
             # An unpaced fleet of fixed or nearly fixed times: a replica back
             # from a crash opens its slots at rps_per_replica, not all at once.
             self.ramp = not self.paced and f.service.cv_value < PACED_BELOW_CV

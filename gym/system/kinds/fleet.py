@@ -47,6 +47,22 @@ class FleetParams(FetchersConfig):
         ),
     )
 
+    @property
+    def starts_paced(self) -> bool:
+        """Whether the engines pace its starts through a bucket at live replicas x
+        rps_per_replica: declared ``paced``, with fixed or nearly fixed service times
+        (:attr:`~gym.models.common.ServiceTime.nearly_fixed`), as the flow engine's
+        per-tick quota paces them. Otherwise its slots are c parallel servers (an M/D/c
+        queue with fixed times), a free slot starting the next waiting job at once."""
+        return self.paced and self.service.nearly_fixed
+
+    def drawn(self, tick_ms: int) -> bool:
+        """Whether the flow engine draws each of its service times (the request engine
+        draws every one): random times, a tick or more on average, in slots that are c
+        parallel servers (not paced). Shorter random times are served at a quota a tick."""
+        random = self.service.dist != "deterministic"
+        return random and not self.starts_paced and self.service.mean_ms / tick_ms >= 1 - 1e-9
+
 
 class FleetNode(FleetParams):
     """A fleet node in a graph design."""
