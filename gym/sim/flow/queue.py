@@ -4,7 +4,6 @@ per second, never more than the live replicas of the fleet it feeds can start.""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import simpy
