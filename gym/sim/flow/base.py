@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import numpy as np
 import simpy
@@ -214,6 +214,11 @@ class Component:
         """Run ``k`` of a batched component; one run's component is its own."""
         return self if self.rows is None else view_of(self, k)
 
+    def alone(self) -> list[Self]:
+        """Each run's component, as in a run of its own: this one for one run, each row's
+        :class:`RowView` for a batch (one run's code on each run's state)."""
+        return [self] if self.rows is None else [view_of(self, k) for k in range(self.rows)]
+
     def named(self, name: str, causes: tuple[str, ...]) -> Component:
         """This component as node ``name`` of a topology, recording ``causes`` (the same
         causes as its class, in its order, under the node's names). Before any advance."""
@@ -395,6 +400,14 @@ def binomial(rng: np.random.Generator | PerRow, n: IntArray, p: float) -> IntArr
     if isinstance(rng, PerRow):
         return np.stack([g.binomial(n[k], p) for k, g in enumerate(rng)])
     return rng.binomial(n, p)
+
+
+def each_run(rng: np.random.Generator | PerRow) -> list[tuple[Any, np.random.Generator]]:
+    """Each run: the index of its row of a component's per-tick arrays (``...`` for one
+    run's, whose arrays are 1-D) and its generator."""
+    if isinstance(rng, PerRow):
+        return list(enumerate(rng))
+    return [(..., rng)]
 
 
 def poisson(rng: np.random.Generator | PerRow, mean: np.ndarray) -> IntArray:

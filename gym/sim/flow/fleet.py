@@ -20,7 +20,7 @@ servers make it and a finite queue before them fills as often as it does in theo
 from __future__ import annotations
 
 from collections.abc import Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 import simpy
@@ -36,9 +36,7 @@ from gym.sim.flow.base import (
     Ledger,
     PerRow,
     connect_upstream,
-    per_row,
     tick_quota,
-    view_of,
 )
 from gym.sim.flow.fluid import Network
 from gym.sim.flow.graph_latency import Estimate, Model, Rows, share, spread
@@ -146,19 +144,13 @@ class Fleet(Component):
             self.slots[..., a:b] = self.up * self.slots_per_replica
             # Replicas back from a crash open their slots one by one, as the request
             # engine's do (gym.sim.grid.ramp_openings): those not open yet in each tick.
-            for slots, returned in self._each_run(self.slots, self._returned):
-                for tick, opened in returned:
+            for run in self.alone():  # (each run's slots and returns)
+                for tick, opened in run._returned:
                     ticks = np.arange(max(a, tick), b)
                     ticks = ticks[ticks - tick < len(opened)]
                     if len(ticks):
-                        slots[ticks] -= opened[-1] - opened[ticks - tick]
+                        run.slots[ticks] -= opened[-1] - opened[ticks - tick]
         return quota
-
-    def _each_run(self, rows: IntArray, values: Any) -> list[tuple[IntArray, Any]]:
-        """Each run's row of ``rows`` with its own of ``values`` (a batch's PerRow)."""
-        if self.rows is None:
-            return [(rows, values)]
-        return list(zip(rows, per_row(values), strict=True))
 
     def held(self, t0: int) -> int:
         """The slots services begun before tick ``t0`` hold through it (those freeing one in
@@ -343,15 +335,14 @@ class Fleet(Component):
         self.ledger.sync(end)
         self.down -= crashed
         if crashed and self.slotted:
-            for k in range(self.rows) if self.rows is not None else [None]:
-                (self if k is None else view_of(self, k))._return(end, crashed)
+            for run in self.alone():
+                run._return(end, crashed)
 
     def _ramping(self, start: int, crashed: int) -> list[tuple[int, IntArray]]:
         """The replicas still opening their slots at ``start`` but the ``crashed`` first
         (each run's, in a batch: their openings are its own draws)."""
         if self.rows is not None and self.slotted:
-            each = [view_of(self, k)._ramping(start, crashed) for k in range(self.rows)]
-            return PerRow(each)
+            return PerRow(run._ramping(start, crashed) for run in self.alone())
         ramping = [(t, o) for t, o in self._returned if t + len(o) > start]
         return ramping[crashed:]
 
@@ -370,11 +361,8 @@ class Fleet(Component):
     def _lose_in_flight(self, tick: int, crashed: int) -> None:
         """Take the crashed replicas' share of the services in flight at ``tick`` (in
         each run of a batch: its services in flight are its own)."""
-        if self.rows is None:
-            self._lose_run(tick, crashed)
-        else:
-            for k in range(self.rows):
-                view_of(self, k)._lose_run(tick, crashed)
+        for run in self.alone():
+            run._lose_run(tick, crashed)
 
     def _lose_run(self, tick: int, crashed: int) -> None:
         """:meth:`_lose_in_flight` in one run (of a batch: on its row's view)."""

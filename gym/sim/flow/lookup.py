@@ -25,6 +25,7 @@ from gym.sim.flow.base import (
     PerRow,
     RatedComponent,
     Stacked,
+    each_run,
     one_of,
     per_row,
     thinned,
@@ -104,8 +105,9 @@ class Lookup(LossStation):
         taken: IntArray = self._look_up(arriving, t0, t1)
         links = sum((f.out[..., t0:t1] for f in self.links_in), np.zeros_like(arriving))
         lost = arriving - taken
-        for k in self._lossy(lost):
-            links[k] = self._seen_among_lost(k, lost[k], links[k], arriving[k], t0, t1)
+        for k, rng in each_run(self.rng):
+            if lost[k].any():
+                links[k] = self._seen_among_lost(rng, k, lost[k], links[k], arriving[k], t0, t1)
         kept = np.zeros_like(arriving)
         for part, tests in zip((taken - links, links), self.tests, strict=True):
             for cause, share in tests.items():
@@ -117,20 +119,20 @@ class Lookup(LossStation):
         self.out[..., t0:t1] = kept
         self._pass_on_new(arriving, taken, t0, t1)
 
-    def _lossy(self, lost: IntArray) -> list[Any]:
-        """The runs that lost lookups in the stretch: ``...`` for one run's lookup, the
-        rows of a batch's."""
-        if self.rows is None:
-            return [...] if lost.any() else []
-        return np.flatnonzero(lost.any(axis=1)).tolist()
-
     def _seen_among_lost(
-        self, k: Any, lost: IntArray, links: IntArray, arriving: IntArray, t0: int, t1: int
+        self,
+        rng: np.random.Generator,
+        k: Any,
+        lost: IntArray,
+        links: IntArray,
+        arriving: IntArray,
+        t0: int,
+        t1: int,
     ) -> IntArray:
-        """Run ``k``'s lost lookups: the links among them a hypergeometric draw, and those
-        of a URL already seen skipped as seen, not failed (the set would have said so; only
-        the new ones fail). The links that were not lost."""
-        rng = self.rng if self.rows is None else per_row(self.rng)[k]
+        """Run ``k``'s lost lookups (drawn from its ``rng``): the links among them a
+        hypergeometric draw, and those of a URL already seen skipped as seen, not failed
+        (the set would have said so; only the new ones fail). The links that were not
+        lost."""
         lost_links = rng.hypergeometric(links, arriving - links, lost)
         seen = np.zeros_like(lost)
         for part, tests in zip((lost - lost_links, lost_links), self.tests, strict=True):

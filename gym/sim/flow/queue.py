@@ -21,7 +21,6 @@ from gym.sim.flow.base import (
     connect_upstream,
     one_of,
     thinned,
-    view_of,
 )
 from gym.sim.flow.checked import NEAR_CAPACITY, USE_REQUEST, loads
 from gym.sim.flow.fleet import Fleet
@@ -95,10 +94,8 @@ class Queue(RatedComponent):
         fleet = one_of(self.fleet)
         if isinstance(fleet, Fleet) and fleet.slotted:
             # Each run's own fleet books its slots start by start: run by run.
-            if self.rows is None:
-                self._advance_slotted(t0, t1)
-            for k in range(self.rows or 0):
-                view_of(self, k)._advance_slotted(t0, t1)
+            for run in self.alone():
+                run._advance_slotted(t0, t1)
         else:  # (a batch's fleet is batched unless slotted: fleet.batch)
             assert self.rows is None or not isinstance(self.fleet, Stacked)
             self._advance_paired(t0, t1)

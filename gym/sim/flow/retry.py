@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import simpy
 
-from gym.sim.flow.base import NO_DRAWS, Component, IntArray, Ledger, PerRow, per_row
+from gym.sim.flow.base import NO_DRAWS, Component, IntArray, Ledger, PerRow, each_run
 
 if TYPE_CHECKING:
     from gym.models import RetryPolicy
@@ -100,7 +100,7 @@ class Retries:
         overload, unavailable = st.causes[:2]
         lost = st.failed[overload][..., t0:t1] + st.failed[unavailable][..., t0:t1]
         retried = np.zeros_like(fresh)
-        for k, rng in self._runs():
+        for k, rng in each_run(self.rng):
             self._send_back(rng, k, fresh[k], [d[k] for d in later], lost[k], retried[k], t0)
         self.retried[..., t0:t1] = retried
         # A tick is down or not: its failures are all of one cause.
@@ -109,13 +109,6 @@ class Retries:
         st.failed[overload][..., t0:t1] -= np.where(down, 0, retried)
         before = st.backlog[..., t0 - 1, None] if t0 > 0 else 0
         st.backlog[..., t0:t1] = before + np.cumsum(retried - self.arriving[..., t0:t1], axis=-1)
-
-    def _runs(self) -> list[tuple[Any, np.random.Generator]]:
-        """Each run, as the index of its rows (``...`` for one run's station) and its
-        generator."""
-        if self.station.rows is None:
-            return [(..., self.rng)]  # type: ignore[list-item]
-        return list(enumerate(per_row(self.rng)))
 
     def _send_back(
         self,
